@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "evdev-node.h"
+
+/* An evdev node served as a CUSE character device. */
+struct cuse_evdev;
+
+/* Bounds on what one open handle can have outstanding. */
+#define CUSE_EVDEV_MAX_PENDING_READS 16
+
+struct cuse_evdev_hooks {
+	/* The node exists in /dev. */
+	void (*ready)(void *userdata);
+	/* Optional: may this process open the node? 0, or a negative errno to refuse. */
+	int (*may_open)(void *userdata, pid_t pid);
+};
+
+int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, struct evdev_node *node,
+		   const struct cuse_evdev_hooks *hooks, void *userdata);
+/* Answers every blocked reader with ENODEV and removes the node. The evdev node stays. */
+struct cuse_evdev *cuse_evdev_free(struct cuse_evdev *ce);
+static inline void cuse_evdev_freep(struct cuse_evdev **ce) {
+	cuse_evdev_free(*ce);
+}
+
+/* The evdev node's wakeup(): answers blocked reads and poll waiters of that client. */
+void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c);

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _unused_ __attribute__((unused))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+
+#define container_of(ptr, type, member) \
+	((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+
+#define BITS_PER_LONG (sizeof(unsigned long) * 8)
+#define BITS_TO_LONGS(n) (((n) + BITS_PER_LONG - 1) / BITS_PER_LONG)
+
+static inline bool bit_test(const unsigned long *map, unsigned int bit) {
+	return (map[bit / BITS_PER_LONG] >> (bit % BITS_PER_LONG)) & 1UL;
+}
+
+static inline void bit_assign(unsigned long *map, unsigned int bit, bool on) {
+	unsigned long m = 1UL << (bit % BITS_PER_LONG);
+	if (on)
+		map[bit / BITS_PER_LONG] |= m;
+	else
+		map[bit / BITS_PER_LONG] &= ~m;
+}
+
+static inline void freep(void *p) {
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd) {
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+/* Returns fd's value and sets *fd to -1: hands an fd over to a new owner. */
+static inline int take_fd(int *fd) {
+	int r = *fd;
+	*fd = -1;
+	return r;
+}
+
+/* Returns *p and sets it to NULL: hands a pointer over to a new owner. */
+#define TAKE_PTR(p)                       \
+	({                                \
+		__typeof__(p) _tp_ = (p); \
+		(p) = NULL;               \
+		_tp_;                     \
+	})
+
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+/* A persona or device name: [A-Za-z0-9_-], 1 to NAME_MAX_LEN characters, not starting with '-'. */
+#define NAME_MAX_LEN 32
+bool name_is_valid(const char *name);
+
+/* Parses yes/no, true/false, on/off, 1/0. Returns 0/1 or -EINVAL. */
+int parse_boolean(const char *v);

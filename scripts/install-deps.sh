@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs the Debian packages devns needs to build, test and run its VM rig.
+# Safe to run repeatedly: it installs only what is missing.
+set -eu
+
+PKGS="build-essential meson ninja-build pkg-config scdoc
+libfuse3-dev fuse3 libevdev-dev libsystemd-dev libinih-dev libcmocka-dev
+libdrm-dev libpng-dev
+dbus-daemon dbus-bin
+qemu-system-x86 busybox-static kmod cpio
+evtest python3-evdev evemu-tools interception-tools fbset libinput-tools"
+
+missing=""
+for p in $PKGS; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -n "$missing" ]; then
+	SUDO=""
+	[ "$(id -u)" -eq 0 ] || SUDO=sudo
+	export DEBIAN_FRONTEND=noninteractive
+	$SUDO apt-get update -q
+	# shellcheck disable=SC2086
+	$SUDO apt-get install -y -q --no-install-recommends $missing
+fi

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+#include <strings.h>
+
+#include "util.h"
+
+bool name_is_valid(const char *name) {
+	size_t n = 0;
+
+	if (!name || !*name || *name == '-')
+		return false;
+	for (const char *p = name; *p; p++, n++) {
+		bool ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+			  (*p >= '0' && *p <= '9') || *p == '_' || *p == '-';
+		if (!ok || n >= NAME_MAX_LEN)
+			return false;
+	}
+	return true;
+}
+
+int parse_boolean(const char *v) {
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	for (size_t i = 0; i < ELEMENTSOF(yes); i++) {
+		if (strcasecmp(v, yes[i]) == 0)
+			return 1;
+		if (strcasecmp(v, no[i]) == 0)
+			return 0;
+	}
+	return -EINVAL;
+}

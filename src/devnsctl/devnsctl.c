@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-bus.h>
+
+#include "util.h"
+
+#define BUS_NAME "org.devns1"
+#define BUS_PATH "/org/devns1"
+#define BUS_INTERFACE "org.devns1.Manager"
+
+static void help(void) {
+	printf("Usage: devnsctl COMMAND\n"
+	       "Inspect and switch devnsd's personas.\n\n"
+	       "Commands:\n"
+	       "  list           the personas, the active one marked '*', and their nodes\n"
+	       "  switch NAME    make NAME the active persona\n"
+	       "  status         the active persona, and every node with its open handles\n\n"
+	       "Options:\n"
+	       "  -h, --help     show this help\n"
+	       "      --version  show the version\n");
+}
+
+static int fail(const char *what, int r, const sd_bus_error *error) {
+	if (error && sd_bus_error_is_set(error))
+		fprintf(stderr, "devnsctl: %s: %s\n", what, error->message ? error->message : error->name);
+	else
+		fprintf(stderr, "devnsctl: %s: %s\n", what, strerror(-r));
+	return EXIT_FAILURE;
+}
+
+static int cmd_switch(sd_bus *bus, const char *name) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	int r;
+
+	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "SwitchTo", &error, NULL, "s", name);
+	if (r < 0)
+		return fail("switch", r, &error);
+	return EXIT_SUCCESS;
+}
+
+static int cmd_list(sd_bus *bus) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *name;
+	int active, r;
+
+	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListPersonas", &error, &reply, NULL);
+	if (r < 0)
+		return fail("list", r, &error);
+	r = sd_bus_message_enter_container(reply, 'a', "(sbas)");
+	if (r < 0)
+		return fail("list", r, NULL);
+	while ((r = sd_bus_message_enter_container(reply, 'r', "sbas")) > 0) {
+		const char *path;
+
+		r = sd_bus_message_read(reply, "sb", &name, &active);
+		if (r < 0)
+			return fail("list", r, NULL);
+		printf("%c %-16s", active ? '*' : ' ', name);
+		r = sd_bus_message_enter_container(reply, 'a', "s");
+		if (r < 0)
+			return fail("list", r, NULL);
+		while ((r = sd_bus_message_read(reply, "s", &path)) > 0)
+			printf(" %s", path);
+		if (r < 0)
+			return fail("list", r, NULL);
+		printf("\n");
+		sd_bus_message_exit_container(reply);
+		sd_bus_message_exit_container(reply);
+	}
+	return r < 0 ? fail("list", r, NULL) : EXIT_SUCCESS;
+}
+
+static int cmd_status(sd_bus *bus) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	_cleanup_(freep) char *active = NULL;
+	const char *persona, *path, *kind, *source;
+	char last[NAME_MAX_LEN + 1] = "";
+	uint32_t opened;
+	int r;
+
+	r = sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ActivePersona", &error, &active);
+	if (r < 0)
+		return fail("status", r, &error);
+	printf("Active persona: %s\n", active);
+
+	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListNodes", &error, &reply, NULL);
+	if (r < 0)
+		return fail("status", r, &error);
+	r = sd_bus_message_enter_container(reply, 'a', "(ssssu)");
+	if (r < 0)
+		return fail("status", r, NULL);
+	while ((r = sd_bus_message_read(reply, "(ssssu)", &persona, &path, &kind, &source, &opened)) > 0) {
+		if (!streq(last, persona)) {
+			printf("\nPersona %s%s\n", persona, streq(persona, active) ? " (active)" : "");
+			snprintf(last, sizeof(last), "%s", persona);
+		}
+		printf("  %-32s %-6s %-22s %u open\n", path, kind, source, opened);
+	}
+	return r < 0 ? fail("status", r, NULL) : EXIT_SUCCESS;
+}
+
+int main(int argc, char *argv[]) {
+	static const struct option options[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
+	const char *cmd;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
+		switch (c) {
+		case 'h':
+			help();
+			return EXIT_SUCCESS;
+		case 'V':
+			printf("devnsctl %s\n", DEVNS_VERSION);
+			return EXIT_SUCCESS;
+		default:
+			return EXIT_FAILURE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "devnsctl: missing command (list, switch or status); see --help\n");
+		return EXIT_FAILURE;
+	}
+	cmd = argv[optind++];
+	if (!streq(cmd, "list") && !streq(cmd, "switch") && !streq(cmd, "status")) {
+		fprintf(stderr, "devnsctl: unknown command '%s'; see --help\n", cmd);
+		return EXIT_FAILURE;
+	}
+	if (streq(cmd, "switch") ? argc - optind != 1 : argc - optind != 0) {
+		fprintf(stderr, "devnsctl: %s: wrong number of arguments; see --help\n", cmd);
+		return EXIT_FAILURE;
+	}
+
+	r = sd_bus_open_system(&bus);
+	if (r < 0)
+		return fail("cannot connect to the system bus", r, NULL);
+
+	if (streq(cmd, "list"))
+		return cmd_list(bus);
+	if (streq(cmd, "switch"))
+		return cmd_switch(bus, argv[optind]);
+	return cmd_status(bus);
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <systemd/sd-daemon.h>
+
+#include "devnsd-conf.h"
+#include "devnsd-manager.h"
+#include "log.h"
+
+#define EXIT_CONFIG 2
+
+static void help(void) {
+	printf("Usage: devnsd [OPTION...]\n"
+	       "Share one set of devices among several personas (containers).\n\n"
+	       "  -c, --config FILE   configuration file (default " CONF_DEFAULT_PATH ")\n"
+	       "  -t, --test          check the configuration and exit\n"
+	       "  -h, --help          show this help\n"
+	       "      --version       show the version\n");
+}
+
+static int run(const struct conf *conf) {
+	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
+	_cleanup_(manager_freep) struct manager *m = NULL;
+	int r;
+
+	r = sd_event_default(&event);
+	if (r < 0)
+		return log_error_errno(r, "Cannot create the event loop: %m");
+	r = sd_event_add_signal(event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
+	if (r >= 0)
+		r = sd_event_add_signal(event, NULL, SIGINT | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
+	if (r < 0)
+		return log_error_errno(r, "Cannot watch signals: %m");
+	r = sd_event_set_watchdog(event, true);
+	if (r < 0)
+		return log_error_errno(r, "Cannot set up the watchdog: %m");
+
+	r = manager_new(&m, event, conf);
+	if (r < 0)
+		return r;
+	r = bus_setup(m);
+	if (r < 0)
+		return r;
+	manager_check_ready(m);
+
+	r = sd_event_loop(event);
+	if (r < 0)
+		return log_error_errno(r, "Event loop failed: %m");
+	sd_notify(0, "STOPPING=1");
+	log_info("stopping");
+	return 0;
+}
+
+int main(int argc, char *argv[]) {
+	static const struct option options[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "test", no_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{},
+	};
+	_cleanup_(conf_freep) struct conf *conf = NULL;
+	_cleanup_(freep) char *error = NULL;
+	const char *path = CONF_DEFAULT_PATH;
+	bool test_only = false;
+	int c, r;
+
+	log_setup("devnsd");
+	while ((c = getopt_long(argc, argv, "c:th", options, NULL)) >= 0) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 't':
+			test_only = true;
+			break;
+		case 'h':
+			help();
+			return EXIT_SUCCESS;
+		case 'V':
+			printf("devnsd %s\n", DEVNS_VERSION);
+			return EXIT_SUCCESS;
+		default:
+			return EXIT_CONFIG;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "devnsd: unexpected argument '%s'\n", argv[optind]);
+		return EXIT_CONFIG;
+	}
+
+	r = conf_load(path, &conf, &error);
+	if (r < 0) {
+		fprintf(stderr, "devnsd: %s\n", error ? error : "cannot load the configuration");
+		return EXIT_CONFIG;
+	}
+	if (test_only) {
+		printf("%s: ok, %zu personas, %s starts active\n", path, conf->n_personas,
+		       conf->personas[conf->active].name);
+		return EXIT_SUCCESS;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	return run(conf) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,174 @@
+#!/bin/sh
+# Makes sure the guest kernel, a trimmed modules tree and the initramfs used
+# by vm-run exist in the cache directory, building them only when missing.
+#
+# Usage: tests/vm/vm-kernel.sh
+#
+# On success prints shell assignments on stdout (eval-able):
+#   DEVNS_VM_KVER     kernel release, e.g. 6.1.0-57-amd64
+#   DEVNS_VM_KERNEL   path of the bzImage
+#   DEVNS_VM_INITRD   path of the initramfs (cpio.gz)
+#   DEVNS_VM_MODULES  root of the modules tree (contains lib/modules/$KVER)
+#
+# Environment:
+#   DEVNS_VM_CACHE    cache directory (default /var/cache/devns-vm)
+#
+# Cache layout: $DEVNS_VM_CACHE/<kver>-<stamp>/{vmlinuz,modules/,initramfs.cpio.gz}
+# where <stamp> hashes this script, the guest init and the busybox version, so
+# editing either yields a fresh entry. Removing the cache directory is always safe.
+set -eu
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+CACHE=${DEVNS_VM_CACHE:-/var/cache/devns-vm}
+GUEST_INIT=$HERE/guest-init
+BUSYBOX=/bin/busybox
+META_PKG=linux-image-amd64
+
+# Modules the guest needs; their dependencies are resolved from the package.
+MODULES="virtio_pci virtio_console 9pnet_virtio 9p overlay
+fuse cuse evdev uinput bochs vfb"
+
+die() {
+	echo "vm-kernel: $*" >&2
+	exit 1
+}
+
+log() {
+	echo "vm-kernel: $*" >&2
+}
+
+need_tools() {
+	for tool in apt-cache apt-get dpkg dpkg-query depmod modprobe cpio gzip flock sha256sum; do
+		command -v "$tool" >/dev/null 2>&1 || die "missing host tool '$tool' (run scripts/install-deps.sh)"
+	done
+	[ -x "$BUSYBOX" ] || die "missing $BUSYBOX (install busybox-static)"
+	[ -r "$GUEST_INIT" ] || die "missing guest init script $GUEST_INIT"
+}
+
+# Prints the versioned kernel package that the meta package depends on.
+kernel_package() {
+	apt-cache depends "$META_PKG" 2>/dev/null |
+		sed -n 's/^ *Depends: \(linux-image-[0-9][^ ]*\)$/\1/p' | head -n 1
+}
+
+stamp() {
+	{
+		cat "$HERE/vm-kernel.sh" "$GUEST_INIT"
+		dpkg-query -W -f='${Version}\n' busybox-static 2>/dev/null || true
+	} | sha256sum | cut -c1-12
+}
+
+# Prints an existing cache entry for the stamp when apt cannot name the kernel.
+cached_entry() {
+	ls -1d "$CACHE"/*-"$1" 2>/dev/null | sort -V | tail -n 1
+}
+
+print_entry() {
+	entry=$1
+	kver=$(cat "$entry/kver")
+	printf "DEVNS_VM_KVER='%s'\n" "$kver"
+	printf "DEVNS_VM_KERNEL='%s'\n" "$entry/vmlinuz"
+	printf "DEVNS_VM_INITRD='%s'\n" "$entry/initramfs.cpio.gz"
+	printf "DEVNS_VM_MODULES='%s'\n" "$entry/modules"
+}
+
+download_kernel() {
+	pkg=$1
+	dir=$2
+	if (cd "$dir" && apt-get download -q -o APT::Sandbox::User=root "$pkg") >"$dir/apt.log" 2>&1; then
+		return 0
+	fi
+	log "download of $pkg failed, running apt-get update"
+	apt-get update -q >>"$dir/apt.log" 2>&1 || true
+	if ! (cd "$dir" && apt-get download -q -o APT::Sandbox::User=root "$pkg") >>"$dir/apt.log" 2>&1; then
+		die "kernel package download failed: $(tail -n 3 "$dir/apt.log" | tr '\n' ' ')"
+	fi
+}
+
+# Copies the wanted modules and everything they depend on from the unpacked
+# package in $1 into the modules tree $2, then runs depmod on the result.
+select_modules() {
+	src=$1
+	dst=$2
+	kver=$3
+	depmod -b "$src" "$kver" || die "depmod failed on the unpacked kernel package"
+	: >"$dst.list"
+	for mod in $MODULES; do
+		modprobe -d "$src" -S "$kver" --show-depends "$mod" >"$dst.deps" 2>&1 ||
+			die "module '$mod' not found in $kver: $(cat "$dst.deps")"
+		sed -n 's/^insmod \([^ ]*\).*/\1/p' "$dst.deps" >>"$dst.list"
+	done
+	sort -u "$dst.list" >"$dst.sorted"
+	while IFS= read -r path; do
+		rel=${path#"$src"/}
+		mkdir -p "$dst/$(dirname "$rel")"
+		cp "$path" "$dst/$rel"
+	done <"$dst.sorted"
+	rm -f "$dst.deps" "$dst.list" "$dst.sorted"
+	for f in modules.builtin modules.builtin.modinfo modules.order; do
+		cp "$src/lib/modules/$kver/$f" "$dst/lib/modules/$kver/$f"
+	done
+	depmod -b "$dst" "$kver" || die "depmod failed on the trimmed modules tree"
+}
+
+build_initramfs() {
+	modules=$1
+	out=$2
+	root=$(mktemp -d "$CACHE/.initramfs.XXXXXX")
+	mkdir -p "$root/bin" "$root/dev" "$root/proc" "$root/sys" "$root/lib"
+	cp "$BUSYBOX" "$root/bin/busybox"
+	cp "$GUEST_INIT" "$root/init"
+	chmod 0755 "$root/init"
+	cp -a "$modules/lib/modules" "$root/lib/modules"
+	(cd "$root" && find . | LC_ALL=C sort | cpio --quiet -o -H newc -R 0:0) |
+		gzip -6 >"$out" || die "packing the initramfs failed"
+	rm -rf "$root"
+}
+
+build_entry() {
+	pkg=$1
+	entry=$2
+	kver=${pkg#linux-image-}
+	work=$(mktemp -d "$CACHE/.build.XXXXXX")
+	trap 'rm -rf "$work"' EXIT
+	log "building guest kernel cache for $kver in $entry (one time)"
+	download_kernel "$pkg" "$work"
+	dpkg -x "$work"/"$pkg"_*.deb "$work/root" || die "unpacking $pkg failed"
+	[ -d "$work/root/lib/modules/$kver" ] || die "$pkg has no modules for $kver"
+	mkdir -p "$work/entry/modules"
+	cp "$work/root/boot/vmlinuz-$kver" "$work/entry/vmlinuz"
+	select_modules "$work/root" "$work/entry/modules" "$kver"
+	build_initramfs "$work/entry/modules" "$work/entry/initramfs.cpio.gz"
+	echo "$kver" >"$work/entry/kver"
+	mv "$work/entry" "$entry"
+	rm -rf "$work"
+	trap - EXIT
+}
+
+main() {
+	need_tools
+	mkdir -p "$CACHE" || die "cannot create cache directory $CACHE"
+	exec 9>"$CACHE/.lock"
+	flock 9 || die "cannot lock $CACHE/.lock"
+	rm -rf "$CACHE"/.build.* "$CACHE"/.initramfs.*
+
+	st=$(stamp)
+	pkg=$(kernel_package)
+	if [ -z "$pkg" ]; then
+		entry=$(cached_entry "$st")
+		if [ -n "$entry" ]; then
+			print_entry "$entry"
+			return 0
+		fi
+		log "apt does not know $META_PKG, running apt-get update"
+		apt-get update -q >/dev/null 2>&1 || die "apt-get update failed"
+		pkg=$(kernel_package)
+		[ -n "$pkg" ] || die "cannot find the kernel package behind $META_PKG"
+	fi
+
+	entry=$CACHE/${pkg#linux-image-}-$st
+	[ -f "$entry/kver" ] || build_entry "$pkg" "$entry"
+	print_entry "$entry"
+}
+
+main "$@"
