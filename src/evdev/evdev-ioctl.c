@@ -2,7 +2,8 @@
 /*
  * The evdev ioctls, answered the way the kernel's evdev answers them: same
  * lengths copied, same return values, same errors. Commands the kernel
- * knows but devnsd does not serve (force-feedback uploads, keymap writes)
+ * knows but devnsd does not serve (force-feedback uploads, keymap writes;
+ * EVIOCGEFFECTS reports room for no effects)
  * and commands of other drivers get ENOTTY.
  */
 #include <libevdev/libevdev.h>
@@ -12,8 +13,6 @@
 #include "evdev-node.h"
 
 #define EVIOC_MASK_SIZE(nr) ((nr) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
-/* The old KEY_MAX, which some clients still pass as a byte count. */
-#define OLD_KEY_MAX 0x1ff
 
 static void done(struct evdev_ioctl_step *s, int result, const void *data, size_t len) {
 	s->result = result;
@@ -278,6 +277,13 @@ static bool fixed_ioctl(struct evdev_ioctl_step *s, struct evdev_node *n, struct
 			  out_size))
 			get_keycode(s, n, cmd, in);
 		return true;
+	case EVIOCGEFFECTS: {
+		/* Effects cannot be uploaded through a persona node: room for none. */
+		int effects = 0;
+		if (!need(s, arg, 0, sizeof(effects), in_size, out_size))
+			done(s, 0, &effects, sizeof(effects));
+		return true;
+	}
 	case EVIOCGRAB:
 		grab_node(s, n, c, (uintptr_t)arg);
 		return true;
@@ -350,8 +356,6 @@ static void get_bit(struct evdev_ioctl_step *s, struct evdev_node *n, unsigned i
 
 	if (!bits)
 		return fail(s, -EINVAL);
-	if (type == EV_KEY && size == OLD_KEY_MAX)
-		max = OLD_KEY_MAX;
 	if (!need(s, arg, 0, size, 0, out_size))
 		bits_to_user(s, bits, max, size);
 }

@@ -1,0 +1,290 @@
+"""Helpers for tests that run inside the VM: uinput devices, a private
+system bus, the built devnsd, and raw evdev ioctls on persona nodes."""
+
+import array
+import ctypes
+import fcntl
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import evdev
+from evdev import ecodes as e
+
+BUILD = os.environ["DEVNS_BUILD_DIR"]
+SOURCE = os.environ["DEVNS_SOURCE_DIR"]
+DEVNSD = os.path.join(BUILD, "src", "devnsd")
+DEVNSCTL = os.path.join(BUILD, "src", "devnsctl")
+
+EVENT = struct.Struct("llHHi")  # struct input_event on 64-bit
+
+
+# --- ioctl numbers -----------------------------------------------------------
+
+def _ioc(direction, nr, size, typ=ord("E")):
+    return (direction << 30) | (size << 16) | (typ << 8) | nr
+
+
+IOC_NONE, IOC_WRITE, IOC_READ = 0, 1, 2
+
+
+def EVIOCGBIT(ev, size):
+    return _ioc(IOC_READ, 0x20 + ev, size)
+
+
+def EVIOCGKEY(size):
+    return _ioc(IOC_READ, 0x18, size)
+
+
+def EVIOCGLED(size):
+    return _ioc(IOC_READ, 0x19, size)
+
+
+def EVIOCGNAME(size):
+    return _ioc(IOC_READ, 0x06, size)
+
+
+def EVIOCGMTSLOTS(size):
+    return _ioc(IOC_READ, 0x0A, size)
+
+
+EVIOCGVERSION = _ioc(IOC_READ, 0x01, 4)
+EVIOCGRAB = _ioc(IOC_WRITE, 0x90, 4)
+EVIOCREVOKE = _ioc(IOC_WRITE, 0x91, 4)
+EVIOCSCLOCKID = _ioc(IOC_WRITE, 0xA0, 4)
+
+
+def ioctl_bytes(fd, request, size):
+    """Runs a read ioctl into a buffer; returns (return value, bytes)."""
+    buf = bytearray(size)
+    r = fcntl.ioctl(fd, request, buf, True)
+    return r, bytes(buf)
+
+
+def key_state(fd):
+    _, buf = ioctl_bytes(fd, EVIOCGKEY(96), 96)
+    return {code for code in range(96 * 8) if buf[code // 8] >> (code % 8) & 1}
+
+
+def led_state(fd):
+    _, buf = ioctl_bytes(fd, EVIOCGLED(8), 8)
+    return {code for code in range(16) if buf[code // 8] >> (code % 8) & 1}
+
+
+# --- events on raw fds ---------------------------------------------------------
+
+def read_events(fd, timeout=1.0, until=None):
+    """Reads events until `until(events)` is true or nothing comes for `timeout` s."""
+    events = []
+    while True:
+        r, _, _ = select.select([fd], [], [], timeout)
+        if not r:
+            return events
+        data = os.read(fd, EVENT.size * 64)
+        for off in range(0, len(data), EVENT.size):
+            _, _, typ, code, value = EVENT.unpack_from(data, off)
+            events.append((typ, code, value))
+        if until and until(events):
+            return events
+
+
+def write_event(fd, typ, code, value):
+    os.write(fd, EVENT.pack(0, 0, typ, code, value))
+
+
+def open_node(path, flags=os.O_RDWR | os.O_NONBLOCK):
+    return os.open(path, flags | os.O_CLOEXEC)
+
+
+# --- uinput devices ------------------------------------------------------------
+
+KEYBOARD_KEYS = [e.KEY_ESC, e.KEY_A, e.KEY_B, e.KEY_C, e.KEY_LEFTSHIFT, e.KEY_CAPSLOCK,
+                 e.KEY_LEFTMETA, e.KEY_F1, e.KEY_F2, e.KEY_SPACE, e.KEY_ENTER]
+
+
+def make_keyboard():
+    caps = {
+        e.EV_KEY: KEYBOARD_KEYS,
+        e.EV_LED: [e.LED_NUML, e.LED_CAPSL, e.LED_SCROLLL],
+        e.EV_MSC: [e.MSC_SCAN],
+    }
+    dev = evdev.UInput(caps, name="devns test keyboard", vendor=0x1234, product=0x5678,
+                       version=0x0101, bustype=e.BUS_USB)
+    return dev
+
+
+def make_touchscreen():
+    def axis(lo, hi, res=0):
+        return evdev.AbsInfo(value=0, min=lo, max=hi, fuzz=0, flat=0, resolution=res)
+
+    caps = {
+        e.EV_KEY: [e.BTN_TOUCH],
+        e.EV_ABS: [
+            (e.ABS_X, axis(0, 1279, 10)),
+            (e.ABS_Y, axis(0, 799, 10)),
+            (e.ABS_MT_SLOT, axis(0, 9)),
+            (e.ABS_MT_TRACKING_ID, axis(0, 65535)),
+            (e.ABS_MT_POSITION_X, axis(0, 1279, 10)),
+            (e.ABS_MT_POSITION_Y, axis(0, 799, 10)),
+        ],
+    }
+    return evdev.UInput(caps, name="devns test touchscreen", vendor=0x2222, product=0x3333,
+                        bustype=e.BUS_VIRTUAL, input_props=[e.INPUT_PROP_DIRECT])
+
+
+def event_node(uinput_dev):
+    """The /dev/input/eventN the kernel made for a uinput device."""
+    for _ in range(100):
+        path = uinput_dev.device.path if uinput_dev.device else None
+        if path and os.path.exists(path):
+            return path
+        time.sleep(0.05)
+    raise RuntimeError("no event node for " + uinput_dev.name)
+
+
+def press(ui, code, value=1):
+    ui.write(e.EV_KEY, code, value)
+    ui.syn()
+
+
+def touch(ui, slot, tracking_id, x=100, y=100):
+    ui.write(e.EV_ABS, e.ABS_MT_SLOT, slot)
+    ui.write(e.EV_ABS, e.ABS_MT_TRACKING_ID, tracking_id)
+    if tracking_id >= 0:
+        ui.write(e.EV_ABS, e.ABS_MT_POSITION_X, x)
+        ui.write(e.EV_ABS, e.ABS_MT_POSITION_Y, y)
+        ui.write(e.EV_ABS, e.ABS_X, x)
+        ui.write(e.EV_ABS, e.ABS_Y, y)
+    ui.write(e.EV_KEY, e.BTN_TOUCH, 1 if tracking_id >= 0 else 0)
+    ui.syn()
+
+
+# --- a private system bus and the daemon ----------------------------------------
+
+BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Configuration 1.0//EN"
+ "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+<busconfig>
+  <type>system</type>
+  <listen>unix:path={socket}</listen>
+  <auth>EXTERNAL</auth>
+  <policy context="default">
+    <allow user="*"/>
+    <allow send_destination="org.freedesktop.DBus"/>
+    <allow eavesdrop="true"/>
+    <allow send_type="signal"/>
+    <allow send_requested_reply="true" send_type="method_return"/>
+    <allow send_requested_reply="true" send_type="error"/>
+    <allow receive_type="method_call"/>
+    <allow receive_type="method_return"/>
+    <allow receive_type="error"/>
+    <allow receive_type="signal"/>
+  </policy>
+  <include>{policy}</include>
+</busconfig>
+"""
+
+
+class Bus:
+    def __init__(self):
+        self.dir = tempfile.mkdtemp(prefix="devns-bus-")
+        sock = os.path.join(self.dir, "system_bus_socket")
+        conf = os.path.join(self.dir, "bus.conf")
+        with open(conf, "w") as f:
+            f.write(BUS_CONFIG.format(socket=sock, policy=os.path.join(SOURCE, "conf", "org.devns1.conf")))
+        self.proc = subprocess.Popen(["dbus-daemon", "--config-file=" + conf, "--nofork", "--nopidfile"])
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("dbus-daemon did not start")
+        self.address = "unix:path=" + sock
+        os.environ["DBUS_SYSTEM_BUS_ADDRESS"] = self.address
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait()
+
+
+class Daemon:
+    """The built devnsd, started with a configuration, waited for until READY=1."""
+
+    def __init__(self, conf_text, timeout=60):
+        self.dir = tempfile.mkdtemp(prefix="devnsd-")
+        self.conf = os.path.join(self.dir, "devnsd.conf")
+        with open(self.conf, "w") as f:
+            f.write(conf_text)
+        notify = os.path.join(self.dir, "notify")
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        sock.bind(notify)
+        env = dict(os.environ, NOTIFY_SOCKET=notify)
+        self.log = open(os.path.join(self.dir, "log"), "w+")
+        self.proc = subprocess.Popen([DEVNSD, "--config", self.conf], env=env,
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or self.proc.poll() is not None:
+                    raise RuntimeError("devnsd did not become ready:\n" + self.output())
+                sock.settimeout(left)
+                try:
+                    msg = sock.recv(4096).decode()
+                except socket.timeout:
+                    continue
+                if "READY=1" in msg.split("\n"):
+                    break
+        finally:
+            sock.close()
+
+    def output(self):
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def devnsctl(*args, check=True):
+    p = subprocess.run([DEVNSCTL, *args], capture_output=True, text=True, timeout=30)
+    if check and p.returncode != 0:
+        raise RuntimeError("devnsctl %s failed (%d): %s" % (" ".join(args), p.returncode, p.stderr))
+    return p
+
+
+def conf_for(devices, personas=("work", "personal"), active=None):
+    lines = ["[Input]", "Devices=" + " ".join(devices), ""]
+    for name in personas:
+        lines.append("[Persona %s]" % name)
+        if name == active:
+            lines.append("Active=yes")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def persona_node(persona, hw_path):
+    return "/dev/devns/%s/%s" % (persona, os.path.basename(hw_path))
+
+
+def rss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
