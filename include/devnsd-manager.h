@@ -6,45 +6,49 @@
 #include <systemd/sd-event.h>
 
 #include "devnsd-conf.h"
-#include "evdev-state.h"
-
-struct input_backend;
-struct evdev_node;
-struct cuse_evdev;
-struct input_node;
 
 /* Where persona nodes appear, below /dev. */
 #define DEVNS_DEV_DIR "devns"
 
+struct manager;
+
 struct persona {
 	struct manager *manager;
 	char name[NAME_MAX_LEN + 1];
-	LIST_HEAD(, input_node) inputs;
 	LIST_ENTRY(persona) link;
 };
 
-/* One hardware input device and the nodes every persona has for it. */
-struct input_device {
-	struct manager *manager;
-	struct input_backend *backend;
-	sd_event_source *source;
-	/* What the hardware reports, folded up: the state a persona resyncs to. */
-	struct evdev_state hw;
-	struct input_node *active;
-	LIST_HEAD(, input_node) nodes;
-	LIST_ENTRY(input_device) link;
+/* One node a persona has, as ListNodes and devnsctl status show it. */
+struct node_desc {
+	const char *path;   /* /dev/devns/PERSONA/NAME */
+	const char *kind;   /* "input", ... */
+	const char *source; /* the hardware it stands for */
+	unsigned int opened;
 };
 
-/* A persona's /dev/devns/PERSONA/eventN. */
-struct input_node {
-	struct input_device *device;
-	struct persona *persona;
-	struct evdev_node *evdev;
-	struct cuse_evdev *cuse;
-	char path[64 + NAME_MAX_LEN];
-	bool ready;
-	LIST_ENTRY(input_node) by_device;
-	LIST_ENTRY(input_node) by_persona;
+typedef void (*node_desc_fn)(void *userdata, const struct node_desc *nd);
+
+struct device_class;
+
+/*
+ * A kind of device shared among personas: input, framebuffer, LEDs. The
+ * manager keeps one instance per kind and drives it through these ops, all
+ * mandatory.
+ */
+struct device_class_ops {
+	/* Creates persona p's nodes. */
+	int (*add_persona)(struct device_class *dc, struct persona *p);
+	/* Moves the hardware from one persona to the other. */
+	void (*switch_to)(struct device_class *dc, struct persona *from, struct persona *to);
+	/* Calls fn for each node persona p has. */
+	void (*foreach_node)(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata);
+	void (*free)(struct device_class *dc);
+};
+
+struct device_class {
+	const struct device_class_ops *ops;
+	struct manager *manager;
+	LIST_ENTRY(device_class) link;
 };
 
 struct manager {
@@ -53,7 +57,7 @@ struct manager {
 	LIST_HEAD(, persona) personas;
 	unsigned int n_personas;
 	struct persona *active;
-	LIST_HEAD(, input_device) inputs;
+	LIST_HEAD(, device_class) classes;
 	unsigned int n_nodes, n_ready;
 	bool notified;
 };
@@ -70,19 +74,18 @@ struct persona *manager_find_persona(struct manager *m, const char *name);
 /* Makes p the active persona. */
 int manager_switch(struct manager *m, struct persona *p);
 
+/* Calls fn for every node persona p has, across device classes. */
+void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn, void *userdata);
+
+/* Counts a node that will announce itself with manager_node_ready(). */
+void manager_node_added(struct manager *m);
 /* A node is in /dev. */
 void manager_node_ready(struct manager *m);
 /* Sends READY=1 once every node is in /dev (at once when there are none). */
 void manager_check_ready(struct manager *m);
 
-/* devnsd-input.c */
-int input_device_new(struct manager *m, struct input_backend *backend, struct input_device **ret);
-struct input_device *input_device_free(struct input_device *d);
-/* Creates the node persona p has for the device. */
-int input_device_add_persona(struct input_device *d, struct persona *p);
-/* Moves the hardware from one persona's node to another's. */
-void input_device_switch(struct input_device *d, struct persona *from, struct persona *to);
-unsigned int input_node_open_count(const struct input_node *n);
+/* devnsd-input.c: the evdev input class. */
+int input_class_new(struct manager *m, const struct conf *conf, struct device_class **ret);
 
 /* devnsd-bus.c */
 int bus_setup(struct manager *m);

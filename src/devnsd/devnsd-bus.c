@@ -2,7 +2,6 @@
 #include <stdlib.h>
 
 #include "devnsd-manager.h"
-#include "input-backend.h"
 #include "log.h"
 
 #define BUS_NAME "org.devns1"
@@ -28,17 +27,38 @@ static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	return sd_bus_reply_method_return(msg, NULL);
 }
 
+/* Appends node rows to a reply; the first error sticks. */
+struct node_writer {
+	sd_bus_message *reply;
+	const char *persona;
+	bool detailed;
+	int r;
+};
+
+static void write_node(void *userdata, const struct node_desc *nd) {
+	struct node_writer *w = userdata;
+
+	if (w->r < 0)
+		return;
+	if (w->detailed)
+		w->r = sd_bus_message_append(w->reply, "(ssssu)", w->persona, nd->path, nd->kind, nd->source,
+					     nd->opened);
+	else
+		w->r = sd_bus_message_append(w->reply, "s", nd->path);
+}
+
 static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	struct manager *m = userdata;
 	struct persona *p;
-	struct input_node *in;
+	struct node_writer w = { 0 };
 	int r;
 
 	(void)error;
 	r = sd_bus_message_new_method_return(msg, &reply);
 	if (r < 0)
 		return r;
+	w.reply = reply;
 	r = sd_bus_message_open_container(reply, 'a', "(sbas)");
 	if (r < 0)
 		return r;
@@ -52,11 +72,9 @@ static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_erro
 		r = sd_bus_message_open_container(reply, 'a', "s");
 		if (r < 0)
 			return r;
-		LIST_FOREACH(in, &p->inputs, by_persona) {
-			r = sd_bus_message_append(reply, "s", in->path);
-			if (r < 0)
-				return r;
-		}
+		manager_foreach_node(m, p, write_node, &w);
+		if (w.r < 0)
+			return w.r;
 		r = sd_bus_message_close_container(reply);
 		if (r < 0)
 			return r;
@@ -74,23 +92,23 @@ static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	struct manager *m = userdata;
 	struct persona *p;
-	struct input_node *in;
+	struct node_writer w = { .detailed = true };
 	int r;
 
 	(void)error;
 	r = sd_bus_message_new_method_return(msg, &reply);
 	if (r < 0)
 		return r;
+	w.reply = reply;
 	r = sd_bus_message_open_container(reply, 'a', "(ssssu)");
 	if (r < 0)
 		return r;
-	LIST_FOREACH(p, &m->personas, link)
-		LIST_FOREACH(in, &p->inputs, by_persona) {
-			r = sd_bus_message_append(reply, "(ssssu)", p->name, in->path, "input",
-						  in->device->backend->path, input_node_open_count(in));
-			if (r < 0)
-				return r;
-		}
+	LIST_FOREACH(p, &m->personas, link) {
+		w.persona = p->name;
+		manager_foreach_node(m, p, write_node, &w);
+		if (w.r < 0)
+			return w.r;
+	}
 	r = sd_bus_message_close_container(reply);
 	if (r < 0)
 		return r;

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT */
+#include <glob.h>
 #include <libevdev/libevdev.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cuse-evdev.h"
-#include "devnsd-manager.h"
+#include "devnsd-input.h"
 #include "evdev-node.h"
 #include "input-backend.h"
 #include "log.h"
@@ -56,7 +57,7 @@ static void node_ready(void *userdata) {
 		return;
 	in->ready = true;
 	log_debug("%s: ready", in->path);
-	manager_node_ready(in->device->manager);
+	manager_node_ready(in->device->class->base.manager);
 }
 
 static const struct cuse_evdev_hooks node_hooks = {
@@ -69,13 +70,8 @@ static struct input_node *input_node_free(struct input_node *in) {
 	cuse_evdev_free(in->cuse);
 	evdev_node_free(in->evdev);
 	LIST_REMOVE(in, by_device);
-	LIST_REMOVE(in, by_persona);
 	free(in);
 	return NULL;
-}
-
-unsigned int input_node_open_count(const struct input_node *n) {
-	return n->evdev->n_clients;
 }
 
 static void deliver(struct input_device *d, const struct input_event *evs, size_t n) {
@@ -152,32 +148,7 @@ static void state_from_libevdev(struct evdev_state *s, const struct libevdev *de
 				s->mt[slot][code - EVDEV_MT_FIRST] = libevdev_get_slot_value(desc, slot, code);
 }
 
-int input_device_new(struct manager *m, struct input_backend *backend, struct input_device **ret) {
-	struct input_device *d;
-	int r;
-
-	d = calloc(1, sizeof(*d));
-	if (!d) {
-		input_backend_free(backend);
-		return -ENOMEM;
-	}
-	d->manager = m;
-	d->backend = backend;
-	LIST_INIT(&d->nodes);
-	state_from_libevdev(&d->hw, backend->desc);
-	if (backend->fd >= 0) {
-		r = sd_event_add_io(m->event, &d->source, backend->fd, EPOLLIN, on_input, d);
-		if (r < 0) {
-			input_device_free(d);
-			return r;
-		}
-	}
-	LIST_INSERT_HEAD(&m->inputs, d, link);
-	*ret = d;
-	return 0;
-}
-
-struct input_device *input_device_free(struct input_device *d) {
+static struct input_device *input_device_free(struct input_device *d) {
 	struct input_node *in;
 
 	if (!d)
@@ -186,13 +157,37 @@ struct input_device *input_device_free(struct input_device *d) {
 		input_node_free(in);
 	sd_event_source_disable_unref(d->source);
 	input_backend_free(d->backend);
-	if (d->manager && (d->link.le_prev))
-		LIST_REMOVE(d, link);
 	free(d);
 	return NULL;
 }
 
-int input_device_add_persona(struct input_device *d, struct persona *p) {
+static int input_device_new(struct input_class *ic, struct input_backend *backend, struct input_device **ret) {
+	struct input_device *d;
+	int r;
+
+	d = calloc(1, sizeof(*d));
+	if (!d) {
+		input_backend_free(backend);
+		return -ENOMEM;
+	}
+	d->class = ic;
+	d->backend = backend;
+	LIST_INIT(&d->nodes);
+	state_from_libevdev(&d->hw, backend->desc);
+	if (backend->fd >= 0) {
+		r = sd_event_add_io(ic->base.manager->event, &d->source, backend->fd, EPOLLIN, on_input, d);
+		if (r < 0) {
+			input_device_free(d);
+			return r;
+		}
+	}
+	LIST_INSERT_HEAD(&ic->devices, d, link);
+	*ret = d;
+	return 0;
+}
+
+static int input_device_add_persona(struct input_device *d, struct persona *p) {
+	struct manager *m = d->class->base.manager;
 	struct input_node *in;
 	struct evdev_state view = d->hw;
 	int r;
@@ -203,11 +198,10 @@ int input_device_add_persona(struct input_device *d, struct persona *p) {
 	in->device = d;
 	in->persona = p;
 	LIST_INSERT_HEAD(&d->nodes, in, by_device);
-	LIST_INSERT_HEAD(&p->inputs, in, by_persona);
 	snprintf(in->path, sizeof(in->path), "/dev/%s/%s/%s", DEVNS_DEV_DIR, p->name, d->backend->name);
 
 	/* A background persona starts with nothing held. */
-	if (p != d->manager->active) {
+	if (p != m->active) {
 		struct input_event evs[EVDEV_RELEASE_MAX];
 		size_t n = evdev_state_release(&view, evs);
 
@@ -217,11 +211,11 @@ int input_device_add_persona(struct input_device *d, struct persona *p) {
 	r = evdev_node_new(&in->evdev, d->backend->desc, &view, &node_ops, in);
 	if (r < 0)
 		goto fail;
-	r = cuse_evdev_new(&in->cuse, d->manager->event, in->path + strlen("/dev/"), in->evdev, &node_hooks, in);
+	r = cuse_evdev_new(&in->cuse, m->event, in->path + strlen("/dev/"), in->evdev, &node_hooks, in);
 	if (r < 0)
 		goto fail;
-	d->manager->n_nodes++;
-	if (p == d->manager->active) {
+	manager_node_added(m);
+	if (p == m->active) {
 		d->active = in;
 		in->evdev->active = true;
 	}
@@ -240,7 +234,7 @@ static struct input_node *node_of(struct input_device *d, struct persona *p) {
 	return NULL;
 }
 
-void input_device_switch(struct input_device *d, struct persona *from, struct persona *to) {
+static void input_device_switch(struct input_device *d, struct persona *from, struct persona *to) {
 	struct input_node *old = node_of(d, from), *new = node_of(d, to);
 
 	/* What was pressed before the switch belongs to the old persona. */
@@ -251,4 +245,133 @@ void input_device_switch(struct input_device *d, struct persona *from, struct pe
 	d->active = new;
 	if (new)
 		evdev_node_activate(new->evdev, &d->hw);
+}
+
+static struct input_class *to_input(struct device_class *dc) {
+	return container_of(dc, struct input_class, base);
+}
+
+static int input_add_persona(struct device_class *dc, struct persona *p) {
+	struct input_device *d;
+	int r;
+
+	LIST_FOREACH(d, &to_input(dc)->devices, link) {
+		r = input_device_add_persona(d, p);
+		if (r < 0)
+			return log_error_errno(r, "/dev/%s/%s/%s: cannot create the node: %m", DEVNS_DEV_DIR, p->name,
+					       d->backend->name);
+	}
+	return 0;
+}
+
+static void input_switch_to(struct device_class *dc, struct persona *from, struct persona *to) {
+	struct input_device *d;
+
+	LIST_FOREACH(d, &to_input(dc)->devices, link)
+		input_device_switch(d, from, to);
+}
+
+static void input_foreach_node(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata) {
+	struct input_device *d;
+
+	LIST_FOREACH(d, &to_input(dc)->devices, link) {
+		struct input_node *in = node_of(d, p);
+		if (in)
+			fn(userdata, &(struct node_desc){
+				.path = in->path,
+				.kind = "input",
+				.source = d->backend->path,
+				.opened = in->evdev->n_clients,
+			});
+	}
+}
+
+static void input_class_free(struct device_class *dc) {
+	struct input_class *ic = to_input(dc);
+	struct input_device *d;
+
+	while ((d = LIST_FIRST(&ic->devices))) {
+		LIST_REMOVE(d, link);
+		input_device_free(d);
+	}
+	free(ic);
+}
+
+static const struct device_class_ops input_class_ops = {
+	.add_persona = input_add_persona,
+	.switch_to = input_switch_to,
+	.foreach_node = input_foreach_node,
+	.free = input_class_free,
+};
+
+static bool device_known(struct input_class *ic, const char *path) {
+	_cleanup_(freep) char *real = realpath(path, NULL);
+	struct input_device *d;
+
+	LIST_FOREACH(d, &ic->devices, link) {
+		_cleanup_(freep) char *other = realpath(d->backend->path, NULL);
+		if (real && other && streq(real, other))
+			return true;
+	}
+	return false;
+}
+
+static int open_input(struct input_class *ic, const char *path) {
+	struct input_backend *b;
+	struct input_device *d;
+	int r;
+
+	if (device_known(ic, path))
+		return 0;
+	r = input_evdev_open(path, &b);
+	if (r == -ENOTTY)
+		return log_error_errno(r, "%s: not an evdev input device", path);
+	if (r == -EBUSY)
+		return log_error_errno(r, "%s: another program has grabbed the device", path);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot open: %m", path);
+	r = input_device_new(ic, b, &d);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot watch the device: %m", path);
+	log_info("%s: %s", path, libevdev_get_name(b->desc));
+	return 0;
+}
+
+int input_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
+	struct input_class *ic;
+	int r = 0;
+
+	ic = calloc(1, sizeof(*ic));
+	if (!ic)
+		return log_error_errno(ENOMEM, "out of memory");
+	ic->base.ops = &input_class_ops;
+	ic->base.manager = m;
+	LIST_INIT(&ic->devices);
+
+	for (size_t i = 0; i < conf->n_input_patterns && r >= 0; i++) {
+		const char *pattern = conf->input_patterns[i];
+		glob_t g = { 0 };
+
+		if (glob(pattern, GLOB_NOCHECK, NULL, &g) != 0) {
+			r = log_error_errno(ENOMEM, "%s: cannot expand the pattern", pattern);
+			globfree(&g);
+			break;
+		}
+		for (size_t j = 0; j < g.gl_pathc && r >= 0; j++) {
+			const char *path = g.gl_pathv[j];
+			/* A pattern that matches nothing is fine; a plain path must exist. */
+			if (streq(path, pattern) && strpbrk(pattern, "*?[") && access(path, F_OK) < 0) {
+				log_warning("%s: matches no device", pattern);
+				continue;
+			}
+			r = open_input(ic, path);
+		}
+		globfree(&g);
+	}
+	if (r < 0) {
+		input_class_free(&ic->base);
+		return r;
+	}
+	*ret = &ic->base;
+	return 0;
 }

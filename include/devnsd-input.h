@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/queue.h>
+
+#include "devnsd-manager.h"
+#include "evdev-state.h"
+
+struct input_backend;
+struct evdev_node;
+struct cuse_evdev;
+struct input_node;
+
+/* One hardware input device and the nodes every persona has for it. */
+struct input_device {
+	struct input_class *class;
+	struct input_backend *backend;
+	sd_event_source *source;
+	/* What the hardware reports, folded up: the state a persona resyncs to. */
+	struct evdev_state hw;
+	struct input_node *active;
+	LIST_HEAD(, input_node) nodes;
+	LIST_ENTRY(input_device) link;
+};
+
+/* A persona's /dev/devns/PERSONA/eventN. */
+struct input_node {
+	struct input_device *device;
+	struct persona *persona;
+	struct evdev_node *evdev;
+	struct cuse_evdev *cuse;
+	char path[64 + NAME_MAX_LEN];
+	bool ready;
+	LIST_ENTRY(input_node) by_device;
+};
+
+struct input_class {
+	struct device_class base;
+	LIST_HEAD(, input_device) devices;
+};
