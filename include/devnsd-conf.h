@@ -3,25 +3,76 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "util.h"
 
 #define CONF_MAX_PERSONAS 64
 #define CONF_MAX_PATTERNS 64
+#define CONF_MAX_SWITCH_KEYS 16
+#define CONF_MAX_CHORD 4
+#define CONF_MAX_MAPS 16
 #define CONF_DEFAULT_PATH "/etc/devnsd/devnsd.conf"
+
+/* Devices of one class: paths or glob patterns, and the names shared by all personas. */
+struct conf_devices {
+	char *patterns[CONF_MAX_PATTERNS];
+	size_t n_patterns;
+	char *shared[CONF_MAX_PATTERNS];
+	size_t n_shared;
+};
+
+/* Where a persona's node appears inside its container, e.g. fb0 -> /dev/graphics/fb0. */
+struct conf_map {
+	char node[NAME_MAX_LEN + 1];
+	char *path;
+};
 
 struct conf_persona {
 	char name[NAME_MAX_LEN + 1];
 	bool active;
 	unsigned int line;        /* of its section header */
 	unsigned int active_line; /* of its Active= key */
+	pid_t pid;                /* Pid=: bind to this process's pid namespace; 0: none */
+	char *machine;            /* Machine=: bind to this systemd-machined machine */
+	bool allow_request_active;
+	struct conf_map maps[CONF_MAX_MAPS];
+	size_t n_maps;
+};
+
+/* A hotkey: the keys held together, and the persona they bring forward. */
+struct conf_switch_key {
+	uint16_t keys[CONF_MAX_CHORD];
+	size_t n_keys;
+	char persona[NAME_MAX_LEN + 1];
+	unsigned int line;
+};
+
+enum display_backend {
+	DISPLAY_NONE,
+	DISPLAY_HEADLESS,
+	DISPLAY_DRM,
+	DISPLAY_FBDEV,
 };
 
 struct conf {
 	char *path;
-	/* [Input] Devices=: paths or glob patterns, in order. */
-	char *input_patterns[CONF_MAX_PATTERNS];
-	size_t n_input_patterns;
+
+	/* [Daemon] */
+	bool routed;
+	char *switch_group;
+	struct conf_switch_key switch_keys[CONF_MAX_SWITCH_KEYS];
+	size_t n_switch_keys;
+
+	/* [Input], [Leds], [Backlight] */
+	struct conf_devices input, leds, backlight;
+
+	/* [Display] */
+	enum display_backend display;
+	char *display_device;
+	unsigned int display_width, display_height; /* headless mode */
+
 	struct conf_persona personas[CONF_MAX_PERSONAS];
 	size_t n_personas;
 	/* The persona that starts active: Active=yes, or the first. */
@@ -38,3 +89,6 @@ struct conf *conf_free(struct conf *c);
 static inline void conf_freep(struct conf **c) {
 	conf_free(*c);
 }
+
+/* The persona's index, or -1. */
+int conf_find_persona(const struct conf *c, const char *name);

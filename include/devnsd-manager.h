@@ -77,6 +77,13 @@ int manager_switch(struct manager *m, struct persona *p);
 /* Calls fn for every node persona p has, across device classes. */
 void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn, void *userdata);
 
+/*
+ * May process pid (as the daemon's pid namespace numbers it) open persona
+ * p's nodes? 0, or -EACCES (logged once per persona and pid). Every node
+ * devnsd serves asks this in its open path.
+ */
+int manager_check_access(struct manager *m, struct persona *p, pid_t pid);
+
 /* Counts a node that will announce itself with manager_node_ready(). */
 void manager_node_added(struct manager *m);
 /* A node is in /dev. */

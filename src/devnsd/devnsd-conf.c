@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
 #include <ini.h>
+#include <libevdev/libevdev.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,12 +10,24 @@
 
 #include "devnsd-conf.h"
 
+enum section {
+	SECTION_NONE,
+	SECTION_UNKNOWN, /* already reported */
+	SECTION_DAEMON,
+	SECTION_INPUT,
+	SECTION_LEDS,
+	SECTION_BACKLIGHT,
+	SECTION_DISPLAY,
+	SECTION_PERSONA,
+};
+
 struct parser {
 	FILE *file;
 	struct conf *conf;
 	unsigned int line;
 	char *error;
-	/* The section being read; NULL when it is unknown (already reported). */
+	enum section section;
+	const char *section_name;
 	struct conf_persona *persona;
 };
 
@@ -44,13 +58,51 @@ static char *strip(char *s) {
 	return s;
 }
 
-static void on_section(struct parser *p, const char *name) {
+static void on_persona_section(struct parser *p, const char *header, const char *pname) {
 	struct conf *c = p->conf;
+
+	if (!name_is_valid(pname)) {
+		parse_error(p, "[%s]: invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", header,
+			    pname, NAME_MAX_LEN);
+		return;
+	}
+	for (size_t i = 0; i < c->n_personas; i++)
+		if (streq(c->personas[i].name, pname)) {
+			parse_error(p, "[%s]: duplicate persona, first defined on line %u", header,
+				    c->personas[i].line);
+			return;
+		}
+	if (c->n_personas == CONF_MAX_PERSONAS) {
+		parse_error(p, "[%s]: too many personas (at most %d)", header, CONF_MAX_PERSONAS);
+		return;
+	}
+	p->persona = &c->personas[c->n_personas++];
+	snprintf(p->persona->name, sizeof(p->persona->name), "%s", pname);
+	p->persona->line = p->line;
+	p->section = SECTION_PERSONA;
+}
+
+static void on_section(struct parser *p, const char *name) {
+	static const struct {
+		const char *name;
+		enum section section;
+	} plain[] = {
+		{ "Daemon", SECTION_DAEMON },
+		{ "Input", SECTION_INPUT },
+		{ "Leds", SECTION_LEDS },
+		{ "Backlight", SECTION_BACKLIGHT },
+		{ "Display", SECTION_DISPLAY },
+	};
 	const char *pname;
 
 	p->persona = NULL;
-	if (streq(name, "Input"))
-		return;
+	p->section = SECTION_UNKNOWN;
+	for (size_t i = 0; i < ELEMENTSOF(plain); i++)
+		if (streq(name, plain[i].name)) {
+			p->section = plain[i].section;
+			p->section_name = plain[i].name;
+			return;
+		}
 	if (strncmp(name, "Persona", 7) != 0 || !isspace((unsigned char)name[7])) {
 		parse_error(p, "[%s]: unknown section", name);
 		return;
@@ -58,24 +110,7 @@ static void on_section(struct parser *p, const char *name) {
 	pname = name + 8;
 	while (isspace((unsigned char)*pname))
 		pname++;
-	if (!name_is_valid(pname)) {
-		parse_error(p, "[%s]: invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", name,
-			    pname, NAME_MAX_LEN);
-		return;
-	}
-	for (size_t i = 0; i < c->n_personas; i++)
-		if (streq(c->personas[i].name, pname)) {
-			parse_error(p, "[%s]: duplicate persona, first defined on line %u", name,
-				    c->personas[i].line);
-			return;
-		}
-	if (c->n_personas == CONF_MAX_PERSONAS) {
-		parse_error(p, "[%s]: too many personas (at most %d)", name, CONF_MAX_PERSONAS);
-		return;
-	}
-	p->persona = &c->personas[c->n_personas++];
-	snprintf(p->persona->name, sizeof(p->persona->name), "%s", pname);
-	p->persona->line = p->line;
+	on_persona_section(p, name, pname);
 }
 
 /* Reads a line for inih, counting lines and seeing section headers (even those without keys). */
@@ -116,65 +151,260 @@ static void drop_comment(char *v) {
 		}
 }
 
-static int parse_devices(struct parser *p, const char *value) {
-	struct conf *c = p->conf;
+/* Calls fn for each white-space separated word of value; stops at the first error. */
+static int for_each_word(struct parser *p, const char *key, const char *value,
+			 int (*fn)(struct parser *p, const char *key, const char *word)) {
 	char *copy, *tok, *save = NULL;
 
 	copy = strdup(value);
 	if (!copy)
 		return parse_error(p, "out of memory");
 	drop_comment(copy);
-	for (tok = strtok_r(copy, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save)) {
-		if (tok[0] != '/') {
-			parse_error(p, "[Input] Devices=%s: '%s' is not an absolute path", value, tok);
-			break;
-		}
-		if (c->n_input_patterns == CONF_MAX_PATTERNS) {
-			parse_error(p, "[Input] Devices=: too many entries (at most %d)", CONF_MAX_PATTERNS);
-			break;
-		}
-		c->input_patterns[c->n_input_patterns] = strdup(tok);
-		if (!c->input_patterns[c->n_input_patterns]) {
-			parse_error(p, "out of memory");
-			break;
-		}
-		c->n_input_patterns++;
-	}
+	for (tok = strtok_r(copy, " \t", &save); tok && !p->error; tok = strtok_r(NULL, " \t", &save))
+		fn(p, key, tok);
 	free(copy);
 	return p->error ? 0 : 1;
 }
 
+static struct conf_devices *section_devices(struct parser *p) {
+	switch (p->section) {
+	case SECTION_INPUT:
+		return &p->conf->input;
+	case SECTION_LEDS:
+		return &p->conf->leds;
+	case SECTION_BACKLIGHT:
+		return &p->conf->backlight;
+	default:
+		return NULL;
+	}
+}
+
+static int add_pattern(struct parser *p, const char *key, const char *word) {
+	struct conf_devices *d = section_devices(p);
+
+	if (word[0] != '/')
+		return parse_error(p, "[%s] %s=: '%s' is not an absolute path", p->section_name, key, word);
+	if (strlen(word) >= PATH_MAX)
+		return parse_error(p, "[%s] %s=: path too long", p->section_name, key);
+	if (d->n_patterns == CONF_MAX_PATTERNS)
+		return parse_error(p, "[%s] %s=: too many entries (at most %d)", p->section_name, key,
+				   CONF_MAX_PATTERNS);
+	d->patterns[d->n_patterns] = strdup(word);
+	if (!d->patterns[d->n_patterns])
+		return parse_error(p, "out of memory");
+	d->n_patterns++;
+	return 1;
+}
+
+static int add_shared(struct parser *p, const char *key, const char *word) {
+	struct conf_devices *d = section_devices(p);
+
+	if (strchr(word, '/') || strlen(word) > NAME_MAX)
+		return parse_error(p, "[%s] %s=: '%s' is not a device name", p->section_name, key, word);
+	if (d->n_shared == CONF_MAX_PATTERNS)
+		return parse_error(p, "[%s] %s=: too many entries (at most %d)", p->section_name, key,
+				   CONF_MAX_PATTERNS);
+	d->shared[d->n_shared] = strdup(word);
+	if (!d->shared[d->n_shared])
+		return parse_error(p, "out of memory");
+	d->n_shared++;
+	return 1;
+}
+
+/* KEY_A+KEY_B:persona */
+static int add_switch_key(struct parser *p, const char *key, const char *word) {
+	struct conf *c = p->conf;
+	struct conf_switch_key *sk;
+	char buf[256], *colon, *tok, *save = NULL;
+
+	if (c->n_switch_keys == CONF_MAX_SWITCH_KEYS)
+		return parse_error(p, "[Daemon] %s=: too many hotkeys (at most %d)", key, CONF_MAX_SWITCH_KEYS);
+	snprintf(buf, sizeof(buf), "%s", word);
+	colon = strrchr(buf, ':');
+	if (!colon || !name_is_valid(colon + 1))
+		return parse_error(p, "[Daemon] %s=%s: expected KEY_X+KEY_Y:PERSONA", key, word);
+	*colon = '\0';
+	sk = &c->switch_keys[c->n_switch_keys];
+	*sk = (struct conf_switch_key){ .line = p->line };
+	snprintf(sk->persona, sizeof(sk->persona), "%s", colon + 1);
+	for (tok = strtok_r(buf, "+", &save); tok; tok = strtok_r(NULL, "+", &save)) {
+		int code = libevdev_event_code_from_name(EV_KEY, tok);
+		if (code < 0)
+			return parse_error(p, "[Daemon] %s=%s: unknown key '%s'", key, word, tok);
+		if (sk->n_keys == CONF_MAX_CHORD)
+			return parse_error(p, "[Daemon] %s=%s: at most %d keys in a chord", key, word,
+					   CONF_MAX_CHORD);
+		sk->keys[sk->n_keys++] = (uint16_t)code;
+	}
+	if (sk->n_keys == 0)
+		return parse_error(p, "[Daemon] %s=%s: no keys", key, word);
+	c->n_switch_keys++;
+	return 1;
+}
+
+/* node:path, e.g. fb0:/dev/graphics/fb0 */
+static int add_map(struct parser *p, const char *key, const char *word) {
+	struct conf_persona *cp = p->persona;
+	const char *colon = strchr(word, ':');
+	struct conf_map *map;
+
+	if (!colon || colon == word || (size_t)(colon - word) > NAME_MAX_LEN || colon[1] != '/' ||
+	    strstr(colon, "/../") || strlen(colon + 1) >= PATH_MAX)
+		return parse_error(p, "[Persona %s] %s=%s: expected NODE:/absolute/path", cp->name, key, word);
+	if (cp->n_maps == CONF_MAX_MAPS)
+		return parse_error(p, "[Persona %s] %s=: too many entries (at most %d)", cp->name, key,
+				   CONF_MAX_MAPS);
+	map = &cp->maps[cp->n_maps];
+	memcpy(map->node, word, (size_t)(colon - word));
+	map->node[colon - word] = '\0';
+	map->path = strdup(colon + 1);
+	if (!map->path)
+		return parse_error(p, "out of memory");
+	cp->n_maps++;
+	return 1;
+}
+
+static int set_string(struct parser *p, char **dst, const char *v) {
+	free(*dst);
+	*dst = strdup(v);
+	return *dst ? 1 : parse_error(p, "out of memory");
+}
+
+static int set_boolean(struct parser *p, bool *dst, const char *key, const char *v) {
+	int b = parse_boolean(v);
+
+	if (b < 0)
+		return parse_error(p, "[%s] %s=%s: not a boolean (yes or no)", p->section_name, key, v);
+	*dst = b;
+	return 1;
+}
+
+static int parse_mode(struct parser *p, const char *v) {
+	unsigned int w, h;
+	char extra;
+
+	if (sscanf(v, "%ux%u%c", &w, &h, &extra) != 2 || w < 16 || h < 16 || w > 8192 || h > 8192)
+		return parse_error(p, "[Display] Mode=%s: expected WIDTHxHEIGHT, 16 to 8192 each", v);
+	p->conf->display_width = w;
+	p->conf->display_height = h;
+	return 1;
+}
+
+static int display_key(struct parser *p, const char *name, const char *v) {
+	struct conf *c = p->conf;
+
+	if (streq(name, "Backend")) {
+		if (streq(v, "drm"))
+			c->display = DISPLAY_DRM;
+		else if (streq(v, "fbdev"))
+			c->display = DISPLAY_FBDEV;
+		else if (streq(v, "headless"))
+			c->display = DISPLAY_HEADLESS;
+		else
+			return parse_error(p, "[Display] Backend=%s: expected drm, fbdev or headless", v);
+		return 1;
+	}
+	if (streq(name, "Device")) {
+		if (v[0] != '/')
+			return parse_error(p, "[Display] Device=%s: not an absolute path", v);
+		return set_string(p, &c->display_device, v);
+	}
+	if (streq(name, "Mode"))
+		return parse_mode(p, v);
+	return parse_error(p, "[Display] %s: unknown key", name);
+}
+
+static int daemon_key(struct parser *p, const char *name, const char *v, const char *raw) {
+	struct conf *c = p->conf;
+
+	if (streq(name, "Routed"))
+		return set_boolean(p, &c->routed, name, v);
+	if (streq(name, "SwitchGroup")) {
+		if (!*v || strlen(v) > 64)
+			return parse_error(p, "[Daemon] SwitchGroup=%s: not a group name", v);
+		return set_string(p, &c->switch_group, v);
+	}
+	if (streq(name, "SwitchKeys"))
+		return for_each_word(p, name, raw, add_switch_key);
+	return parse_error(p, "[Daemon] %s: unknown key", name);
+}
+
+static int persona_key(struct parser *p, const char *name, const char *v, const char *raw) {
+	struct conf_persona *cp = p->persona;
+
+	if (streq(name, "Active")) {
+		int b = parse_boolean(v);
+		if (b < 0)
+			return parse_error(p, "[Persona %s] Active=%s: not a boolean (yes or no)", cp->name, v);
+		cp->active = b;
+		cp->active_line = p->line;
+		return 1;
+	}
+	if (streq(name, "AllowRequestActive")) {
+		int b = parse_boolean(v);
+		if (b < 0)
+			return parse_error(p, "[Persona %s] %s=%s: not a boolean (yes or no)", cp->name, name, v);
+		cp->allow_request_active = b;
+		return 1;
+	}
+	if (streq(name, "Pid")) {
+		char *end;
+		long pid = strtol(v, &end, 10);
+		if (!*v || *end || pid <= 0 || pid > INT32_MAX)
+			return parse_error(p, "[Persona %s] Pid=%s: not a process id", cp->name, v);
+		cp->pid = (pid_t)pid;
+		return 1;
+	}
+	if (streq(name, "Machine")) {
+		if (!name_is_valid(v) && !(strlen(v) < 64 && strspn(v, "abcdefghijklmnopqrstuvwxyz"
+							      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
+									  strlen(v)))
+			return parse_error(p, "[Persona %s] Machine=%s: not a machine name", cp->name, v);
+		return set_string(p, &cp->machine, v);
+	}
+	if (streq(name, "DeviceMap"))
+		return for_each_word(p, name, raw, add_map);
+	return parse_error(p, "[Persona %s] %s: unknown key", cp->name, name);
+}
+
 static int handler(void *user, const char *section, const char *name, const char *value) {
 	struct parser *p = user;
-	char v[256];
+	char buf[256], *v;
 
 	if (p->error)
 		return 0;
-	snprintf(v, sizeof(v), "%s", value);
-	drop_comment(v);
-	strip(v);
+	snprintf(buf, sizeof(buf), "%s", value);
+	drop_comment(buf);
+	v = strip(buf);
 
-	if (streq(section, "Input")) {
-		if (streq(name, "Devices"))
-			return parse_devices(p, value);
-		return parse_error(p, "[Input] %s: unknown key", name);
-	}
-	if (p->persona) {
-		if (streq(name, "Active")) {
-			int b = parse_boolean(strip(v));
-			if (b < 0)
-				return parse_error(p, "[Persona %s] Active=%s: not a boolean (yes or no)",
-						   p->persona->name, value);
-			p->persona->active = b;
-			p->persona->active_line = p->line;
-			return 1;
-		}
-		return parse_error(p, "[Persona %s] %s: unknown key", p->persona->name, name);
-	}
-	if (!*section)
+	switch (p->section) {
+	case SECTION_NONE:
 		return parse_error(p, "%s=%s: key outside any section", name, value);
-	/* Unknown section: already reported by the reader. */
+	case SECTION_UNKNOWN:
+		return 0;
+	case SECTION_DAEMON:
+		return daemon_key(p, name, v, value);
+	case SECTION_DISPLAY:
+		return display_key(p, name, v);
+	case SECTION_PERSONA:
+		return persona_key(p, name, v, value);
+	case SECTION_INPUT:
+	case SECTION_LEDS:
+	case SECTION_BACKLIGHT:
+		if (streq(name, "Devices"))
+			return for_each_word(p, name, value, add_pattern);
+		if (streq(name, "Shared") && p->section != SECTION_INPUT)
+			return for_each_word(p, name, value, add_shared);
+		return parse_error(p, "[%s] %s: unknown key", section, name);
+	}
 	return 0;
+}
+
+int conf_find_persona(const struct conf *c, const char *name) {
+	for (size_t i = 0; i < c->n_personas; i++)
+		if (streq(c->personas[i].name, name))
+			return (int)i;
+	return -1;
 }
 
 static int finish(struct parser *p) {
@@ -182,7 +412,6 @@ static int finish(struct parser *p) {
 	bool have_active = false;
 
 	if (c->n_personas == 0) {
-		p->line = 0;
 		if (asprintf(&p->error, "%s: no [Persona NAME] section: at least one persona is needed", c->path) < 0)
 			p->error = NULL;
 		return -EINVAL;
@@ -198,6 +427,22 @@ static int finish(struct parser *p) {
 		}
 		have_active = true;
 		c->active = i;
+	}
+	for (size_t i = 0; i < c->n_switch_keys; i++)
+		if (conf_find_persona(c, c->switch_keys[i].persona) < 0) {
+			p->line = c->switch_keys[i].line;
+			parse_error(p, "[Daemon] SwitchKeys=: no persona named '%s'", c->switch_keys[i].persona);
+			return -EINVAL;
+		}
+	if (c->display == DISPLAY_NONE && (c->display_device || c->display_width)) {
+		p->line = 0;
+		if (asprintf(&p->error, "%s: [Display] needs Backend=", c->path) < 0)
+			p->error = NULL;
+		return -EINVAL;
+	}
+	if (c->display == DISPLAY_HEADLESS && c->display_width == 0) {
+		c->display_width = 1280;
+		c->display_height = 800;
 	}
 	return 0;
 }
@@ -239,11 +484,26 @@ int conf_load(const char *path, struct conf **ret, char **ret_error) {
 	return 0;
 }
 
+static void devices_free(struct conf_devices *d) {
+	for (size_t i = 0; i < d->n_patterns; i++)
+		free(d->patterns[i]);
+	for (size_t i = 0; i < d->n_shared; i++)
+		free(d->shared[i]);
+}
+
 struct conf *conf_free(struct conf *c) {
 	if (!c)
 		return NULL;
-	for (size_t i = 0; i < c->n_input_patterns; i++)
-		free(c->input_patterns[i]);
+	devices_free(&c->input);
+	devices_free(&c->leds);
+	devices_free(&c->backlight);
+	for (size_t i = 0; i < c->n_personas; i++) {
+		free(c->personas[i].machine);
+		for (size_t j = 0; j < c->personas[i].n_maps; j++)
+			free(c->personas[i].maps[j].path);
+	}
+	free(c->switch_group);
+	free(c->display_device);
 	free(c->path);
 	free(c);
 	return NULL;

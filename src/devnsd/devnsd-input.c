@@ -60,8 +60,15 @@ static void node_ready(void *userdata) {
 	manager_node_ready(in->device->class->base.manager);
 }
 
+static int node_may_open(void *userdata, pid_t pid) {
+	struct input_node *in = userdata;
+
+	return manager_check_access(in->device->class->base.manager, in->persona, pid);
+}
+
 static const struct cuse_evdev_hooks node_hooks = {
 	.ready = node_ready,
+	.may_open = node_may_open,
 };
 
 static struct input_node *input_node_free(struct input_node *in) {
@@ -348,8 +355,8 @@ int input_class_new(struct manager *m, const struct conf *conf, struct device_cl
 	ic->base.manager = m;
 	LIST_INIT(&ic->devices);
 
-	for (size_t i = 0; i < conf->n_input_patterns && r >= 0; i++) {
-		const char *pattern = conf->input_patterns[i];
+	for (size_t i = 0; i < conf->input.n_patterns && r >= 0; i++) {
+		const char *pattern = conf->input.patterns[i];
 		glob_t g = { 0 };
 
 		if (glob(pattern, GLOB_NOCHECK, NULL, &g) != 0) {

@@ -133,3 +133,10 @@ void manager_check_ready(struct manager *m) {
 	log_info("ready: %u personas, %u nodes, %s active", m->n_personas, m->n_nodes, m->active->name);
 	sd_notifyf(0, "READY=1\nSTATUS=%u personas, %s active", m->n_personas, m->active->name);
 }
+
+int manager_check_access(struct manager *m, struct persona *p, pid_t pid) {
+	(void)m;
+	(void)p;
+	(void)pid;
+	return 0;
+}
