@@ -36,8 +36,10 @@ struct device_class;
  * mandatory.
  */
 struct device_class_ops {
-	/* Creates persona p's nodes. */
+	/* Creates persona p's nodes (also for personas created at runtime). */
 	int (*add_persona)(struct device_class *dc, struct persona *p);
+	/* Removes persona p's nodes; p is not the active persona. */
+	void (*remove_persona)(struct device_class *dc, struct persona *p);
 	/* Moves the hardware from one persona to the other. */
 	void (*switch_to)(struct device_class *dc, struct persona *from, struct persona *to);
 	/* Calls fn for each node persona p has. */

@@ -271,6 +271,16 @@ static int input_add_persona(struct device_class *dc, struct persona *p) {
 	return 0;
 }
 
+static void input_remove_persona(struct device_class *dc, struct persona *p) {
+	struct input_device *d;
+
+	LIST_FOREACH(d, &to_input(dc)->devices, link) {
+		struct input_node *in = node_of(d, p);
+		if (in)
+			input_node_free(in);
+	}
+}
+
 static void input_switch_to(struct device_class *dc, struct persona *from, struct persona *to) {
 	struct input_device *d;
 
@@ -306,6 +316,7 @@ static void input_class_free(struct device_class *dc) {
 
 static const struct device_class_ops input_class_ops = {
 	.add_persona = input_add_persona,
+	.remove_persona = input_remove_persona,
 	.switch_to = input_switch_to,
 	.foreach_node = input_foreach_node,
 	.free = input_class_free,
