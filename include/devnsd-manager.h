@@ -6,6 +6,7 @@
 #include <systemd/sd-event.h>
 
 #include "devnsd-conf.h"
+#include "pidns.h"
 
 /* Where persona nodes appear, below /dev. */
 #define DEVNS_DEV_DIR "devns"
@@ -15,8 +16,21 @@ struct manager;
 struct persona {
 	struct manager *manager;
 	char name[NAME_MAX_LEN + 1];
+	/* The container's pid namespace, once attached; fd -1 before. */
+	struct pidns ns;
+	bool allow_request_active;
+	/* Where nodes appear inside the container: node name -> path. */
+	struct conf_map maps[CONF_MAX_MAPS];
+	size_t n_maps;
 	LIST_ENTRY(persona) link;
 };
+
+/* A recent refusal, so each is logged once. */
+struct denial {
+	const struct persona *persona;
+	pid_t pid;
+};
+#define DENIALS_REMEMBERED 64
 
 /* One node a persona has, as ListNodes and devnsctl status show it. */
 struct node_desc {
@@ -62,6 +76,11 @@ struct manager {
 	LIST_HEAD(, device_class) classes;
 	unsigned int n_nodes, n_ready;
 	bool notified;
+	/* devnsd's own pid namespace: processes in it may open any node. */
+	struct pidns self_ns;
+	struct denial denials[DENIALS_REMEMBERED];
+	unsigned int n_denials;
+	const struct conf *conf;
 };
 
 /* Opens the configured devices and creates every persona and node. Logs what fails. */
@@ -72,6 +91,11 @@ static inline void manager_freep(struct manager **m) {
 }
 
 struct persona *manager_find_persona(struct manager *m, const char *name);
+
+/* A new persona with every device class's nodes. -EEXIST, -EINVAL for a bad name, -E2BIG past the limit. */
+int manager_create_persona(struct manager *m, const char *name, struct persona **ret);
+/* Removes a persona and its nodes. -EBUSY for the active persona. */
+int manager_remove_persona(struct manager *m, struct persona *p);
 
 /* Makes p the active persona. */
 int manager_switch(struct manager *m, struct persona *p);
@@ -85,6 +109,16 @@ void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn,
  * devnsd serves asks this in its open path.
  */
 int manager_check_access(struct manager *m, struct persona *p, pid_t pid);
+
+/*
+ * The persona process pid belongs to: the nearest persona bound to its pid
+ * namespace or an ancestor of it. *ret is NULL for processes in devnsd's
+ * own namespace. -ENOENT for processes in no persona, -ESRCH if pid is gone.
+ */
+int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret);
+
+/* Binds persona p to the pid namespace of process pid. */
+int manager_attach(struct manager *m, struct persona *p, pid_t pid);
 
 /* Counts a node that will announce itself with manager_node_ready(). */
 void manager_node_added(struct manager *m);

@@ -7,14 +7,38 @@
 #include "devnsd-manager.h"
 #include "log.h"
 
-static int persona_new(struct manager *m, const char *name, struct persona **ret) {
+static void persona_free(struct persona *p) {
+	LIST_REMOVE(p, link);
+	p->manager->n_personas--;
+	pidns_close(&p->ns);
+	for (size_t i = 0; i < p->n_maps; i++)
+		free(p->maps[i].path);
+	free(p);
+}
+
+static int persona_new(struct manager *m, const char *name, const struct conf_persona *cp, struct persona **ret) {
 	struct persona *p, *last = NULL, *it;
 
+	if (m->n_personas >= CONF_MAX_PERSONAS)
+		return -E2BIG;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
 	p->manager = m;
+	p->ns = PIDNS_NULL;
 	snprintf(p->name, sizeof(p->name), "%s", name);
+	if (cp) {
+		p->allow_request_active = cp->allow_request_active;
+		for (size_t i = 0; i < cp->n_maps; i++) {
+			p->maps[i] = cp->maps[i];
+			p->maps[i].path = strdup(cp->maps[i].path);
+			if (!p->maps[i].path) {
+				free(p);
+				return -ENOMEM;
+			}
+			p->n_maps++;
+		}
+	}
 	/* Keep configuration order. */
 	LIST_FOREACH(it, &m->personas, link)
 		last = it;
@@ -25,12 +49,6 @@ static int persona_new(struct manager *m, const char *name, struct persona **ret
 	m->n_personas++;
 	*ret = p;
 	return 0;
-}
-
-static void persona_free(struct persona *p) {
-	LIST_REMOVE(p, link);
-	p->manager->n_personas--;
-	free(p);
 }
 
 struct persona *manager_find_persona(struct manager *m, const char *name) {
@@ -52,15 +70,26 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	if (!m)
 		return log_error_errno(ENOMEM, "out of memory");
 	m->event = sd_event_ref(event);
+	m->conf = conf;
+	m->self_ns = PIDNS_NULL;
 	LIST_INIT(&m->personas);
 	LIST_INIT(&m->classes);
+	r = pidns_of_pid(getpid(), &m->self_ns);
+	if (r < 0)
+		return log_error_errno(r, "Cannot open devnsd's own pid namespace: %m");
 
 	for (size_t i = 0; i < conf->n_personas; i++) {
-		r = persona_new(m, conf->personas[i].name, &p);
+		r = persona_new(m, conf->personas[i].name, &conf->personas[i], &p);
 		if (r < 0)
 			return log_error_errno(r, "out of memory");
 		if (i == conf->active)
 			m->active = p;
+		if (conf->personas[i].pid > 0) {
+			r = manager_attach(m, p, conf->personas[i].pid);
+			if (r < 0)
+				return log_error_errno(r, "[Persona %s] Pid=%d: cannot bind to its pid namespace: %m",
+						       p->name, (int)conf->personas[i].pid);
+		}
 	}
 	r = input_class_new(m, conf, &dc);
 	if (r < 0)
@@ -91,6 +120,7 @@ struct manager *manager_free(struct manager *m) {
 	while ((p = LIST_FIRST(&m->personas)))
 		persona_free(p);
 	sd_bus_flush_close_unref(m->bus);
+	pidns_close(&m->self_ns);
 	sd_event_unref(m->event);
 	free(m);
 	return NULL;
@@ -134,9 +164,39 @@ void manager_check_ready(struct manager *m) {
 	sd_notifyf(0, "READY=1\nSTATUS=%u personas, %s active", m->n_personas, m->active->name);
 }
 
-int manager_check_access(struct manager *m, struct persona *p, pid_t pid) {
-	(void)m;
-	(void)p;
-	(void)pid;
+
+int manager_create_persona(struct manager *m, const char *name, struct persona **ret) {
+	struct device_class *dc;
+	struct persona *p;
+	int r;
+
+	if (!name_is_valid(name))
+		return -EINVAL;
+	if (manager_find_persona(m, name))
+		return -EEXIST;
+	r = persona_new(m, name, NULL, &p);
+	if (r < 0)
+		return r;
+	LIST_FOREACH(dc, &m->classes, link) {
+		r = dc->ops->add_persona(dc, p);
+		if (r < 0) {
+			manager_remove_persona(m, p);
+			return r;
+		}
+	}
+	log_info("created persona %s", name);
+	*ret = p;
+	return 0;
+}
+
+int manager_remove_persona(struct manager *m, struct persona *p) {
+	struct device_class *dc;
+
+	if (p == m->active)
+		return -EBUSY;
+	LIST_FOREACH(dc, &m->classes, link)
+		dc->ops->remove_persona(dc, p);
+	log_info("removed persona %s", p->name);
+	persona_free(p);
 	return 0;
 }

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Who may open a persona's nodes. A persona is bound to its container's pid
+ * namespace; a process may open the persona's nodes when it lives in that
+ * namespace or in one nested inside it, or in devnsd's own namespace.
+ *
+ * The opener is looked up from the pid in its request, through
+ * /proc/PID/ns/pid. The pid cannot be stale: once devnsd has read a request,
+ * the kernel does not let the requesting task finish (not even on SIGKILL)
+ * until devnsd answers, so its pid stays allocated to it for the whole check.
+ * A process whose request was never read is dropped from the queue by the
+ * kernel, and its pid never reaches devnsd. And the namespace a persona is
+ * bound to is held open by devnsd, so no other namespace can take its
+ * identity.
+ */
+#include <unistd.h>
+
+#include "devnsd-manager.h"
+#include "log.h"
+
+static bool same_ns(void *userdata, const struct pidns *ns) {
+	return pidns_equal(userdata, ns);
+}
+
+static void log_denied(struct manager *m, const struct persona *p, pid_t pid) {
+	for (unsigned int i = 0; i < MIN(m->n_denials, DENIALS_REMEMBERED); i++)
+		if (m->denials[i].persona == p && m->denials[i].pid == pid)
+			return;
+	m->denials[m->n_denials++ % DENIALS_REMEMBERED] = (struct denial){ .persona = p, .pid = pid };
+	log_notice("refused pid %d access to persona %s's nodes: it is not in that persona's container", (int)pid,
+		   p->name);
+}
+
+int manager_check_access(struct manager *m, struct persona *p, pid_t pid) {
+	_cleanup_(pidns_close) struct pidns opener = PIDNS_NULL;
+	int r;
+
+	r = pidns_of_pid(pid, &opener);
+	if (r < 0) {
+		log_denied(m, p, pid);
+		return -EACCES;
+	}
+	if (pidns_equal(&opener, &m->self_ns))
+		return 0;
+	if (p->ns.fd >= 0 && pidns_find_ancestor(&opener, same_ns, &p->ns) >= 0)
+		return 0;
+	log_denied(m, p, pid);
+	return -EACCES;
+}
+
+struct nearest {
+	struct manager *m;
+	struct persona *found;
+};
+
+static bool is_persona_ns(void *userdata, const struct pidns *ns) {
+	struct nearest *n = userdata;
+	struct persona *p;
+
+	LIST_FOREACH(p, &n->m->personas, link)
+		if (pidns_equal(&p->ns, ns)) {
+			n->found = p;
+			return true;
+		}
+	return false;
+}
+
+int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret) {
+	_cleanup_(pidns_close) struct pidns ns = PIDNS_NULL;
+	struct nearest n = { .m = m };
+	int r;
+
+	r = pidns_of_pid(pid, &ns);
+	if (r < 0)
+		return r;
+	if (pidns_equal(&ns, &m->self_ns)) {
+		*ret = NULL;
+		return 0;
+	}
+	if (pidns_find_ancestor(&ns, is_persona_ns, &n) < 0)
+		return -ENOENT;
+	*ret = n.found;
+	return 0;
+}
+
+int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
+	struct pidns ns = PIDNS_NULL;
+	struct persona *other;
+	int r;
+
+	r = pidns_of_pid(pid, &ns);
+	if (r < 0)
+		return r;
+	if (pidns_equal(&ns, &m->self_ns)) {
+		pidns_close(&ns);
+		return -EINVAL;
+	}
+	LIST_FOREACH(other, &m->personas, link)
+		if (other != p && pidns_equal(&other->ns, &ns)) {
+			pidns_close(&ns);
+			return -EBUSY;
+		}
+	pidns_close(&p->ns);
+	p->ns = ns;
+	return 0;
+}
