@@ -17,15 +17,28 @@ struct cuse_evdev_hooks {
 	void (*ready)(void *userdata);
 	/* Optional: may this process open the node? 0, or a negative errno to refuse. */
 	int (*may_open)(void *userdata, pid_t pid);
+	/*
+	 * For a routed node (created with node NULL): the evdev node this
+	 * process gets, decided at open; or a negative errno to refuse.
+	 */
+	int (*route)(void *userdata, pid_t pid, struct evdev_node **ret);
 };
 
-int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, struct evdev_node *node,
-		   const struct cuse_evdev_hooks *hooks, void *userdata);
-/* Answers every blocked reader with ENODEV and removes the node. The evdev node stays. */
+/* Creates /dev/DEVNAME with the given numbers (0, 0: any). node NULL makes a routed node. */
+int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, unsigned int major,
+		   unsigned int minor, struct evdev_node *node, const struct cuse_evdev_hooks *hooks, void *userdata);
+/*
+ * Answers every blocked reader with ENODEV and removes the node. The evdev
+ * node stays. For a routed node, its handles must have been closed through
+ * cuse_evdev_close_node() first.
+ */
 struct cuse_evdev *cuse_evdev_free(struct cuse_evdev *ce);
 static inline void cuse_evdev_freep(struct cuse_evdev **ce) {
 	cuse_evdev_free(*ce);
 }
+
+/* Ends every handle this CUSE node holds on evdev node n (which is going away). */
+void cuse_evdev_close_node(struct cuse_evdev *ce, struct evdev_node *n);
 
 /* The evdev node's wakeup(): answers blocked reads and poll waiters of that client. */
 void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c);

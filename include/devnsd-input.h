@@ -19,6 +19,12 @@ struct input_device {
 	/* What the hardware reports, folded up: the state a persona resyncs to. */
 	struct evdev_state hw;
 	struct input_node *active;
+	/* /dev/devns/eventN, whose opener's persona decides what it gets. */
+	struct cuse_evdev *routed;
+	/* udev properties for the device, for containers' udev data. */
+	char udev[256];
+	char routed_path[64];
+	bool routed_ready;
 	LIST_HEAD(, input_node) nodes;
 	LIST_ENTRY(input_device) link;
 };

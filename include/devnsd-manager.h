@@ -12,6 +12,7 @@
 #define DEVNS_DEV_DIR "devns"
 
 struct manager;
+struct devnum;
 
 struct persona {
 	struct manager *manager;
@@ -38,6 +39,7 @@ struct node_desc {
 	const char *kind;   /* "input", ... */
 	const char *source; /* the hardware it stands for */
 	unsigned int opened;
+	const char *udev;   /* udev properties, "KEY=VALUE\n" lines; NULL if none */
 };
 
 typedef void (*node_desc_fn)(void *userdata, const struct node_desc *nd);
@@ -81,6 +83,9 @@ struct manager {
 	struct denial denials[DENIALS_REMEMBERED];
 	unsigned int n_denials;
 	const struct conf *conf;
+	struct devnum *devnum;
+	/* Members of this group may switch; (gid_t)-1: only root. */
+	gid_t switch_gid;
 };
 
 /* Opens the configured devices and creates every persona and node. Logs what fails. */
@@ -120,6 +125,9 @@ int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret);
 /* Binds persona p to the pid namespace of process pid. */
 int manager_attach(struct manager *m, struct persona *p, pid_t pid);
 
+/* Stable device numbers for /dev/DEVNAME (0, 0 when none can be kept). */
+void manager_node_numbers(struct manager *m, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);
+
 /* Counts a node that will announce itself with manager_node_ready(). */
 void manager_node_added(struct manager *m);
 /* A node is in /dev. */
@@ -133,3 +141,5 @@ int input_class_new(struct manager *m, const struct conf *conf, struct device_cl
 /* devnsd-bus.c */
 int bus_setup(struct manager *m);
 void bus_emit_active_changed(struct manager *m);
+/* Binds the personas configured with Machine= through systemd-machined. */
+void bus_attach_machines(struct manager *m);

@@ -12,9 +12,12 @@
 #define READ_EVENTS_MAX ((128 * 1024) / sizeof(struct input_event))
 #define WRITE_CHUNK 256
 
+struct open_file;
+
 struct cuse_evdev {
 	struct cuse_device *dev;
-	struct evdev_node *node;
+	struct evdev_node *node; /* NULL when routed */
+	LIST_HEAD(, open_file) files;
 	const struct cuse_evdev_hooks *hooks;
 	void *userdata;
 };
@@ -30,6 +33,7 @@ struct pending_read {
 struct open_file {
 	struct cuse_evdev *ce;
 	struct evdev_client *client;
+	LIST_ENTRY(open_file) link;
 	LIST_HEAD(, pending_read) reads;
 	unsigned int n_reads;
 	struct fuse_pollhandle *ph;
@@ -85,6 +89,34 @@ void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c) {
 		fuse_lowlevel_notify_poll(f->ph);
 }
 
+/* Answers what waits on the handle with ENODEV and lets go of its evdev client. */
+static void file_detach(struct open_file *f) {
+	struct pending_read *pr;
+
+	while ((pr = LIST_FIRST(&f->reads))) {
+		fuse_req_t req = pr->req;
+		pending_drop(pr);
+		fuse_req_interrupt_func(req, NULL, NULL);
+		fuse_reply_err(req, ENODEV);
+	}
+	if (f->ph) {
+		fuse_lowlevel_notify_poll(f->ph);
+		fuse_pollhandle_destroy(f->ph);
+		f->ph = NULL;
+	}
+	if (f->client) {
+		evdev_node_close(f->client->node, f->client);
+		f->client = NULL;
+	}
+}
+
+static void file_free(struct open_file *f) {
+	file_detach(f);
+	LIST_REMOVE(f, link);
+	free(f);
+}
+
+
 static void ce_init_done(void *userdata) {
 	struct cuse_evdev *ce = userdata;
 
@@ -94,22 +126,25 @@ static void ce_init_done(void *userdata) {
 
 static void ce_open(fuse_req_t req, struct fuse_file_info *fi) {
 	struct cuse_evdev *ce = fuse_req_userdata(req);
+	struct evdev_node *node = ce->node;
+	pid_t pid = fuse_req_ctx(req)->pid;
 	struct open_file *f;
-	int r;
+	int r = 0;
 
-	if (ce->hooks && ce->hooks->may_open) {
-		r = ce->hooks->may_open(ce->userdata, fuse_req_ctx(req)->pid);
-		if (r < 0) {
-			fuse_reply_err(req, -r);
-			return;
-		}
+	if (!node)
+		r = ce->hooks->route(ce->userdata, pid, &node);
+	else if (ce->hooks && ce->hooks->may_open)
+		r = ce->hooks->may_open(ce->userdata, pid);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
 	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = evdev_node_open(ce->node, &f->client);
+	r = evdev_node_open(node, &f->client);
 	if (r < 0) {
 		free(f);
 		fuse_reply_err(req, -r);
@@ -118,13 +153,12 @@ static void ce_open(fuse_req_t req, struct fuse_file_info *fi) {
 	f->ce = ce;
 	f->client->data = f;
 	LIST_INIT(&f->reads);
+	LIST_INSERT_HEAD(&ce->files, f, link);
 	fi->fh = (uintptr_t)f;
 	fi->nonseekable = 1;
 	fi->direct_io = 1;
-	if (fuse_reply_open(req, fi) < 0) {
-		evdev_node_close(ce->node, f->client);
-		free(f);
-	}
+	if (fuse_reply_open(req, fi) < 0)
+		file_free(f);
 }
 
 static void ce_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi) {
@@ -132,6 +166,10 @@ static void ce_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_inf
 	struct pending_read *pr;
 
 	(void)off;
+	if (!f->client) {
+		fuse_reply_err(req, ENODEV);
+		return;
+	}
 	if (size != 0 && size < sizeof(struct input_event)) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -177,6 +215,10 @@ static void ce_write(fuse_req_t req, const char *buf, size_t size, off_t off, st
 	size_t count = size / sizeof(struct input_event);
 
 	(void)off;
+	if (!f->client) {
+		fuse_reply_err(req, ENODEV);
+		return;
+	}
 	if (size != 0 && size < sizeof(struct input_event)) {
 		fuse_reply_err(req, EINVAL);
 		return;
@@ -186,7 +228,7 @@ static void ce_write(fuse_req_t req, const char *buf, size_t size, off_t off, st
 		int r;
 
 		memcpy(evs, buf + done * sizeof(evs[0]), n * sizeof(evs[0]));
-		r = evdev_node_write(f->ce->node, f->client, evs, n);
+		r = evdev_node_write(f->client->node, f->client, evs, n);
 		if (r < 0) {
 			fuse_reply_err(req, -r);
 			return;
@@ -202,7 +244,11 @@ static void ce_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *
 	struct open_file *f = file_of(fi);
 
 	(void)flags;
-	evdev_node_ioctl(f->ce->node, f->client, (unsigned int)cmd, arg, in, in_size, out_size, &step);
+	if (!f->client) {
+		fuse_reply_err(req, ENODEV);
+		return;
+	}
+	evdev_node_ioctl(f->client->node, f->client, (unsigned int)cmd, arg, in, in_size, out_size, &step);
 	if (step.retry)
 		fuse_reply_ioctl_retry(req, step.in_iov, step.n_in, step.out_iov, step.n_out);
 	else if (step.result < 0)
@@ -216,6 +262,12 @@ static void ce_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollh
 	struct evdev_client *c = f->client;
 	unsigned int revents;
 
+	if (!c) {
+		if (ph)
+			fuse_pollhandle_destroy(ph);
+		fuse_reply_poll(req, POLLHUP | POLLERR);
+		return;
+	}
 	if (ph) {
 		if (f->ph)
 			fuse_pollhandle_destroy(f->ph);
@@ -228,21 +280,6 @@ static void ce_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollh
 	if (evdev_queue_readable(&c->queue))
 		revents |= POLLIN | POLLRDNORM;
 	fuse_reply_poll(req, revents);
-}
-
-static void file_free(struct open_file *f) {
-	struct pending_read *pr;
-
-	while ((pr = LIST_FIRST(&f->reads))) {
-		fuse_req_t req = pr->req;
-		pending_drop(pr);
-		fuse_req_interrupt_func(req, NULL, NULL);
-		fuse_reply_err(req, ENODEV);
-	}
-	if (f->ph)
-		fuse_pollhandle_destroy(f->ph);
-	evdev_node_close(f->ce->node, f->client);
-	free(f);
 }
 
 static void ce_release(fuse_req_t req, struct fuse_file_info *fi) {
@@ -260,8 +297,8 @@ static const struct cuse_lowlevel_ops cuse_evdev_ops = {
 	.poll = ce_poll,
 };
 
-int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, struct evdev_node *node,
-		   const struct cuse_evdev_hooks *hooks, void *userdata) {
+int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, unsigned int major,
+		   unsigned int minor, struct evdev_node *node, const struct cuse_evdev_hooks *hooks, void *userdata) {
 	struct cuse_evdev *ce;
 	int r;
 
@@ -271,7 +308,8 @@ int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname
 	ce->node = node;
 	ce->hooks = hooks;
 	ce->userdata = userdata;
-	r = cuse_device_new(&ce->dev, event, devname, 0, 0, &cuse_evdev_ops, ce);
+	LIST_INIT(&ce->files);
+	r = cuse_device_new(&ce->dev, event, devname, major, minor, &cuse_evdev_ops, ce);
 	if (r < 0) {
 		free(ce);
 		return r;
@@ -280,16 +318,25 @@ int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname
 	return 0;
 }
 
+void cuse_evdev_close_node(struct cuse_evdev *ce, struct evdev_node *n) {
+	struct open_file *f, *next;
+
+	for (f = LIST_FIRST(&ce->files); f; f = next) {
+		next = LIST_NEXT(f, link);
+		if (f->client->node == n) {
+			/* The handle stays open for the client but answers ENODEV. */
+			file_detach(f);
+		}
+	}
+}
+
 struct cuse_evdev *cuse_evdev_free(struct cuse_evdev *ce) {
-	struct evdev_client *c, *next;
+	struct open_file *f;
 
 	if (!ce)
 		return NULL;
-	for (c = LIST_FIRST(&ce->node->clients); c; c = next) {
-		next = LIST_NEXT(c, link);
-		if (c->data)
-			file_free(c->data);
-	}
+	while ((f = LIST_FIRST(&ce->files)))
+		file_free(f);
 	cuse_device_free(ce->dev);
 	free(ce);
 	return NULL;

@@ -12,12 +12,17 @@
 #define BUS_INTERFACE "org.devns1.Manager"
 
 static void help(void) {
-	printf("Usage: devnsctl COMMAND\n"
+	printf("Usage: devnsctl COMMAND [ARG...]\n"
 	       "Inspect and switch devnsd's personas.\n\n"
 	       "Commands:\n"
 	       "  list           the personas, the active one marked '*', and their nodes\n"
 	       "  switch NAME    make NAME the active persona\n"
-	       "  status         the active persona, and every node with its open handles\n\n"
+	       "  status         the active persona, and every node with its open handles\n"
+	       "  attach NAME --pid PID | --machine MACHINE\n"
+	       "                 bind persona NAME to a container and make its nodes in the container's /dev\n"
+	       "  create NAME    add a persona\n"
+	       "  remove NAME    remove a persona (not the active one)\n"
+	       "  request-active ask for the caller's own persona to come to the front\n\n"
 	       "Options:\n"
 	       "  -h, --help     show this help\n"
 	       "      --version  show the version\n");
@@ -38,6 +43,65 @@ static int cmd_switch(sd_bus *bus, const char *name) {
 	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "SwitchTo", &error, NULL, "s", name);
 	if (r < 0)
 		return fail("switch", r, &error);
+	return EXIT_SUCCESS;
+}
+
+static int cmd_simple(sd_bus *bus, const char *what, const char *method, const char *name) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	int r;
+
+	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, method, &error, NULL, "s", name);
+	if (r < 0)
+		return fail(what, r, &error);
+	return EXIT_SUCCESS;
+}
+
+static int cmd_attach(sd_bus *bus, const char *name, const char *how, const char *what) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	uint32_t made;
+	int r;
+
+	if (streq(how, "--pid")) {
+		char *end;
+		unsigned long pid = strtoul(what, &end, 10);
+		if (!*what || *end || pid == 0 || pid > INT32_MAX) {
+			fprintf(stderr, "devnsctl: attach: '%s' is not a process id\n", what);
+			return EXIT_FAILURE;
+		}
+		r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "Attach", &error, &reply, "su", name,
+				       (uint32_t)pid);
+	} else if (streq(how, "--machine")) {
+		r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "AttachMachine", &error, &reply, "ss",
+				       name, what);
+	} else {
+		fprintf(stderr, "devnsctl: attach: expected --pid PID or --machine NAME\n");
+		return EXIT_FAILURE;
+	}
+	if (r < 0)
+		return fail("attach", r, &error);
+	r = sd_bus_message_read(reply, "u", &made);
+	if (r < 0)
+		return fail("attach", r, NULL);
+	printf("%s: attached, %u nodes made in the container's /dev\n", name, made);
+	return EXIT_SUCCESS;
+}
+
+static int cmd_request_active(sd_bus *bus) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	int granted, r;
+
+	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "RequestActive", &error, &reply, NULL);
+	if (r < 0)
+		return fail("request-active", r, &error);
+	r = sd_bus_message_read(reply, "b", &granted);
+	if (r < 0)
+		return fail("request-active", r, NULL);
+	if (!granted) {
+		fprintf(stderr, "devnsctl: request-active: refused by the persona's policy (AllowRequestActive=no)\n");
+		return EXIT_FAILURE;
+	}
 	return EXIT_SUCCESS;
 }
 
@@ -110,9 +174,17 @@ int main(int argc, char *argv[]) {
 		{ "version", no_argument, NULL, 'V' },
 		{},
 	};
+	static const struct {
+		const char *name;
+		int args;
+	} commands[] = {
+		{ "list", 0 },	 { "switch", 1 }, { "status", 0 },	   { "attach", 3 },
+		{ "create", 1 }, { "remove", 1 }, { "request-active", 0 },
+	};
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
 	const char *cmd;
-	int c, r;
+	size_t i;
+	int c, r, args;
 
 	while ((c = getopt_long(argc, argv, "+h", options, NULL)) >= 0) {
 		switch (c) {
@@ -127,15 +199,19 @@ int main(int argc, char *argv[]) {
 		}
 	}
 	if (optind >= argc) {
-		fprintf(stderr, "devnsctl: missing command (list, switch or status); see --help\n");
+		fprintf(stderr, "devnsctl: missing command; see --help\n");
 		return EXIT_FAILURE;
 	}
 	cmd = argv[optind++];
-	if (!streq(cmd, "list") && !streq(cmd, "switch") && !streq(cmd, "status")) {
+	args = argc - optind;
+	for (i = 0; i < ELEMENTSOF(commands); i++)
+		if (streq(cmd, commands[i].name))
+			break;
+	if (i == ELEMENTSOF(commands)) {
 		fprintf(stderr, "devnsctl: unknown command '%s'; see --help\n", cmd);
 		return EXIT_FAILURE;
 	}
-	if (streq(cmd, "switch") ? argc - optind != 1 : argc - optind != 0) {
+	if (args != commands[i].args) {
 		fprintf(stderr, "devnsctl: %s: wrong number of arguments; see --help\n", cmd);
 		return EXIT_FAILURE;
 	}
@@ -148,5 +224,13 @@ int main(int argc, char *argv[]) {
 		return cmd_list(bus);
 	if (streq(cmd, "switch"))
 		return cmd_switch(bus, argv[optind]);
-	return cmd_status(bus);
+	if (streq(cmd, "status"))
+		return cmd_status(bus);
+	if (streq(cmd, "attach"))
+		return cmd_attach(bus, argv[optind], argv[optind + 1], argv[optind + 2]);
+	if (streq(cmd, "create"))
+		return cmd_simple(bus, "create", "CreatePersona", argv[optind]);
+	if (streq(cmd, "remove"))
+		return cmd_simple(bus, "remove", "RemovePersona", argv[optind]);
+	return cmd_request_active(bus);
 }

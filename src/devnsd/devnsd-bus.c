@@ -1,13 +1,57 @@
 /* SPDX-License-Identifier: MIT */
+#include <grp.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "devnsd-manager.h"
+#include "devnsd-populate.h"
 #include "log.h"
 
 #define BUS_NAME "org.devns1"
 #define BUS_PATH "/org/devns1"
 #define BUS_INTERFACE "org.devns1.Manager"
 #define BUS_ERROR_NO_SUCH_PERSONA "org.devns1.Error.NoSuchPersona"
+#define BUS_ERROR_NOT_IN_PERSONA "org.devns1.Error.NotInPersona"
+
+/*
+ * Checks the caller's credentials as the kernel reports them to the bus:
+ * root always; members of SwitchGroup= too when group is set.
+ */
+static int check_caller(sd_bus_message *msg, bool group, const char *what, struct manager *m, sd_bus_error *error) {
+	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+	const gid_t *gids = NULL;
+	uid_t euid;
+	gid_t gid;
+	int r, n;
+
+	r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS |
+						   SD_BUS_CREDS_AUGMENT, &creds);
+	if (r < 0)
+		return r;
+	r = sd_bus_creds_get_euid(creds, &euid);
+	if (r < 0)
+		return r;
+	if (euid == 0)
+		return 0;
+	if (group && m->switch_gid != (gid_t)-1) {
+		if (sd_bus_creds_get_egid(creds, &gid) >= 0 && gid == m->switch_gid)
+			return 0;
+		n = sd_bus_creds_get_supplementary_gids(creds, &gids);
+		for (int i = 0; i < n; i++)
+			if (gids[i] == m->switch_gid)
+				return 0;
+	}
+	return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s needs root%s%s", what,
+				 group && m->conf->switch_group ? " or membership of group " : "",
+				 group && m->conf->switch_group ? m->conf->switch_group : "");
+}
+
+static int find_persona(struct manager *m, const char *name, struct persona **ret, sd_bus_error *error) {
+	*ret = manager_find_persona(m, name);
+	if (!*ret)
+		return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_PERSONA, "No persona named '%s'", name);
+	return 0;
+}
 
 static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct manager *m = userdata;
@@ -18,9 +62,12 @@ static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	r = sd_bus_message_read(msg, "s", &name);
 	if (r < 0)
 		return r;
-	p = manager_find_persona(m, name);
-	if (!p)
-		return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_PERSONA, "No persona named '%s'", name);
+	r = check_caller(msg, true, "Switching personas", m, error);
+	if (r < 0)
+		return r;
+	r = find_persona(m, name, &p, error);
+	if (r < 0)
+		return r;
 	r = manager_switch(m, p);
 	if (r < 0)
 		return sd_bus_error_set_errnof(error, r, "Switching to '%s' failed: %m", name);
@@ -115,6 +162,176 @@ static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *
 	return sd_bus_send(NULL, reply, NULL);
 }
 
+static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct manager *m = userdata;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = sd_bus_message_read(msg, "s", &name);
+	if (r < 0)
+		return r;
+	r = check_caller(msg, false, "Creating personas", m, error);
+	if (r < 0)
+		return r;
+	r = manager_create_persona(m, name, &p);
+	if (r == -EEXIST)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A persona named '%s' exists already", name);
+	if (r == -EINVAL)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", name,
+					 NAME_MAX_LEN);
+	if (r == -E2BIG)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "At most %d personas", CONF_MAX_PERSONAS);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Creating persona '%s' failed: %m", name);
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct manager *m = userdata;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = sd_bus_message_read(msg, "s", &name);
+	if (r < 0)
+		return r;
+	r = check_caller(msg, false, "Removing personas", m, error);
+	if (r < 0)
+		return r;
+	r = find_persona(m, name, &p, error);
+	if (r < 0)
+		return r;
+	r = manager_remove_persona(m, p);
+	if (r == -EBUSY)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Persona '%s' is active; switch away first", name);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Removing persona '%s' failed: %m", name);
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* Binds p to pid's container and makes its nodes there. Returns the number of nodes made. */
+static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_error *error) {
+	int r = manager_attach(m, p, pid);
+
+	if (r == -ESRCH)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No process %d", (int)pid);
+	if (r == -EINVAL)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Process %d is not in a container: it shares devnsd's pid namespace", (int)pid);
+	if (r == -EBUSY)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Process %d's container is bound to another persona", (int)pid);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Cannot bind to process %d: %m", (int)pid);
+	log_info("persona %s bound to the pid namespace of process %d", p->name, (int)pid);
+	r = populate_container(m, p, pid);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Cannot make the nodes in process %d's /dev: %m", (int)pid);
+	return r;
+}
+
+static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct manager *m = userdata;
+	struct persona *p;
+	const char *name;
+	uint32_t pid;
+	int r;
+
+	r = sd_bus_message_read(msg, "su", &name, &pid);
+	if (r < 0)
+		return r;
+	r = check_caller(msg, false, "Attaching containers", m, error);
+	if (r < 0)
+		return r;
+	r = find_persona(m, name, &p, error);
+	if (r < 0)
+		return r;
+	if (pid == 0 || pid > INT32_MAX)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %u", pid);
+	r = attach(m, p, (pid_t)pid, error);
+	if (r < 0)
+		return r;
+	return sd_bus_reply_method_return(msg, "u", (uint32_t)r);
+}
+
+/* The leader pid of a systemd-machined machine. */
+static int machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_error *error) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *path;
+	uint32_t leader;
+	int r;
+
+	r = sd_bus_call_method(bus, "org.freedesktop.machine1", "/org/freedesktop/machine1",
+			       "org.freedesktop.machine1.Manager", "GetMachine", error, &reply, "s", machine);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_read(reply, "o", &path);
+	if (r < 0)
+		return r;
+	r = sd_bus_get_property_trivial(bus, "org.freedesktop.machine1", path, "org.freedesktop.machine1.Machine",
+					"Leader", error, 'u', &leader);
+	if (r < 0)
+		return r;
+	*ret = (pid_t)leader;
+	return 0;
+}
+
+static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct manager *m = userdata;
+	struct persona *p;
+	const char *name, *machine;
+	pid_t leader;
+	int r;
+
+	r = sd_bus_message_read(msg, "ss", &name, &machine);
+	if (r < 0)
+		return r;
+	r = check_caller(msg, false, "Attaching containers", m, error);
+	if (r < 0)
+		return r;
+	r = find_persona(m, name, &p, error);
+	if (r < 0)
+		return r;
+	r = machine_leader(sd_bus_message_get_bus(msg), machine, &leader, error);
+	if (r < 0)
+		return r;
+	r = attach(m, p, leader, error);
+	if (r < 0)
+		return r;
+	return sd_bus_reply_method_return(msg, "u", (uint32_t)r);
+}
+
+static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+	struct manager *m = userdata;
+	struct persona *p;
+	pid_t pid;
+	bool granted;
+	int r;
+
+	r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds);
+	if (r < 0)
+		return r;
+	r = sd_bus_creds_get_pid(creds, &pid);
+	if (r < 0)
+		return r;
+	r = manager_persona_of_pid(m, pid, &p);
+	if (r < 0 || !p)
+		return sd_bus_error_setf(error, BUS_ERROR_NOT_IN_PERSONA,
+					 "The caller (pid %d) is not in any persona's container", (int)pid);
+	granted = p == m->active || p->allow_request_active;
+	log_info("persona %s asks to come forward: %s", p->name, granted ? "granted" : "refused by its policy");
+	r = sd_bus_emit_signal(m->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
+			       p->name, granted);
+	if (r < 0)
+		log_warning_errno(r, "Cannot send PersonaActivationRequested: %m");
+	if (granted)
+		manager_switch(m, p);
+	return sd_bus_reply_method_return(msg, "b", granted);
+}
+
 static int property_active(sd_bus *bus, const char *path, const char *interface, const char *property,
 			   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
 	struct manager *m = userdata;
@@ -136,11 +353,31 @@ static const sd_bus_vtable manager_vtable[] = {
 				method_list_personas, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("ListNodes", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ssssu)", nodes), method_list_nodes,
 				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("CreatePersona", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_create_persona,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("RemovePersona", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_remove_persona,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Attach", SD_BUS_ARGS("s", persona, "u", pid), SD_BUS_RESULT("u", nodes_made),
+				method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("AttachMachine", SD_BUS_ARGS("s", persona, "s", machine),
+				SD_BUS_RESULT("u", nodes_made), method_attach_machine, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("RequestActive", SD_BUS_NO_ARGS, SD_BUS_RESULT("b", granted),
+				method_request_active, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_SIGNAL_WITH_ARGS("PersonaActivationRequested", SD_BUS_ARGS("s", persona, "b", granted), 0),
 	SD_BUS_VTABLE_END,
 };
 
 int bus_setup(struct manager *m) {
 	int r;
+
+	m->switch_gid = (gid_t)-1;
+	if (m->conf->switch_group) {
+		struct group *g = getgrnam(m->conf->switch_group);
+		if (g)
+			m->switch_gid = g->gr_gid;
+		else
+			log_warning("SwitchGroup=%s: no such group; only root may switch", m->conf->switch_group);
+	}
 
 	r = sd_bus_open_system_with_description(&m->bus, "devnsd");
 	if (r < 0)
@@ -160,4 +397,23 @@ int bus_setup(struct manager *m) {
 void bus_emit_active_changed(struct manager *m) {
 	if (m->bus)
 		sd_bus_emit_properties_changed(m->bus, BUS_PATH, BUS_INTERFACE, "ActivePersona", NULL);
+}
+
+void bus_attach_machines(struct manager *m) {
+	for (size_t i = 0; i < m->conf->n_personas; i++) {
+		_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+		const struct conf_persona *cp = &m->conf->personas[i];
+		struct persona *p = manager_find_persona(m, cp->name);
+		pid_t leader;
+		int r;
+
+		if (!cp->machine || !p)
+			continue;
+		r = machine_leader(m->bus, cp->machine, &leader, &error);
+		if (r >= 0)
+			r = attach(m, p, leader, &error);
+		if (r < 0)
+			log_warning("[Persona %s] Machine=%s: not attached: %s", cp->name, cp->machine,
+				    error.message ?: strerror(-r));
+	}
 }

@@ -8,6 +8,7 @@
 #include "cuse-evdev.h"
 #include "devnsd-input.h"
 #include "evdev-node.h"
+#include "evdev-udev.h"
 #include "input-backend.h"
 #include "log.h"
 
@@ -74,6 +75,8 @@ static const struct cuse_evdev_hooks node_hooks = {
 static struct input_node *input_node_free(struct input_node *in) {
 	if (!in)
 		return NULL;
+	if (in->device->routed)
+		cuse_evdev_close_node(in->device->routed, in->evdev);
 	cuse_evdev_free(in->cuse);
 	evdev_node_free(in->evdev);
 	LIST_REMOVE(in, by_device);
@@ -162,6 +165,7 @@ static struct input_device *input_device_free(struct input_device *d) {
 		return NULL;
 	while ((in = LIST_FIRST(&d->nodes)))
 		input_node_free(in);
+	cuse_evdev_free(d->routed);
 	sd_event_source_disable_unref(d->source);
 	input_backend_free(d->backend);
 	free(d);
@@ -181,6 +185,8 @@ static int input_device_new(struct input_class *ic, struct input_backend *backen
 	d->backend = backend;
 	LIST_INIT(&d->nodes);
 	state_from_libevdev(&d->hw, backend->desc);
+	if (evdev_udev_properties(backend->desc, d->udev, sizeof(d->udev)) < 0)
+		d->udev[0] = '\0';
 	if (backend->fd >= 0) {
 		r = sd_event_add_io(ic->base.manager->event, &d->source, backend->fd, EPOLLIN, on_input, d);
 		if (r < 0) {
@@ -195,6 +201,7 @@ static int input_device_new(struct input_class *ic, struct input_backend *backen
 
 static int input_device_add_persona(struct input_device *d, struct persona *p) {
 	struct manager *m = d->class->base.manager;
+	unsigned int major, minor;
 	struct input_node *in;
 	struct evdev_state view = d->hw;
 	int r;
@@ -218,7 +225,8 @@ static int input_device_add_persona(struct input_device *d, struct persona *p) {
 	r = evdev_node_new(&in->evdev, d->backend->desc, &view, &node_ops, in);
 	if (r < 0)
 		goto fail;
-	r = cuse_evdev_new(&in->cuse, m->event, in->path + strlen("/dev/"), in->evdev, &node_hooks, in);
+	manager_node_numbers(m, in->path + strlen("/dev/"), &major, &minor);
+	r = cuse_evdev_new(&in->cuse, m->event, in->path + strlen("/dev/"), major, minor, in->evdev, &node_hooks, in);
 	if (r < 0)
 		goto fail;
 	manager_node_added(m);
@@ -252,6 +260,55 @@ static void input_device_switch(struct input_device *d, struct persona *from, st
 	d->active = new;
 	if (new)
 		evdev_node_activate(new->evdev, &d->hw);
+}
+
+static void routed_ready(void *userdata) {
+	struct input_device *d = userdata;
+
+	if (d->routed_ready)
+		return;
+	d->routed_ready = true;
+	manager_node_ready(d->class->base.manager);
+}
+
+/* The persona of the opener's container; host processes get the active persona's node. */
+static int routed_route(void *userdata, pid_t pid, struct evdev_node **ret) {
+	struct input_device *d = userdata;
+	struct manager *m = d->class->base.manager;
+	struct persona *p;
+	struct input_node *in;
+	int r;
+
+	r = manager_persona_of_pid(m, pid, &p);
+	if (r < 0) {
+		log_notice("%s: refused pid %d: it is in no persona's container", d->routed_path, (int)pid);
+		return -EACCES;
+	}
+	in = node_of(d, p ?: m->active);
+	if (!in)
+		return -ENODEV;
+	*ret = in->evdev;
+	return 0;
+}
+
+static const struct cuse_evdev_hooks routed_hooks = {
+	.ready = routed_ready,
+	.route = routed_route,
+};
+
+static int input_device_add_routed(struct input_device *d) {
+	struct manager *m = d->class->base.manager;
+	unsigned int major, minor;
+	int r;
+
+	snprintf(d->routed_path, sizeof(d->routed_path), "/dev/%s/%s", DEVNS_DEV_DIR, d->backend->name);
+	manager_node_numbers(m, d->routed_path + strlen("/dev/"), &major, &minor);
+	r = cuse_evdev_new(&d->routed, m->event, d->routed_path + strlen("/dev/"), major, minor, NULL,
+			   &routed_hooks, d);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot create the routed node: %m", d->routed_path);
+	manager_node_added(m);
+	return 0;
 }
 
 static struct input_class *to_input(struct device_class *dc) {
@@ -299,6 +356,7 @@ static void input_foreach_node(struct device_class *dc, struct persona *p, node_
 				.kind = "input",
 				.source = d->backend->path,
 				.opened = in->evdev->n_clients,
+				.udev = d->udev,
 			});
 	}
 }
@@ -351,6 +409,11 @@ static int open_input(struct input_class *ic, const char *path) {
 	r = input_device_new(ic, b, &d);
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot watch the device: %m", path);
+	if (ic->base.manager->conf->routed) {
+		r = input_device_add_routed(d);
+		if (r < 0)
+			return r;
+	}
 	log_info("%s: %s", path, libevdev_get_name(b->desc));
 	return 0;
 }

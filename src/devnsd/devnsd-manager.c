@@ -4,6 +4,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "devnsd-devnum.h"
 #include "devnsd-manager.h"
 #include "log.h"
 
@@ -64,6 +65,7 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	_cleanup_(manager_freep) struct manager *m = NULL;
 	struct device_class *dc;
 	struct persona *p;
+	const char *state_dir;
 	int r;
 
 	m = calloc(1, sizeof(*m));
@@ -77,6 +79,10 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	r = pidns_of_pid(getpid(), &m->self_ns);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open devnsd's own pid namespace: %m");
+	state_dir = getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR;
+	r = devnum_new(&m->devnum, state_dir);
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot keep device numbers across restarts: %m", state_dir);
 
 	for (size_t i = 0; i < conf->n_personas; i++) {
 		r = persona_new(m, conf->personas[i].name, &conf->personas[i], &p);
@@ -121,6 +127,7 @@ struct manager *manager_free(struct manager *m) {
 		persona_free(p);
 	sd_bus_flush_close_unref(m->bus);
 	pidns_close(&m->self_ns);
+	devnum_free(m->devnum);
 	sd_event_unref(m->event);
 	free(m);
 	return NULL;
@@ -145,6 +152,12 @@ void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn,
 
 	LIST_FOREACH(dc, &m->classes, link)
 		dc->ops->foreach_node(dc, p, fn, userdata);
+}
+
+void manager_node_numbers(struct manager *m, const char *devname, unsigned int *ret_major, unsigned int *ret_minor) {
+	*ret_major = *ret_minor = 0;
+	if (m->devnum && devnum_get(m->devnum, devname, ret_major, ret_minor) < 0)
+		*ret_major = *ret_minor = 0;
 }
 
 void manager_node_added(struct manager *m) {

@@ -43,6 +43,7 @@ static int run(const struct conf *conf) {
 	r = bus_setup(m);
 	if (r < 0)
 		return r;
+	bus_attach_machines(m);
 	manager_check_ready(m);
 
 	r = sd_event_loop(event);

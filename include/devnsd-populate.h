@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/types.h>
+
+struct manager;
+struct persona;
+
+/*
+ * Makes persona p's nodes inside the container of process pid (its mount
+ * namespace and root): at the names a normal system uses (/dev/input/eventN,
+ * /dev/fb0) or where the persona's DeviceMap= puts them, with the device
+ * numbers of devnsd's nodes, mode 0660, owned by the owner of the
+ * container's /dev and its "input" or "video" group where it has one; plus
+ * udev data for input nodes (/run/udev/data/cMAJ:MIN, /run/udev/control).
+ * Returns the number of nodes made, or a negative errno.
+ */
+int populate_container(struct manager *m, struct persona *p, pid_t pid);
