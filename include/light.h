@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include "led-backend.h"
+
+/*
+ * A light shared among personas: each owner (persona) has its own state,
+ * and the policy decides whose state the hardware shows. Transport-free:
+ * the sysfs views map onto it, and unit tests drive it with the fake backend.
+ */
+
+enum light_policy {
+	LIGHT_EXCLUSIVE, /* the hardware shows the active owner's state */
+	LIGHT_SHARED,    /* the hardware shows the brightest state, the active owner's on a tie */
+};
+
+/* One owner's state, as its view shows it. */
+struct light_state {
+	const void *owner;
+	uint32_t brightness;
+	uint32_t bl_power;
+	size_t trigger; /* index in backend->triggers; 0 is "none" */
+	LIST_ENTRY(light_state) link;
+};
+
+struct light {
+	struct led_backend *backend;
+	enum light_policy policy;
+	/* The hardware is driven elsewhere (an input LED): nothing is written to it here. */
+	bool detached;
+	const void *active;
+	/* What was last written to the hardware (or found there). */
+	struct light_state hw;
+	/* The owner whose state the hardware shows. */
+	const void *shown;
+	LIST_HEAD(, light_state) states;
+};
+
+/* A light over backend (taken over, also on failure). */
+int light_new(struct light **ret, struct led_backend *backend, enum light_policy policy);
+struct light *light_free(struct light *l);
+static inline void light_freep(struct light **l) {
+	light_free(*l);
+}
+
+/* A new owner, starting with the state the hardware had when it was opened. -EEXIST if known. */
+int light_add_owner(struct light *l, const void *owner);
+/* Forgets an owner; with the shared policy the hardware may change. */
+int light_remove_owner(struct light *l, const void *owner);
+/* The owner's state, or NULL. */
+const struct light_state *light_state_of(const struct light *l, const void *owner);
+
+/*
+ * An owner's writes. Each changes its state and, when the policy has the
+ * hardware show that state, the hardware. -EINVAL for a value out of range
+ * (nothing changes then); other errors are the hardware's, the state is kept.
+ * As in the kernel, brightness 0 turns the trigger off, and leaving a
+ * trigger for another turns the light off.
+ */
+int light_set_brightness(struct light *l, const void *owner, uint32_t value);
+int light_set_trigger(struct light *l, const void *owner, size_t index);
+int light_set_power(struct light *l, const void *owner, uint32_t power);
+
+/* Makes owner the active one; the hardware then shows what the policy picks. */
+int light_set_active(struct light *l, const void *owner);
+
+/* The state the policy has the hardware show (NULL without owners). */
+const struct light_state *light_pick(const struct light *l);
