@@ -44,3 +44,18 @@ struct input_class {
 	struct device_class base;
 	LIST_HEAD(, input_device) devices;
 };
+
+/*
+ * The owned input device whose kernel device is sysfs_dir (as
+ * /sys/class/input/eventN/device names it, e.g. .../input0), or NULL.
+ */
+struct input_device *input_find_by_sysfs(struct manager *m, const char *sysfs_dir);
+
+/* Persona p's view of an LED of the device: 0 or 1; -ENOENT without a node, -EINVAL without that LED. */
+int input_led_get(struct input_device *d, struct persona *p, unsigned int code);
+
+/*
+ * Sets an LED in persona p's view, as an EV_LED write on its node would:
+ * it reaches the hardware through the evdev device while p is active.
+ */
+int input_led_set(struct input_device *d, struct persona *p, unsigned int code, bool on);

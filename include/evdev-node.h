@@ -137,6 +137,14 @@ void evdev_node_set_gone(struct evdev_node *n);
 /* Calls ops->wakeup() for every client marked since the last flush. */
 void evdev_node_flush_wakeups(struct evdev_node *n);
 
+/*
+ * An LED or sound change from outside the evdev interface (the persona's
+ * sysfs view), as if one of the node's clients had written it: kept in the
+ * view, sent to the hardware while the node is active, seen by its clients.
+ * -EINVAL when the device has no such LED or sound.
+ */
+int evdev_node_set_feedback(struct evdev_node *n, uint16_t type, uint16_t code, bool on);
+
 /* Largest output an ioctl can produce (the _IOC_SIZE limit). */
 #define EVDEV_IOCTL_BUF_MAX (1u << 14)
 

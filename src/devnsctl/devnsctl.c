@@ -138,6 +138,39 @@ static int cmd_list(sd_bus *bus) {
 	return r < 0 ? fail("list", r, NULL) : EXIT_SUCCESS;
 }
 
+/* Every persona's LEDs and backlights; nothing when devnsd has none. */
+static int print_lights(sd_bus *bus) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *persona, *kind, *name, *source, *policy, *trigger;
+	uint32_t brightness, max, bl_power;
+	int shown, r;
+	bool header = false;
+
+	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListLights", &error, &reply, NULL);
+	if (r < 0)
+		return fail("status", r, &error);
+	r = sd_bus_message_enter_container(reply, 'a', "(sssssuusub)");
+	if (r < 0)
+		return fail("status", r, NULL);
+	while ((r = sd_bus_message_read(reply, "(sssssuusub)", &persona, &kind, &name, &source, &policy,
+					&brightness, &max, &trigger, &bl_power, &shown)) > 0) {
+		char state[96];
+
+		if (!header) {
+			printf("\nLights\n");
+			header = true;
+		}
+		if (streq(kind, "leds"))
+			snprintf(state, sizeof(state), "trigger %s", trigger);
+		else
+			snprintf(state, sizeof(state), "bl_power %u", bl_power);
+		printf("  %-12s %-9s %-28s %-9s %5u/%-5u %s%s\n", persona, kind, name, policy, brightness, max,
+		       state, shown ? ", on the hardware" : "");
+	}
+	return r < 0 ? fail("status", r, NULL) : EXIT_SUCCESS;
+}
+
 static int cmd_status(sd_bus *bus) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -165,7 +198,9 @@ static int cmd_status(sd_bus *bus) {
 		}
 		printf("  %-32s %-6s %-22s %u open\n", path, kind, source, opened);
 	}
-	return r < 0 ? fail("status", r, NULL) : EXIT_SUCCESS;
+	if (r < 0)
+		return fail("status", r, NULL);
+	return print_lights(bus);
 }
 
 int main(int argc, char *argv[]) {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devnsd-leds.h"
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
 #include "log.h"
@@ -160,6 +161,42 @@ static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *
 	if (r < 0)
 		return r;
 	return sd_bus_send(NULL, reply, NULL);
+}
+
+/* Appends one persona's lights to a ListLights reply; the first error sticks. */
+struct light_writer {
+	sd_bus_message *reply;
+	const char *persona;
+	int r;
+};
+
+static void write_light(void *userdata, const struct light_desc *ld) {
+	struct light_writer *w = userdata;
+
+	if (w->r >= 0)
+		w->r = sd_bus_message_append(w->reply, "(sssssuusub)", w->persona, ld->kind, ld->name, ld->source,
+					     ld->policy, ld->brightness, ld->max_brightness, ld->trigger, ld->bl_power,
+					     ld->shown);
+}
+
+static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct manager *m = userdata;
+	struct light_writer w = { 0 };
+	struct persona *p;
+
+	(void)error;
+	w.r = sd_bus_message_new_method_return(msg, &reply);
+	w.reply = reply;
+	if (w.r >= 0)
+		w.r = sd_bus_message_open_container(reply, 'a', "(sssssuusub)");
+	for (p = LIST_FIRST(&m->personas); p && w.r >= 0; p = LIST_NEXT(p, link)) {
+		w.persona = p->name;
+		leds_foreach_light(m, p, write_light, &w);
+	}
+	if (w.r >= 0)
+		w.r = sd_bus_message_close_container(reply);
+	return w.r < 0 ? w.r : sd_bus_send(NULL, reply, NULL);
 }
 
 static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -364,6 +401,8 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_METHOD_WITH_ARGS("RequestActive", SD_BUS_NO_ARGS, SD_BUS_RESULT("b", granted),
 				method_request_active, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_ARGS("PersonaActivationRequested", SD_BUS_ARGS("s", persona, "b", granted), 0),
+	SD_BUS_METHOD_WITH_ARGS("ListLights", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssuusub)", lights),
+				method_list_lights, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_VTABLE_END,
 };
 

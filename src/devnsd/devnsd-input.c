@@ -456,3 +456,47 @@ int input_class_new(struct manager *m, const struct conf *conf, struct device_cl
 	*ret = &ic->base;
 	return 0;
 }
+
+struct input_device *input_find_by_sysfs(struct manager *m, const char *sysfs_dir) {
+	_cleanup_(freep) char *want = realpath(sysfs_dir, NULL);
+	struct device_class *dc;
+
+	if (!want)
+		return NULL;
+	LIST_FOREACH(dc, &m->classes, link) {
+		struct input_device *d;
+
+		if (dc->ops != &input_class_ops)
+			continue;
+		LIST_FOREACH(d, &to_input(dc)->devices, link) {
+			char path[256];
+			_cleanup_(freep) char *real = NULL;
+
+			snprintf(path, sizeof(path), "/sys/class/input/%s/device", d->backend->name);
+			real = realpath(path, NULL);
+			if (real && streq(real, want))
+				return d;
+		}
+	}
+	return NULL;
+}
+
+int input_led_get(struct input_device *d, struct persona *p, unsigned int code) {
+	struct input_node *in = node_of(d, p);
+
+	if (!in)
+		return -ENOENT;
+	if (code > LED_MAX || !evdev_caps_has(&in->evdev->caps, EV_LED, code))
+		return -EINVAL;
+	return evdev_state_value(&in->evdev->view, EV_LED, code) != 0;
+}
+
+int input_led_set(struct input_device *d, struct persona *p, unsigned int code, bool on) {
+	struct input_node *in = node_of(d, p);
+
+	if (!in)
+		return -ENOENT;
+	if (code > LED_MAX)
+		return -EINVAL;
+	return evdev_node_set_feedback(in->evdev, EV_LED, (uint16_t)code, on);
+}

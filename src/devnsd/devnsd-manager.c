@@ -5,6 +5,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "devnsd-devnum.h"
+#include "devnsd-leds.h"
 #include "devnsd-manager.h"
 #include "log.h"
 
@@ -101,6 +102,12 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	if (r < 0)
 		return r;
 	LIST_INSERT_HEAD(&m->classes, dc, link);
+	/* After input: LEDs of owned input devices go through their nodes. NULL without lights. */
+	r = leds_class_new(m, conf, &dc);
+	if (r < 0)
+		return r;
+	if (dc)
+		LIST_INSERT_HEAD(&m->classes, dc, link);
 
 	LIST_FOREACH(p, &m->personas, link)
 		LIST_FOREACH(dc, &m->classes, link) {

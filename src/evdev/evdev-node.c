@@ -320,3 +320,22 @@ void evdev_node_set_gone(struct evdev_node *n) {
 		c->wake = true;
 	evdev_node_flush_wakeups(n);
 }
+
+int evdev_node_set_feedback(struct evdev_node *n, uint16_t type, uint16_t code, bool on) {
+	struct input_event ev = { .type = type, .code = code, .value = on };
+	bool sync = false;
+	int r;
+
+	if (n->gone)
+		return -ENODEV;
+	if ((type != EV_LED && type != EV_SND) || !evdev_caps_has(&n->caps, type, code))
+		return -EINVAL;
+	r = write_feedback(n, &ev, &sync);
+	if (r >= 0 && sync)
+		r = forward(n, EV_SYN, SYN_REPORT, 0);
+	/* The view takes the value now; the hardware's echo reaches the clients later. */
+	if (r >= 0 && n->active)
+		evdev_state_apply(&n->view, &ev);
+	evdev_node_flush_wakeups(n);
+	return r;
+}

@@ -1,0 +1,509 @@
+/* SPDX-License-Identifier: MIT */
+#include <glob.h>
+#include <limits.h>
+#include <linux/input.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devnsd-input.h"
+#include "devnsd-leds.h"
+#include "light.h"
+#include "log.h"
+#include "sysfs-view.h"
+
+/* One configured LED or backlight. */
+struct leds_light {
+	struct leds_class *class;
+	struct light *light;
+	/* An LED of an owned input device: its state lives in the persona's evdev node. */
+	struct input_device *input;
+	unsigned int input_code;
+};
+
+/* One persona's view of one light: what its attribute files stand for. */
+struct leds_view {
+	struct leds_light *ll;
+	struct persona *persona;
+};
+
+struct leds_persona {
+	struct persona *persona;
+	struct sysfs_node *root;
+	struct sysfs_node *class_dir[2];
+	struct leds_view *views;
+	LIST_ENTRY(leds_persona) link;
+};
+
+struct leds_class {
+	struct device_class base;
+	struct sysfs_view *view;
+	char *mountpoint;
+	struct leds_light lights[LEDS_MAX_LIGHTS * 2];
+	size_t n_lights;
+	size_t n_kind[2];
+	LIST_HEAD(, leds_persona) personas;
+};
+
+static const char *const kind_dir[] = {
+	[LED_KIND_LED] = "leds",
+	[LED_KIND_BACKLIGHT] = "backlight",
+};
+
+static struct leds_class *to_leds(struct device_class *dc) {
+	return container_of(dc, struct leds_class, base);
+}
+
+static struct led_backend *backend_of(const struct leds_view *v) {
+	return v->ll->light->backend;
+}
+
+static const struct light_state *state_of(const struct leds_view *v) {
+	return light_state_of(v->ll->light, v->persona);
+}
+
+/* What a write changed, or why it failed: value errors go back to the writer alone. */
+static int stored(const struct leds_view *v, const char *attr, int r) {
+	if (r < 0 && r != -EINVAL)
+		log_warning_errno(r, "%s/%s: writing for persona %s failed: %m", backend_of(v)->path, attr,
+				  v->persona->name);
+	return r;
+}
+
+static int show_u32(char *buf, size_t size, uint32_t value) {
+	return snprintf(buf, size, "%u\n", value);
+}
+
+static uint32_t brightness_of(const struct leds_view *v) {
+	int on;
+
+	if (!v->ll->input)
+		return state_of(v)->brightness;
+	on = input_led_get(v->ll->input, v->persona, v->ll->input_code);
+	return on > 0 ? backend_of(v)->max_brightness : 0;
+}
+
+static int brightness_show(void *data, char *buf, size_t size) {
+	return show_u32(buf, size, brightness_of(data));
+}
+
+static int brightness_store(void *data, const char *buf, size_t len) {
+	struct leds_view *v = data;
+	struct led_backend *b = backend_of(v);
+	uint32_t value;
+	int r;
+
+	/* As the kernel: LEDs take decimal, backlights also 0x and 0 prefixes. */
+	r = led_parse_value(buf, len, b->kind == LED_KIND_LED ? 10 : 0, b->max_brightness, &value);
+	if (r < 0)
+		return r;
+	if (!v->ll->input)
+		return stored(v, "brightness", light_set_brightness(v->ll->light, v->persona, value));
+	if (value == 0)
+		(void)light_set_trigger(v->ll->light, v->persona, 0);
+	return stored(v, "brightness", input_led_set(v->ll->input, v->persona, v->ll->input_code, value > 0));
+}
+
+static int max_brightness_show(void *data, char *buf, size_t size) {
+	return show_u32(buf, size, backend_of(data)->max_brightness);
+}
+
+static int trigger_show(void *data, char *buf, size_t size) {
+	struct leds_view *v = data;
+
+	return led_triggers_format(&backend_of(v)->triggers, state_of(v)->trigger, buf, size);
+}
+
+static int trigger_store(void *data, const char *buf, size_t len) {
+	struct leds_view *v = data;
+	size_t before = state_of(v)->trigger;
+	int index = led_triggers_find(&backend_of(v)->triggers, buf, len), r;
+
+	if (index < 0)
+		return index;
+	r = light_set_trigger(v->ll->light, v->persona, (size_t)index);
+	/* Leaving a trigger turns the LED off, here in the persona's evdev view. */
+	if (r >= 0 && v->ll->input && before != 0 && (size_t)index != before)
+		r = input_led_set(v->ll->input, v->persona, v->ll->input_code, false);
+	return stored(v, "trigger", r);
+}
+
+static int actual_brightness_show(void *data, char *buf, size_t size) {
+	struct leds_view *v = data;
+	uint32_t value = state_of(v)->brightness;
+
+	/* The persona the hardware shows reads the hardware; the others their own state. */
+	if (v->ll->light->shown == v->persona && led_backend_get_actual(backend_of(v), &value) < 0)
+		value = state_of(v)->brightness;
+	return show_u32(buf, size, value);
+}
+
+static int bl_power_show(void *data, char *buf, size_t size) {
+	return show_u32(buf, size, state_of(data)->bl_power);
+}
+
+static int bl_power_store(void *data, const char *buf, size_t len) {
+	struct leds_view *v = data;
+	uint32_t value;
+	int r = led_parse_value(buf, len, 0, LED_BL_POWER_MAX, &value);
+
+	if (r < 0)
+		return r;
+	return stored(v, "bl_power", light_set_power(v->ll->light, v->persona, value));
+}
+
+static const struct sysfs_file_ops brightness_ops = { .show = brightness_show, .store = brightness_store };
+static const struct sysfs_file_ops max_brightness_ops = { .show = max_brightness_show };
+static const struct sysfs_file_ops trigger_ops = { .show = trigger_show, .store = trigger_store };
+static const struct sysfs_file_ops actual_brightness_ops = { .show = actual_brightness_show };
+static const struct sysfs_file_ops bl_power_ops = { .show = bl_power_show, .store = bl_power_store };
+
+static const struct attr {
+	const char *name;
+	mode_t mode;
+	const struct sysfs_file_ops *ops;
+} led_attrs[] = {
+	{ "brightness", 0644, &brightness_ops },
+	{ "max_brightness", 0444, &max_brightness_ops },
+	{ "trigger", 0644, &trigger_ops },
+	{ NULL },
+}, backlight_attrs[] = {
+	{ "actual_brightness", 0444, &actual_brightness_ops },
+	{ "bl_power", 0644, &bl_power_ops },
+	{ "brightness", 0644, &brightness_ops },
+	{ "max_brightness", 0444, &max_brightness_ops },
+	{ NULL },
+};
+
+static int add_light_view(struct leds_class *lc, struct leds_persona *lp, size_t i) {
+	struct leds_light *ll = &lc->lights[i];
+	struct led_backend *b = ll->light->backend;
+	struct sysfs_node *dir;
+	int r;
+
+	lp->views[i] = (struct leds_view){ .ll = ll, .persona = lp->persona };
+	r = light_add_owner(ll->light, lp->persona);
+	if (r < 0)
+		return r;
+	r = sysfs_dir_add(lc->view, lp->class_dir[b->kind], b->name, NULL, &dir);
+	for (const struct attr *a = b->kind == LED_KIND_LED ? led_attrs : backlight_attrs; r >= 0 && a->name; a++)
+		r = sysfs_file_add(lc->view, dir, a->name, a->mode, a->ops, &lp->views[i]);
+	return r;
+}
+
+static struct leds_persona *persona_of(struct leds_class *lc, struct persona *p) {
+	struct leds_persona *lp;
+
+	LIST_FOREACH(lp, &lc->personas, link)
+		if (lp->persona == p)
+			return lp;
+	return NULL;
+}
+
+static void leds_remove_persona(struct device_class *dc, struct persona *p) {
+	struct leds_class *lc = to_leds(dc);
+	struct leds_persona *lp = persona_of(lc, p);
+
+	if (!lp)
+		return;
+	for (size_t i = 0; i < lc->n_lights; i++) {
+		int r = light_remove_owner(lc->lights[i].light, p);
+		if (r < 0)
+			log_warning_errno(r, "%s: cannot update the hardware: %m", lc->lights[i].light->backend->path);
+	}
+	sysfs_node_remove(lc->view, lp->root);
+	LIST_REMOVE(lp, link);
+	free(lp->views);
+	free(lp);
+}
+
+static int leds_add_persona(struct device_class *dc, struct persona *p) {
+	struct leds_class *lc = to_leds(dc);
+	struct leds_persona *lp;
+	struct sysfs_node *sys, *cls;
+	int r;
+
+	lp = calloc(1, sizeof(*lp));
+	if (!lp)
+		return log_error_errno(ENOMEM, "out of memory");
+	lp->persona = p;
+	lp->views = calloc(MAX(lc->n_lights, (size_t)1), sizeof(*lp->views));
+	LIST_INSERT_HEAD(&lc->personas, lp, link);
+	r = lp->views ? sysfs_dir_add(lc->view, sysfs_view_root(lc->view), p->name, p, &lp->root) : -ENOMEM;
+	if (r >= 0)
+		r = sysfs_dir_add(lc->view, lp->root, "sys", NULL, &sys);
+	if (r >= 0)
+		r = sysfs_dir_add(lc->view, sys, "class", NULL, &cls);
+	for (size_t k = 0; k < ELEMENTSOF(kind_dir) && r >= 0; k++)
+		r = sysfs_dir_add(lc->view, cls, kind_dir[k], NULL, &lp->class_dir[k]);
+	for (size_t i = 0; i < lc->n_lights && r >= 0; i++)
+		r = add_light_view(lc, lp, i);
+	if (r < 0) {
+		leds_remove_persona(dc, p);
+		return log_error_errno(r, "%s/%s: cannot create the persona's view: %m", lc->mountpoint, p->name);
+	}
+	return 0;
+}
+
+static void leds_switch_to(struct device_class *dc, struct persona *from, struct persona *to) {
+	struct leds_class *lc = to_leds(dc);
+
+	(void)from;
+	/* LEDs of input devices follow their evdev nodes, which the input class switches. */
+	for (size_t i = 0; i < lc->n_lights; i++) {
+		int r = light_set_active(lc->lights[i].light, to);
+		if (r < 0)
+			log_warning_errno(r, "%s: cannot apply persona %s's state: %m", lc->lights[i].light->backend->path,
+					  to->name);
+	}
+}
+
+static void leds_foreach_node(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata) {
+	struct leds_class *lc = to_leds(dc);
+	struct leds_persona *lp = persona_of(lc, p);
+
+	if (!lp)
+		return;
+	for (size_t k = 0; k < ELEMENTSOF(kind_dir); k++) {
+		char path[PATH_MAX], source[64];
+
+		if (lc->n_kind[k] == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/sys/class/%s", lc->mountpoint, p->name, kind_dir[k]);
+		snprintf(source, sizeof(source), "/sys/class/%s", kind_dir[k]);
+		fn(userdata, &(struct node_desc){
+			.path = path,
+			.kind = kind_dir[k],
+			.source = source,
+			.opened = sysfs_node_opened(lp->class_dir[k]),
+		});
+	}
+}
+
+static void leds_class_free(struct device_class *dc) {
+	struct leds_class *lc = to_leds(dc);
+	struct leds_persona *lp;
+
+	while ((lp = LIST_FIRST(&lc->personas))) {
+		LIST_REMOVE(lp, link);
+		free(lp->views);
+		free(lp);
+	}
+	/* Unmounts first: no request can reach a light being freed. */
+	sysfs_view_free(lc->view);
+	for (size_t i = 0; i < lc->n_lights; i++)
+		light_free(lc->lights[i].light);
+	free(lc->mountpoint);
+	free(lc);
+}
+
+static const struct device_class_ops leds_class_ops = {
+	.add_persona = leds_add_persona,
+	.remove_persona = leds_remove_persona,
+	.switch_to = leds_switch_to,
+	.foreach_node = leds_foreach_node,
+	.free = leds_class_free,
+};
+
+/* The LED code of an input LED class device, named "inputN::capslock" by the kernel; -1 if none. */
+static int input_led_code(const char *name) {
+	static const char *const names[] = {
+		[LED_NUML] = "numlock", [LED_CAPSL] = "capslock", [LED_SCROLLL] = "scrolllock",
+		[LED_COMPOSE] = "compose", [LED_KANA] = "kana", [LED_SLEEP] = "sleep",
+		[LED_SUSPEND] = "suspend", [LED_MUTE] = "mute", [LED_MISC] = "misc",
+		[LED_MAIL] = "mail", [LED_CHARGING] = "charging",
+	};
+	const char *function = strstr(name, "::");
+
+	if (!function)
+		return -1;
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (names[i] && streq(function + 2, names[i]))
+			return (int)i;
+	return -1;
+}
+
+static bool name_listed(const struct conf_devices *d, const char *name) {
+	for (size_t i = 0; i < d->n_shared; i++)
+		if (streq(d->shared[i], name))
+			return true;
+	return false;
+}
+
+static bool light_known(struct leds_class *lc, const char *real, const char *name, enum led_kind kind) {
+	for (size_t i = 0; i < lc->n_lights; i++) {
+		struct led_backend *b = lc->lights[i].light->backend;
+		_cleanup_(freep) char *other = realpath(b->path, NULL);
+
+		if (b->kind == kind && (streq(b->name, name) || (other && streq(other, real))))
+			return true;
+	}
+	return false;
+}
+
+/* Routes an LED of an owned input device through its evdev nodes. */
+static void route_input_led(struct leds_class *lc, struct leds_light *ll, bool shared) {
+	struct led_backend *b = ll->light->backend;
+	char device[PATH_MAX];
+	int code = input_led_code(b->name);
+
+	if (code < 0 || snprintf(device, sizeof(device), "%s/device", b->path) >= (int)sizeof(device))
+		return;
+	ll->input = input_find_by_sysfs(lc->base.manager, device);
+	if (!ll->input)
+		return;
+	ll->input_code = (unsigned int)code;
+	ll->light->detached = true;
+	if (shared)
+		log_warning("%s: an LED of an input device devnsd owns follows the active persona; Shared= ignored",
+			    b->path);
+	log_info("%s: driven through the input device's persona nodes", b->path);
+}
+
+static int open_light(struct leds_class *lc, enum led_kind kind, const char *path, const struct conf_devices *d) {
+	_cleanup_(freep) char *real = realpath(path, NULL);
+	struct led_backend *b;
+	struct leds_light *ll;
+	bool shared;
+	int r;
+
+	if (!real)
+		return log_error_errno(errno, "%s: %m", path);
+	if (lc->n_kind[kind] == LEDS_MAX_LIGHTS) {
+		log_warning("%s: more than %d lights in [%s]; ignored", path, LEDS_MAX_LIGHTS,
+			    kind == LED_KIND_LED ? "Leds" : "Backlight");
+		return 0;
+	}
+	r = kind == LED_KIND_LED ? led_sysfs_open(path, &b) : backlight_sysfs_open(path, &b);
+	if (r == -ENOENT || r == -EINVAL)
+		return log_error_errno(r, "%s: not a sysfs %s directory: %m", path, kind == LED_KIND_LED ? "LED" : "backlight");
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot open: %m", path);
+	if (light_known(lc, real, b->name, kind)) {
+		log_warning("%s: a light named %s is already configured; ignored", path, b->name);
+		led_backend_free(b);
+		return 0;
+	}
+	shared = name_listed(d, b->name);
+	ll = &lc->lights[lc->n_lights];
+	*ll = (struct leds_light){ .class = lc };
+	r = light_new(&ll->light, b, shared ? LIGHT_SHARED : LIGHT_EXCLUSIVE);
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
+	lc->n_lights++;
+	lc->n_kind[kind]++;
+	if (kind == LED_KIND_LED)
+		route_input_led(lc, ll, shared);
+	if (ll->input)
+		ll->light->policy = LIGHT_EXCLUSIVE;
+	light_set_active(ll->light, lc->base.manager->active);
+	log_info("%s: %s, max brightness %u, %s", path, b->name, b->max_brightness,
+		 ll->light->policy == LIGHT_SHARED ? "shared" : "exclusive");
+	return 0;
+}
+
+static int open_section(struct leds_class *lc, enum led_kind kind, const struct conf_devices *d) {
+	int r = 0;
+
+	for (size_t i = 0; i < d->n_patterns && r >= 0; i++) {
+		glob_t g = { 0 };
+		int gr = glob(d->patterns[i], 0, NULL, &g);
+
+		if (gr == GLOB_NOMATCH)
+			log_warning("%s: matches no light", d->patterns[i]);
+		else if (gr != 0)
+			r = log_error_errno(ENOMEM, "%s: cannot expand the pattern", d->patterns[i]);
+		for (size_t j = 0; gr == 0 && j < g.gl_pathc && r >= 0; j++)
+			r = open_light(lc, kind, g.gl_pathv[j], d);
+		globfree(&g);
+	}
+	for (size_t i = 0; i < d->n_shared && r >= 0; i++) {
+		bool found = false;
+		for (size_t j = 0; j < lc->n_lights; j++)
+			found = found || streq(lc->lights[j].light->backend->name, d->shared[i]);
+		if (!found)
+			log_warning("Shared=%s: no such light", d->shared[i]);
+	}
+	return r;
+}
+
+static int may_access(void *userdata, void *owner, pid_t pid) {
+	struct leds_class *lc = userdata;
+
+	return manager_check_access(lc->base.manager, owner, pid);
+}
+
+/* $RUNTIME_DIRECTORY (its first entry) when systemd sets one, else DEVNS_VIEW_DIR. */
+static char *view_dir(void) {
+	const char *e = getenv("RUNTIME_DIRECTORY");
+
+	if (!e || e[0] != '/')
+		return strdup(DEVNS_VIEW_DIR);
+	return strndup(e, strcspn(e, ":"));
+}
+
+int leds_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
+	struct leds_class *lc;
+	int r;
+
+	if (conf->leds.n_patterns == 0 && conf->backlight.n_patterns == 0) {
+		*ret = NULL;
+		return 0;
+	}
+	lc = calloc(1, sizeof(*lc));
+	if (!lc)
+		return log_error_errno(ENOMEM, "out of memory");
+	lc->base.ops = &leds_class_ops;
+	lc->base.manager = m;
+	LIST_INIT(&lc->personas);
+	lc->mountpoint = view_dir();
+	r = lc->mountpoint ? 0 : log_error_errno(ENOMEM, "out of memory");
+	if (r >= 0)
+		r = open_section(lc, LED_KIND_LED, &conf->leds);
+	if (r >= 0)
+		r = open_section(lc, LED_KIND_BACKLIGHT, &conf->backlight);
+	if (r >= 0) {
+		r = sysfs_view_new(&lc->view, m->event, lc->mountpoint, may_access, lc);
+		if (r < 0)
+			log_error_errno(r, "%s: cannot mount the persona views: %m", lc->mountpoint);
+	}
+	if (r < 0) {
+		leds_class_free(&lc->base);
+		return r;
+	}
+	log_info("%s: sysfs views of %zu LEDs and %zu backlights", lc->mountpoint, lc->n_kind[LED_KIND_LED],
+		 lc->n_kind[LED_KIND_BACKLIGHT]);
+	*ret = &lc->base;
+	return 0;
+}
+
+void leds_foreach_light(struct manager *m, struct persona *p, light_desc_fn fn, void *userdata) {
+	struct device_class *dc;
+
+	LIST_FOREACH(dc, &m->classes, link) {
+		struct leds_class *lc;
+		struct leds_persona *lp;
+
+		if (dc->ops != &leds_class_ops)
+			continue;
+		lc = to_leds(dc);
+		lp = persona_of(lc, p);
+		for (size_t i = 0; lp && i < lc->n_lights; i++) {
+			const struct leds_view *v = &lp->views[i];
+			const struct light_state *s = state_of(v);
+			struct led_backend *b = backend_of(v);
+
+			fn(userdata, &(struct light_desc){
+				.kind = kind_dir[b->kind],
+				.name = b->name,
+				.source = b->path,
+				.policy = v->ll->light->policy == LIGHT_SHARED ? "shared" : "exclusive",
+				.brightness = brightness_of(v),
+				.max_brightness = b->max_brightness,
+				.trigger = b->kind == LED_KIND_LED ? b->triggers.names[s->trigger] : "",
+				.bl_power = s->bl_power,
+				.shown = v->ll->input ? p == m->active : v->ll->light->shown == p,
+			});
+		}
+	}
+}
