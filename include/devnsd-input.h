@@ -10,6 +10,7 @@ struct input_backend;
 struct evdev_node;
 struct cuse_evdev;
 struct input_node;
+struct hotkey;
 
 /* One hardware input device and the nodes every persona has for it. */
 struct input_device {
@@ -21,6 +22,9 @@ struct input_device {
 	struct input_node *active;
 	/* /dev/devns/eventN, whose opener's persona decides what it gets. */
 	struct cuse_evdev *routed;
+	/* Switch chords on this device, and the [Daemon] SwitchKeys= entry of each. */
+	struct hotkey *hotkey;
+	size_t chord_conf[CONF_MAX_SWITCH_KEYS];
 	/* udev properties for the device, for containers' udev data. */
 	char udev[256];
 	char routed_path[64];

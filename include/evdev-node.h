@@ -66,7 +66,7 @@ struct evdev_node_ops {
 	int (*forward)(void *userdata, const struct input_event *ev);
 	/* Sets the hardware's key repeat. Called only while active. Optional. */
 	int (*set_repeat)(void *userdata, int delay, int period);
-	/* Looks a scancode up in the hardware's keymap. Optional (ENOTTY without). */
+	/* Looks a scancode up in the hardware's keymap. Optional (EINVAL without). */
 	int (*get_keycode)(void *userdata, struct input_keymap_entry *ke);
 	/* A client has a new packet, or was revoked, or the device is gone. */
 	void (*wakeup)(void *userdata, struct evdev_client *c);

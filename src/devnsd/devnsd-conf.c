@@ -119,8 +119,13 @@ static char *reader(char *str, int num, void *stream) {
 	size_t len;
 	char *s, *end;
 
-	if (p->error || !fgets(str, num, p->file))
+	if (p->error)
 		return NULL;
+	if (!fgets(str, num, p->file)) {
+		if (ferror(p->file))
+			parse_error(p, "cannot read: %s", strerror(errno));
+		return NULL;
+	}
 	p->line++;
 	len = strlen(str);
 	if (len == (size_t)num - 1 && str[len - 1] != '\n' && !feof(p->file)) {
@@ -242,6 +247,14 @@ static int add_switch_key(struct parser *p, const char *key, const char *word) {
 	return 1;
 }
 
+/* True if a path has a ".." component. */
+static bool path_has_dotdot(const char *path) {
+	for (const char *s = path; (s = strstr(s, "..")); s += 2)
+		if ((s == path || s[-1] == '/') && (s[2] == '/' || s[2] == '\0'))
+			return true;
+	return false;
+}
+
 /* node:path, e.g. fb0:/dev/graphics/fb0 */
 static int add_map(struct parser *p, const char *key, const char *word) {
 	struct conf_persona *cp = p->persona;
@@ -249,7 +262,7 @@ static int add_map(struct parser *p, const char *key, const char *word) {
 	struct conf_map *map;
 
 	if (!colon || colon == word || (size_t)(colon - word) > NAME_MAX_LEN || colon[1] != '/' ||
-	    strstr(colon, "/../") || strlen(colon + 1) >= PATH_MAX)
+	    path_has_dotdot(colon + 1) || strlen(colon + 1) >= PATH_MAX)
 		return parse_error(p, "[Persona %s] %s=%s: expected NODE:/absolute/path", cp->name, key, word);
 	if (cp->n_maps == CONF_MAX_MAPS)
 		return parse_error(p, "[Persona %s] %s=: too many entries (at most %d)", cp->name, key,
@@ -257,6 +270,8 @@ static int add_map(struct parser *p, const char *key, const char *word) {
 	map = &cp->maps[cp->n_maps];
 	memcpy(map->node, word, (size_t)(colon - word));
 	map->node[colon - word] = '\0';
+	if (!name_is_valid(map->node))
+		return parse_error(p, "[Persona %s] %s=%s: invalid node name '%s'", cp->name, key, word, map->node);
 	map->path = strdup(colon + 1);
 	if (!map->path)
 		return parse_error(p, "out of memory");

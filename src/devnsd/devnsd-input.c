@@ -9,6 +9,7 @@
 #include "devnsd-input.h"
 #include "evdev-node.h"
 #include "evdev-udev.h"
+#include "hotkey.h"
 #include "input-backend.h"
 #include "log.h"
 
@@ -98,14 +99,31 @@ static void device_gone(struct input_device *d) {
 		evdev_node_set_gone(in->evdev);
 }
 
-/* Reads what the hardware has queued and passes it on to the active persona. */
-static void drain(struct input_device *d) {
-	struct input_event batch[BATCH_MAX];
+/* Folds events into the hardware state and passes them on in packets. */
+static void pass_on(struct input_device *d, struct input_event *batch, size_t *n, const struct input_event *evs,
+		    size_t count) {
+	for (size_t i = 0; i < count; i++) {
+		evdev_state_apply(&d->hw, &evs[i]);
+		batch[(*n)++] = evs[i];
+		if (*n == BATCH_MAX || (evs[i].type == EV_SYN && evs[i].code == SYN_REPORT)) {
+			deliver(d, batch, *n);
+			*n = 0;
+		}
+	}
+}
+
+/*
+ * Reads what the hardware has queued and passes it on to the active
+ * persona, less any switch chord. Returns the persona a chord asked for.
+ */
+static const char *drain(struct input_device *d) {
+	struct input_event batch[BATCH_MAX], out[HOTKEY_OUT_MAX];
+	const char *target = NULL;
 	size_t n = 0;
 
 	for (int i = 0; i < DRAIN_MAX; i++) {
 		struct input_event ev;
-		int r = input_backend_next_event(d->backend, &ev);
+		int chord = -1, r = input_backend_next_event(d->backend, &ev);
 
 		if (r == 0)
 			break;
@@ -115,23 +133,63 @@ static void drain(struct input_device *d) {
 				device_gone(d);
 			else
 				log_warning_errno(r, "%s: read failed: %m", d->backend->path);
-			return;
+			return target;
 		}
-		evdev_state_apply(&d->hw, &ev);
-		batch[n++] = ev;
-		if (n == BATCH_MAX || (ev.type == EV_SYN && ev.code == SYN_REPORT)) {
-			deliver(d, batch, n);
-			n = 0;
-		}
+		if (d->hotkey)
+			pass_on(d, batch, &n, out, hotkey_feed(d->hotkey, &ev, out, &chord));
+		else
+			pass_on(d, batch, &n, &ev, 1);
+		if (chord >= 0)
+			target = d->class->base.manager->conf->switch_keys[d->chord_conf[chord]].persona;
 	}
 	deliver(d, batch, n);
+	return target;
 }
 
 static int on_input(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	struct input_device *d = userdata;
+	struct manager *m = d->class->base.manager;
+	const char *target;
+	struct persona *p;
+
 	(void)s;
 	(void)fd;
 	(void)revents;
-	drain(userdata);
+	target = drain(d);
+	if (!target)
+		return 0;
+	p = manager_find_persona(m, target);
+	if (!p)
+		log_warning("switch key for persona %s, which no longer exists", target);
+	else
+		manager_switch(m, p);
+	return 0;
+}
+
+/* Watches for the configured switch chords whose keys this device has. */
+static int setup_hotkeys(struct input_device *d) {
+	const struct conf *conf = d->class->base.manager->conf;
+
+	for (size_t i = 0; i < conf->n_switch_keys; i++) {
+		const struct conf_switch_key *sk = &conf->switch_keys[i];
+		bool has_all = true;
+		int idx;
+
+		for (size_t k = 0; k < sk->n_keys; k++)
+			has_all = has_all && libevdev_has_event_code(d->backend->desc, EV_KEY, sk->keys[k]);
+		if (!has_all)
+			continue;
+		if (!d->hotkey) {
+			d->hotkey = malloc(sizeof(*d->hotkey));
+			if (!d->hotkey)
+				return -ENOMEM;
+			hotkey_init(d->hotkey);
+		}
+		idx = hotkey_add(d->hotkey, sk->keys, sk->n_keys);
+		if (idx < 0)
+			return idx;
+		d->chord_conf[idx] = i;
+	}
 	return 0;
 }
 
@@ -166,6 +224,7 @@ static struct input_device *input_device_free(struct input_device *d) {
 	while ((in = LIST_FIRST(&d->nodes)))
 		input_node_free(in);
 	cuse_evdev_free(d->routed);
+	free(d->hotkey);
 	sd_event_source_disable_unref(d->source);
 	input_backend_free(d->backend);
 	free(d);
@@ -185,6 +244,11 @@ static int input_device_new(struct input_class *ic, struct input_backend *backen
 	d->backend = backend;
 	LIST_INIT(&d->nodes);
 	state_from_libevdev(&d->hw, backend->desc);
+	r = setup_hotkeys(d);
+	if (r < 0) {
+		input_device_free(d);
+		return r;
+	}
 	if (evdev_udev_properties(backend->desc, d->udev, sizeof(d->udev)) < 0)
 		d->udev[0] = '\0';
 	if (backend->fd >= 0) {
@@ -254,7 +318,7 @@ static void input_device_switch(struct input_device *d, struct persona *from, st
 
 	/* What was pressed before the switch belongs to the old persona. */
 	if (d->source)
-		drain(d);
+		(void)drain(d);
 	if (old)
 		evdev_node_deactivate(old->evdev);
 	d->active = new;

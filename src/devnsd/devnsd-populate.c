@@ -27,6 +27,8 @@ struct entry {
 
 struct plan {
 	struct persona *persona;
+	/* devnsd's own /dev and /run: a container that shares them gets nothing written there. */
+	struct stat host_dev, host_run;
 	struct entry entries[POPULATE_MAX];
 	size_t n;
 	int error;
@@ -110,7 +112,11 @@ static int write_udev(const struct entry *e) {
 	return 0;
 }
 
-static int make_node(const struct entry *e, uid_t uid, gid_t dev_gid) {
+static bool same_dir(const struct stat *a, const struct stat *b) {
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static int make_node(const struct entry *e, uid_t uid, gid_t dev_gid, bool udev) {
 	char path[PATH_MAX];
 	struct group *g;
 	gid_t gid = dev_gid;
@@ -129,22 +135,30 @@ static int make_node(const struct entry *e, uid_t uid, gid_t dev_gid) {
 		gid = g->gr_gid;
 	if (chown(path, uid, gid) < 0 || chmod(path, 0660) < 0)
 		return -errno;
-	if (e->udev[0])
+	if (udev && e->udev[0])
 		return write_udev(e);
 	return 0;
 }
 
-/* In the child: enter the container's mount namespace and root, and make the nodes. */
+/*
+ * In the child: enter the container's mount namespace and root, and make the
+ * nodes. Exits 0 with nodes made, 2 when the container shares devnsd's /dev.
+ */
 _Noreturn static void populate_child(const struct plan *plan, int mnt_fd, int root_fd) {
-	struct stat dev;
+	struct stat dev, run;
+	bool udev;
 
 	alarm(POPULATE_TIMEOUT_S);
 	if (setns(mnt_fd, CLONE_NEWNS) < 0 || fchdir(root_fd) < 0 || chroot(".") < 0 || chdir("/") < 0)
 		_exit(EXIT_FAILURE);
 	if (stat("/dev", &dev) < 0)
 		_exit(EXIT_FAILURE);
+	/* Never replace the host's own device nodes or udev database. */
+	if (same_dir(&dev, &plan->host_dev))
+		_exit(2);
+	udev = stat("/run", &run) == 0 && !same_dir(&run, &plan->host_run);
 	for (size_t i = 0; i < plan->n; i++)
-		if (make_node(&plan->entries[i], dev.st_uid, dev.st_gid) < 0)
+		if (make_node(&plan->entries[i], dev.st_uid, dev.st_gid, udev) < 0)
 			_exit(EXIT_FAILURE);
 	_exit(EXIT_SUCCESS);
 }
@@ -160,6 +174,8 @@ int populate_container(struct manager *m, struct persona *p, pid_t pid) {
 	if (!plan)
 		return -ENOMEM;
 	plan->persona = p;
+	if (stat("/dev", &plan->host_dev) < 0 || stat("/run", &plan->host_run) < 0)
+		return -errno;
 	manager_foreach_node(m, p, plan_node, plan);
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
@@ -179,6 +195,8 @@ int populate_container(struct manager *m, struct persona *p, pid_t pid) {
 	while (waitpid(child, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 2)
+		return 0;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -EIO;
 	return (int)plan->n;

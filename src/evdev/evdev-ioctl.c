@@ -81,19 +81,19 @@ static void retry_mask(struct evdev_ioctl_step *s, void *arg, const struct input
 static void get_mask(struct evdev_ioctl_step *s, struct evdev_client *c, void *arg, const struct input_mask *m,
 		     size_t out_size) {
 	unsigned int cnt = evdev_mask_count(m->type);
-	size_t len;
+	size_t len = MIN((size_t)m->codes_size, BITS_TO_LONGS(cnt) * sizeof(long));
 
-	/* Unknown types are accepted, for forward compatibility. */
-	if (cnt == 0)
-		return done(s, 0, NULL, 0);
-	len = MIN((size_t)m->codes_size, BITS_TO_LONGS(cnt) * sizeof(long));
-	if (out_size < len)
-		return retry_mask(s, arg, m, len, false);
-	if (c->masks[m->type])
-		return done(s, 0, c->masks[m->type], len);
-	/* No mask yet: everything passes. */
-	memset(s->out, 0xff, len);
-	s->out_size = len;
+	/* Unknown types are accepted, for forward compatibility; past the mask the buffer is zeroed. */
+	if (m->codes_size > EVDEV_IOCTL_BUF_MAX)
+		return fail(s, -EINVAL);
+	if (out_size < m->codes_size)
+		return retry_mask(s, arg, m, m->codes_size, false);
+	memset(s->out, 0, m->codes_size);
+	if (cnt > 0 && c->masks[m->type])
+		memcpy(s->out, c->masks[m->type], len);
+	else if (cnt > 0)
+		memset(s->out, 0xff, len); /* no mask yet: everything passes */
+	s->out_size = m->codes_size;
 	s->result = 0;
 }
 
@@ -105,6 +105,8 @@ static void set_mask(struct evdev_ioctl_step *s, struct evdev_client *c, void *a
 
 	if (cnt == 0)
 		return done(s, 0, NULL, 0);
+	if (m->codes_size % sizeof(long))
+		return fail(s, -EINVAL);
 	len = MIN((size_t)m->codes_size, BITS_TO_LONGS(cnt - 1) * sizeof(long));
 	if (codes_given < len)
 		return retry_mask(s, arg, m, len, true);

@@ -203,9 +203,6 @@ int evdev_node_write(struct evdev_node *n, struct evdev_client *c, const struct 
 
 	if (c->revoked || n->gone)
 		return -ENODEV;
-	/* As with the kernel's evdev, a grab by another reader swallows writes. */
-	if (n->grab && n->grab != c)
-		return (int)count;
 
 	for (size_t i = 0; i < count && r >= 0; i++) {
 		const struct input_event *ev = &evs[i];

@@ -99,9 +99,16 @@ static int rec_get_keycode(void *userdata, struct input_keymap_entry *ke) {
 
 static void rec_wakeup(void *userdata, struct evdev_client *c) {
 	struct recorder *r = rec_of(userdata);
+	size_t i;
 
-	assert_true(r->n_woken < RECORDER_MAX);
-	r->woken[r->n_woken++] = c;
+	for (i = 0; i < r->n_woken; i++)
+		if (r->woken[i].client == c)
+			break;
+	if (i == r->n_woken) {
+		assert_true(r->n_woken < RECORDER_MAX);
+		r->woken[r->n_woken++].client = c;
+	}
+	r->woken[i].count++;
 }
 
 const struct evdev_node_ops recorder_ops = {
@@ -116,15 +123,13 @@ void recorder_clear(struct recorder *r) {
 }
 
 unsigned int recorder_wakeups(const struct recorder *r, const struct evdev_client *c) {
-	unsigned int n = 0;
-
 	for (size_t i = 0; i < r->n_woken; i++)
-		if (r->woken[i] == c)
-			n++;
-	return n;
+		if (r->woken[i].client == c)
+			return r->woken[i].count;
+	return 0;
 }
 
-static int fixture_setup(void **state, struct libevdev *desc, unsigned int n_slots) {
+int fixture_setup(void **state, struct libevdev *desc, unsigned int n_slots) {
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	assert_non_null(f);
@@ -204,6 +209,17 @@ int do_ioctl(struct evdev_node *n, struct evdev_client *c, unsigned int cmd, voi
 	}
 	fail_msg("ioctl %#x still asks for a retry after 8 rounds", cmd);
 	return -EIO;
+}
+
+long long timeval_usec(struct timeval t) {
+	return (long long)t.tv_sec * 1000000 + t.tv_usec;
+}
+
+long long clock_usec(clockid_t clock) {
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
 static struct timeval monotonic_now(void) {

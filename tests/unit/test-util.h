@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 #include <linux/input.h>
+#include <time.h>
 
 #include "evdev-node.h"
 #include "util.h"
@@ -43,7 +44,10 @@ struct recorder {
 	size_t n_forwarded;
 	unsigned int n_set_repeat;
 	int rep_delay, rep_period;
-	struct evdev_client *woken[RECORDER_MAX];
+	struct {
+		struct evdev_client *client;
+		unsigned int count;
+	} woken[RECORDER_MAX];
 	size_t n_woken;
 	unsigned int n_get_keycode;
 };
@@ -63,6 +67,8 @@ struct fixture {
 	struct evdev_client *client;
 };
 
+/* cmocka setups: a node on desc (taken over) with n_slots slots; a keyboard; a touchscreen. */
+int fixture_setup(void **state, struct libevdev *desc, unsigned int n_slots);
 int fixture_keyboard_setup(void **state);
 int fixture_touchscreen_setup(void **state);
 int fixture_teardown(void **state);
@@ -97,6 +103,10 @@ void check_events(const struct input_event *got, size_t n_got, const struct inpu
 void check_read(struct evdev_client *c, const struct input_event *want, size_t n_want, const char *file, int line);
 #define EXPECT_READ(c, ...) check_read((c), EVENTS(__VA_ARGS__), N_EVENTS(__VA_ARGS__), __FILE__, __LINE__)
 #define EXPECT_NOTHING(c) check_read((c), NULL, 0, __FILE__, __LINE__)
+
+/* Microseconds of an event time, and of a clock now. */
+long long timeval_usec(struct timeval t);
+long long clock_usec(clockid_t clock);
 
 /* The EVIOCGBIT/EVIOCGKEY length for a bitmap of codes 0..max, as the kernel computes it. */
 #define EVDEV_BITS_LEN(max) ((int)(BITS_TO_LONGS(max) * sizeof(long)))

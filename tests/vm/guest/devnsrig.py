@@ -192,6 +192,7 @@ BUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-BUS Bus Config
 class Bus:
     def __init__(self):
         self.dir = tempfile.mkdtemp(prefix="devns-bus-")
+        os.chmod(self.dir, 0o755)  # unprivileged callers connect too
         sock = os.path.join(self.dir, "system_bus_socket")
         conf = os.path.join(self.dir, "bus.conf")
         with open(conf, "w") as f:
@@ -219,11 +220,16 @@ class Daemon:
         self.conf = os.path.join(self.dir, "devnsd.conf")
         with open(self.conf, "w") as f:
             f.write(conf_text)
+        self.start(timeout)
+
+    def start(self, timeout=60):
         notify = os.path.join(self.dir, "notify")
+        if os.path.exists(notify):
+            os.unlink(notify)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         sock.bind(notify)
         env = dict(os.environ, NOTIFY_SOCKET=notify)
-        self.log = open(os.path.join(self.dir, "log"), "w+")
+        self.log = open(os.path.join(self.dir, "log"), "a+")
         self.proc = subprocess.Popen([DEVNSD, "--config", self.conf], env=env,
                                      stdout=self.log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + timeout
@@ -268,12 +274,17 @@ def devnsctl(*args, check=True):
     return p
 
 
-def conf_for(devices, personas=("work", "personal"), active=None):
-    lines = ["[Input]", "Devices=" + " ".join(devices), ""]
+def conf_for(devices, personas=("work", "personal"), active=None, daemon=None, persona_keys=None):
+    lines = []
+    if daemon:
+        lines += ["[Daemon]"] + ["%s=%s" % kv for kv in daemon.items()] + [""]
+    lines += ["[Input]", "Devices=" + " ".join(devices), ""]
     for name in personas:
         lines.append("[Persona %s]" % name)
         if name == active:
             lines.append("Active=yes")
+        for kv in (persona_keys or {}).get(name, {}).items():
+            lines.append("%s=%s" % kv)
         lines.append("")
     return "\n".join(lines)
 
@@ -288,3 +299,51 @@ def rss_kib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
     return 0
+
+
+# --- containers --------------------------------------------------------------
+
+class Container:
+    """A process in new pid and mount namespaces (unshare), as a container's init.
+    With private_dev, it gets its own empty /dev and /run, as real containers do."""
+
+    def __init__(self, private_dev=False):
+        setup = "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && " if private_dev else ""
+        self.proc = subprocess.Popen(
+            ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", setup + "exec sleep 100000"])
+        self.pid = None
+        for _ in range(200):
+            try:
+                with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                    kids = f.read().split()
+            except FileNotFoundError:
+                kids = []
+            if kids:
+                self.pid = int(kids[0])
+                # Wait for the mounts (the exec into sleep comes after them).
+                try:
+                    with open("/proc/%d/comm" % self.pid) as f:
+                        if f.read().strip() == "sleep":
+                            break
+                except FileNotFoundError:
+                    pass
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("container did not start")
+
+    def run(self, *cmd, check=True, env=None, **kw):
+        """Runs a command inside (its pid and mount namespaces)."""
+        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
+        p = subprocess.run(full, capture_output=True, text=True, timeout=60, env=env or os.environ, **kw)
+        if check and p.returncode != 0:
+            raise RuntimeError("%s failed (%d): %s%s" % (cmd, p.returncode, p.stdout, p.stderr))
+        return p
+
+    def popen(self, *cmd, **kw):
+        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
+        return subprocess.Popen(full, **kw)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], check=False)

@@ -1,0 +1,472 @@
+/* SPDX-License-Identifier: MIT */
+#include <libevdev/libevdev.h>
+
+#include "input-backend.h"
+#include "test-util.h"
+
+#define N_PERSONAS 2
+
+struct rig;
+
+/* One persona's node for the device, and one reader of it. */
+struct persona {
+	struct recorder rec;
+	struct rig *rig;
+	struct evdev_node *node;
+	struct evdev_client *client;
+	/* What the reader was told, replayed from everything it read. */
+	struct evdev_state seen;
+};
+
+/* One device shared by the personas, as devnsd runs it: only the active persona's node gets its events. */
+struct rig {
+	struct input_backend *hw;
+	struct evdev_state hw_state;
+	struct persona personas[N_PERSONAS];
+	unsigned int active;
+};
+
+static struct persona *persona_of(void *userdata) {
+	return container_of(userdata, struct persona, rec);
+}
+
+static int persona_forward(void *userdata, const struct input_event *ev) {
+	struct persona *p = persona_of(userdata);
+
+	assert_true(p->node->active);
+	recorder_ops.forward(&p->rec, ev);
+	return input_backend_write_event(p->rig->hw, ev);
+}
+
+static int persona_set_repeat(void *userdata, int delay, int period) {
+	struct persona *p = persona_of(userdata);
+
+	assert_true(p->node->active);
+	return recorder_ops.set_repeat(&p->rec, delay, period);
+}
+
+static void persona_wakeup(void *userdata, struct evdev_client *c) {
+	recorder_ops.wakeup(userdata, c);
+}
+
+static const struct evdev_node_ops persona_ops = {
+	.forward = persona_forward,
+	.set_repeat = persona_set_repeat,
+	.wakeup = persona_wakeup,
+};
+
+/* A touchscreen with keys and keyboard LEDs. */
+static struct libevdev *device_new(void) {
+	struct libevdev *d = test_touchscreen_new();
+	int delay = KBD_REP_DELAY, period = KBD_REP_PERIOD;
+
+	for (unsigned int code = KEY_ESC; code <= KEY_Z; code++)
+		assert_int_equal(libevdev_enable_event_code(d, EV_KEY, code, NULL), 0);
+	assert_int_equal(libevdev_enable_event_code(d, EV_LED, LED_NUML, NULL), 0);
+	assert_int_equal(libevdev_enable_event_code(d, EV_LED, LED_CAPSL, NULL), 0);
+	assert_int_equal(libevdev_enable_event_code(d, EV_REP, REP_DELAY, &delay), 0);
+	assert_int_equal(libevdev_enable_event_code(d, EV_REP, REP_PERIOD, &period), 0);
+	return d;
+}
+
+static void clear_records(struct rig *r) {
+	for (unsigned int i = 0; i < N_PERSONAS; i++)
+		recorder_clear(&r->personas[i].rec);
+	input_fake_clear_written(r->hw);
+}
+
+/* Hands what the hardware reported to the active persona, packet by packet, as devnsd does. */
+static void pump(struct rig *r) {
+	struct input_event batch[64], ev;
+	size_t n = 0;
+
+	while (input_backend_next_event(r->hw, &ev) == 1) {
+		evdev_state_apply(&r->hw_state, &ev);
+		batch[n++] = ev;
+		if (n == ELEMENTSOF(batch) || (ev.type == EV_SYN && ev.code == SYN_REPORT)) {
+			evdev_node_deliver(r->personas[r->active].node, batch, n);
+			n = 0;
+		}
+	}
+	if (n > 0)
+		evdev_node_deliver(r->personas[r->active].node, batch, n);
+}
+
+static void hw_events(struct rig *r, const struct input_event *evs, size_t count) {
+	for (size_t i = 0; i < count; i++)
+		assert_int_equal(input_fake_push(r->hw, evs[i].type, evs[i].code, evs[i].value), 0);
+	pump(r);
+}
+#define HW(r, ...) hw_events((r), EVENTS(__VA_ARGS__), N_EVENTS(__VA_ARGS__))
+
+static void switch_to(struct rig *r, unsigned int to) {
+	pump(r);
+	evdev_node_deactivate(r->personas[r->active].node);
+	r->active = to;
+	evdev_node_activate(r->personas[to].node, &r->hw_state);
+	pump(r);
+}
+
+/* Reads what a persona's reader has, folding it into what that reader was told. */
+static size_t take(struct persona *p, struct input_event *out, size_t max) {
+	size_t n = read_events(p->client, out, max);
+
+	for (size_t i = 0; i < n; i++)
+		evdev_state_apply(&p->seen, &out[i]);
+	return n;
+}
+
+static void check_take(struct persona *p, const struct input_event *want, size_t n_want, const char *file,
+		       int line) {
+	struct input_event got[256];
+	size_t n = take(p, got, ELEMENTSOF(got));
+
+	check_events(got, n, want, n_want, file, line);
+}
+#define EXPECT_TAKE(p, ...) check_take((p), EVENTS(__VA_ARGS__), N_EVENTS(__VA_ARGS__), __FILE__, __LINE__)
+#define EXPECT_TAKE_NOTHING(p) check_take((p), NULL, 0, __FILE__, __LINE__)
+
+static void drain(struct persona *p) {
+	struct input_event got[256];
+
+	take(p, got, ELEMENTSOF(got));
+}
+
+static bool holds_nothing(const struct evdev_state *s) {
+	for (unsigned int code = 0; code <= KEY_MAX; code++)
+		if (bit_test(s->key, code))
+			return false;
+	for (unsigned int i = 0; i < s->n_slots; i++)
+		if (s->mt[i][ABS_MT_TRACKING_ID - EVDEV_MT_FIRST] >= 0)
+			return false;
+	return true;
+}
+
+static bool key_down(struct persona *p, unsigned int code) {
+	unsigned long keys[BITS_TO_LONGS(KEY_CNT)];
+
+	assert_int_equal(do_ioctl(p->node, p->client, EVIOCGKEY(sizeof(keys)), keys), EVDEV_BITS_LEN(KEY_MAX));
+	return bit_test(keys, code);
+}
+
+static bool led_on(struct persona *p, unsigned int led) {
+	unsigned long leds[BITS_TO_LONGS(LED_CNT)];
+
+	assert_int_equal(do_ioctl(p->node, p->client, EVIOCGLED(sizeof(leds)), leds), EVDEV_BITS_LEN(LED_MAX));
+	return bit_test(leds, led);
+}
+
+static int rig_setup(void **state) {
+	struct rig *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	assert_int_equal(input_fake_new("event5", device_new(), &r->hw), 0);
+	evdev_state_init(&r->hw_state, TS_SLOTS);
+	for (unsigned int i = 0; i < N_PERSONAS; i++) {
+		struct persona *p = &r->personas[i];
+
+		p->rig = r;
+		assert_int_equal(evdev_node_new(&p->node, r->hw->desc, &r->hw_state, &persona_ops, &p->rec), 0);
+		assert_int_equal(evdev_node_open(p->node, &p->client), 0);
+		p->seen = r->hw_state;
+	}
+	r->active = 0;
+	evdev_node_activate(r->personas[0].node, &r->hw_state);
+	EXPECT_NOTHING(r->personas[0].client);
+	clear_records(r);
+	*state = r;
+	return 0;
+}
+
+static int rig_teardown(void **state) {
+	struct rig *r = *state;
+
+	for (unsigned int i = 0; i < N_PERSONAS; i++)
+		evdev_node_free(r->personas[i].node);
+	input_backend_free(r->hw);
+	free(r);
+	return 0;
+}
+
+static void test_deactivate_releases(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+	struct {
+		uint32_t code;
+		int32_t values[TS_SLOTS];
+	} slots = { .code = ABS_MT_TRACKING_ID };
+
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, 7), EV(EV_ABS, ABS_MT_POSITION_X, 100),
+	   EV(EV_ABS, ABS_MT_POSITION_Y, 200), EV(EV_KEY, BTN_TOUCH, 1), EV(EV_ABS, ABS_X, 100), EV(EV_ABS, ABS_Y, 200),
+	   SYN_EV);
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 0), EV(EV_ABS, ABS_MT_TRACKING_ID, 8), EV(EV_ABS, ABS_MT_POSITION_X, 50),
+	   SYN_EV);
+	HW(r, EV(EV_ABS, ABS_MT_TRACKING_ID, -1), SYN_EV);
+	HW(r, EV(EV_KEY, KEY_A, 1), SYN_EV);
+	drain(p0);
+	clear_records(r);
+
+	switch_to(r, 1);
+	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 1);
+	EXPECT_TAKE(p0, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, -1), EV(EV_KEY, KEY_A, 0),
+		    EV(EV_KEY, BTN_TOUCH, 0), SYN_EV);
+	assert_true(holds_nothing(&p0->seen));
+
+	/* Its state says the same. */
+	assert_false(key_down(p0, KEY_A));
+	assert_false(key_down(p0, BTN_TOUCH));
+	assert_int_equal(do_ioctl(p0->node, p0->client, EVIOCGMTSLOTS(sizeof(slots)), &slots), 0);
+	for (unsigned int i = 0; i < TS_SLOTS; i++)
+		assert_int_equal(slots.values[i], -1);
+	/* Nothing reached the hardware. */
+	assert_int_equal(p0->rec.n_forwarded, 0);
+}
+
+static void test_deactivate_release_in_current_slot(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, 7), EV(EV_KEY, BTN_TOUCH, 1), SYN_EV);
+	drain(p0);
+	switch_to(r, 1);
+	/* The reader is on slot 2 already: no slot change is needed for it. */
+	EXPECT_TAKE(p0, EV(EV_ABS, ABS_MT_TRACKING_ID, -1), EV(EV_KEY, BTN_TOUCH, 0), SYN_EV);
+	assert_true(holds_nothing(&p0->seen));
+}
+
+static void test_deactivate_releases_every_touch(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, 7), EV(EV_KEY, BTN_TOUCH, 1), SYN_EV);
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 9), EV(EV_ABS, ABS_MT_TRACKING_ID, 8), SYN_EV);
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 5), EV(EV_ABS, ABS_MT_TRACKING_ID, 9), SYN_EV);
+	drain(p0);
+	switch_to(r, 1);
+	EXPECT_TAKE(p0, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, -1), EV(EV_ABS, ABS_MT_SLOT, 5),
+		    EV(EV_ABS, ABS_MT_TRACKING_ID, -1), EV(EV_ABS, ABS_MT_SLOT, 9), EV(EV_ABS, ABS_MT_TRACKING_ID, -1),
+		    EV(EV_KEY, BTN_TOUCH, 0), SYN_EV);
+	assert_true(holds_nothing(&p0->seen));
+}
+
+static void test_deactivate_nothing_held(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+
+	HW(r, EV(EV_KEY, KEY_A, 1), SYN_EV, EV(EV_KEY, KEY_A, 0), SYN_EV);
+	drain(p0);
+	clear_records(r);
+	switch_to(r, 1);
+	EXPECT_TAKE_NOTHING(p0);
+	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 0);
+}
+
+static void test_background_gets_nothing(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+
+	switch_to(r, 1);
+	drain(p1);
+	clear_records(r);
+	HW(r, EV(EV_KEY, KEY_B, 1), SYN_EV, EV(EV_KEY, KEY_B, 0), SYN_EV);
+	EXPECT_TAKE(p1, EV(EV_KEY, KEY_B, 1), SYN_EV, EV(EV_KEY, KEY_B, 0), SYN_EV);
+	EXPECT_TAKE_NOTHING(p0);
+	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 0);
+}
+
+static void test_activation_resyncs(void **state) {
+	struct rig *r = *state;
+	struct persona *p1 = &r->personas[1];
+	struct input_absinfo ai;
+
+	HW(r, EV(EV_KEY, KEY_A, 1), SYN_EV);
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 3), EV(EV_ABS, ABS_MT_TRACKING_ID, 11), EV(EV_ABS, ABS_MT_POSITION_X, 640),
+	   EV(EV_KEY, BTN_TOUCH, 1), SYN_EV);
+	switch_to(r, 1);
+
+	/* The new persona is told it missed something, and its state is the hardware's. */
+	assert_int_equal(recorder_wakeups(&p1->rec, p1->client), 1);
+	EXPECT_TAKE(p1, EV(EV_SYN, SYN_DROPPED, 0), SYN_EV);
+	assert_true(key_down(p1, KEY_A));
+	assert_true(key_down(p1, BTN_TOUCH));
+	assert_false(key_down(p1, KEY_B));
+	assert_int_equal(do_ioctl(p1->node, p1->client, EVIOCGABS(ABS_MT_SLOT), &ai), 0);
+	assert_int_equal(ai.value, 3);
+	{
+		struct {
+			uint32_t code;
+			int32_t values[TS_SLOTS];
+		} slots = { .code = ABS_MT_POSITION_X };
+
+		assert_int_equal(do_ioctl(p1->node, p1->client, EVIOCGMTSLOTS(sizeof(slots)), &slots), 0);
+		assert_int_equal(slots.values[3], 640);
+	}
+
+	/* Later changes come as events. */
+	HW(r, EV(EV_KEY, KEY_A, 0), SYN_EV);
+	EXPECT_TAKE(p1, EV(EV_KEY, KEY_A, 0), SYN_EV);
+}
+
+static void test_activation_equal_state_is_quiet(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+
+	HW(r, EV(EV_ABS, ABS_MT_SLOT, 1), EV(EV_ABS, ABS_MT_TRACKING_ID, 3), EV(EV_ABS, ABS_MT_POSITION_X, 10),
+	   EV(EV_KEY, BTN_TOUCH, 1), SYN_EV);
+	HW(r, EV(EV_ABS, ABS_MT_TRACKING_ID, -1), EV(EV_KEY, BTN_TOUCH, 0), SYN_EV);
+	HW(r, EV(EV_KEY, KEY_Q, 1), SYN_EV, EV(EV_KEY, KEY_Q, 0), SYN_EV);
+	drain(p0);
+	switch_to(r, 1);
+	clear_records(r);
+
+	/* Nothing happened while p0 was in the background: coming back tells it nothing. */
+	switch_to(r, 0);
+	assert_false(evdev_client_ready(p0->client));
+	EXPECT_TAKE_NOTHING(p0);
+	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 0);
+}
+
+static void test_key_released_in_background(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+
+	HW(r, EV(EV_KEY, KEY_LEFTSHIFT, 1), SYN_EV);
+	drain(p0);
+	switch_to(r, 1);
+	EXPECT_TAKE(p0, EV(EV_KEY, KEY_LEFTSHIFT, 0), SYN_EV);
+
+	/* The key comes up while p1 is in front: p0 already saw it released, so no resync. */
+	HW(r, EV(EV_KEY, KEY_LEFTSHIFT, 0), SYN_EV);
+	switch_to(r, 0);
+	EXPECT_TAKE_NOTHING(p0);
+}
+
+static void test_key_still_held_on_return(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+
+	HW(r, EV(EV_KEY, KEY_LEFTSHIFT, 1), SYN_EV);
+	drain(p0);
+	switch_to(r, 1);
+	drain(p0);
+	switch_to(r, 0);
+	EXPECT_TAKE(p0, EV(EV_SYN, SYN_DROPPED, 0), SYN_EV);
+	assert_true(key_down(p0, KEY_LEFTSHIFT));
+}
+
+static void test_led_write_in_background(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+	const struct input_event *written;
+
+	WRITE(p1->node, p1->client, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	pump(r);
+	/* Never to the hardware... */
+	assert_int_equal(p1->rec.n_forwarded, 0);
+	assert_int_equal(input_fake_written(r->hw, &written), 0);
+	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_CAPSL), 0);
+	/* ...but the persona's own readers see it. */
+	EXPECT_TAKE(p1, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	assert_true(led_on(p1, LED_CAPSL));
+	EXPECT_TAKE_NOTHING(p0);
+	assert_false(led_on(p0, LED_CAPSL));
+}
+
+static void test_led_write_when_active(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0];
+	const struct input_event *written;
+	size_t n;
+
+	WRITE(p0->node, p0->client, EV(EV_LED, LED_NUML, 1), SYN_EV);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_NUML, 1), SYN_EV);
+	pump(r);
+	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_NUML), 1);
+	EXPECT_TAKE(p0, EV(EV_LED, LED_NUML, 1), SYN_EV);
+	assert_true(led_on(p0, LED_NUML));
+}
+
+static void test_leds_per_persona(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+	const struct input_event *written;
+	size_t n;
+
+	/* p0 turns caps lock on; p1, in the background, turns num lock on. */
+	WRITE(p0->node, p0->client, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	WRITE(p1->node, p1->client, EV(EV_LED, LED_NUML, 1), SYN_EV);
+	pump(r);
+	drain(p0);
+	drain(p1);
+	clear_records(r);
+
+	switch_to(r, 1);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_NUML, 1), EV(EV_LED, LED_CAPSL, 0), SYN_EV);
+	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_NUML), 1);
+	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_CAPSL), 0);
+	assert_true(led_on(p1, LED_NUML));
+	assert_false(led_on(p1, LED_CAPSL));
+	assert_true(led_on(p0, LED_CAPSL));
+	assert_false(led_on(p0, LED_NUML));
+
+	clear_records(r);
+	switch_to(r, 0);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_NUML, 0), EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_NUML), 0);
+	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_CAPSL), 1);
+}
+
+static void test_same_leds_nothing_written(void **state) {
+	struct rig *r = *state;
+	const struct input_event *written;
+
+	switch_to(r, 1);
+	assert_int_equal(input_fake_written(r->hw, &written), 0);
+	switch_to(r, 0);
+	assert_int_equal(input_fake_written(r->hw, &written), 0);
+}
+
+static void test_repeat_per_persona(void **state) {
+	struct rig *r = *state;
+	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+	unsigned int rep[2] = { 500, 50 };
+
+	assert_int_equal(do_ioctl(p1->node, p1->client, EVIOCSREP, rep), 0);
+	assert_int_equal(p1->rec.n_set_repeat, 0);
+	assert_int_equal(p0->rec.n_set_repeat, 0);
+
+	switch_to(r, 1);
+	assert_in_range(p1->rec.n_set_repeat, 1, 2);
+	assert_int_equal(p1->rec.rep_delay, 500);
+	assert_int_equal(p1->rec.rep_period, 50);
+
+	switch_to(r, 0);
+	assert_int_equal(p0->rec.rep_delay, KBD_REP_DELAY);
+	assert_int_equal(p0->rec.rep_period, KBD_REP_PERIOD);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		T(test_deactivate_releases),
+		T(test_deactivate_release_in_current_slot),
+		T(test_deactivate_releases_every_touch),
+		T(test_deactivate_nothing_held),
+		T(test_background_gets_nothing),
+		T(test_activation_resyncs),
+		T(test_activation_equal_state_is_quiet),
+		T(test_key_released_in_background),
+		T(test_key_still_held_on_return),
+		T(test_led_write_in_background),
+		T(test_led_write_when_active),
+		T(test_leds_per_persona),
+		T(test_same_leds_nothing_written),
+		T(test_repeat_per_persona),
+	};
+
+	return cmocka_run_group_tests_name("evdev switch", tests, NULL, NULL);
+}

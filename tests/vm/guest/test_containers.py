@@ -1,0 +1,263 @@
+#!/usr/bin/python3
+"""Personas as containers on a real kernel: pid-namespace identity, access
+control, /dev population, routed nodes, switch authorization, RequestActive
+and the switch hotkey, through devnsctl, D-Bus and real client programs."""
+
+import errno
+import os
+import re
+import stat
+import subprocess
+import sys
+import time
+import unittest
+
+from evdev import ecodes as e
+
+import devnsrig as rig
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
+HOSTCTL = os.environ.get("DEVNS_HOSTCTL")
+SWITCH_GID = 4242
+I8042 = "/dev/input/event0"
+
+
+def probe(container, path, seconds=0.0, action=None):
+    """Opens path inside the container; returns (open result, events seen)."""
+    p = container.popen(*PROBE, path, str(seconds), stdout=subprocess.PIPE, text=True)
+    first = p.stdout.readline().strip()
+    if action and first == "open ok":
+        time.sleep(0.3)
+        action()
+    out = p.communicate(timeout=60)[0]
+    events = [tuple(int(x) for x in line.split()[1:]) for line in out.splitlines() if line.startswith("ev ")]
+    return first, events
+
+
+class Containers(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["groupadd", "-g", str(SWITCH_GID), "devnsswitch"], check=True)
+        cls.kbd = rig.make_keyboard()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.name = os.path.basename(cls.kbd_hw)
+        cls.bus = rig.Bus()
+        conf = rig.conf_for(
+            [cls.kbd_hw, I8042], active="work",
+            daemon={"Routed": "yes", "SwitchGroup": "devnsswitch",
+                    "SwitchKeys": "KEY_LEFTMETA+KEY_F1:work KEY_LEFTMETA+KEY_F2:personal"},
+            persona_keys={"work": {"AllowRequestActive": "yes"},
+                          "personal": {"AllowRequestActive": "no", "DeviceMap": "event0:/dev/input/keyboard"}})
+        cls.daemon = rig.Daemon(conf)
+        cls.work = rig.Container()
+        cls.personal = rig.Container()
+        cls.work_private = None
+        rig.devnsctl("attach", "work", "--pid", str(cls.work.pid))
+        rig.devnsctl("attach", "personal", "--pid", str(cls.personal.pid))
+
+    @classmethod
+    def tearDownClass(cls):
+        for c in (cls.work, cls.personal):
+            c.stop()
+        code = cls.daemon.stop()
+        cls.bus.stop()
+        cls.kbd.close()
+        if code != 0:
+            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))
+
+    def setUp(self):
+        rig.devnsctl("switch", "work")
+
+    def tearDown(self):
+        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+
+    def node(self, persona):
+        return rig.persona_node(persona, self.kbd_hw)
+
+    def tap(self, code=e.KEY_A):
+        rig.press(self.kbd, code, 1)
+        rig.press(self.kbd, code, 0)
+
+    # --- identity and access ---------------------------------------------------
+
+    def test_each_container_opens_only_its_own_nodes(self):
+        self.assertEqual(probe(self.work, self.node("work"))[0], "open ok")
+        self.assertEqual(probe(self.personal, self.node("personal"))[0], "open ok")
+        self.assertEqual(probe(self.work, self.node("personal"))[0], "open errno %d" % errno.EACCES)
+        self.assertEqual(probe(self.personal, self.node("work"))[0], "open errno %d" % errno.EACCES)
+        # The host may open anything.
+        os.close(os.open(self.node("personal"), os.O_RDONLY))
+        # A refusal is logged with the persona and the pid.
+        self.assertRegex(self.daemon.output(), r"refused pid \d+ access to persona personal")
+
+    def test_unattached_container_gets_nothing(self):
+        stranger = rig.Container()
+        try:
+            for persona in ("work", "personal"):
+                self.assertEqual(probe(stranger, self.node(persona))[0], "open errno %d" % errno.EACCES)
+            self.assertEqual(probe(stranger, "/dev/devns/" + self.name)[0], "open errno %d" % errno.EACCES)
+        finally:
+            stranger.stop()
+
+    def test_nested_namespace_inside_a_persona(self):
+        p = self.work.run("unshare", "--pid", "--fork", "--mount-proc", *PROBE, self.node("work"), "0")
+        self.assertEqual(p.stdout.strip(), "open ok")
+        p = self.work.run("unshare", "--pid", "--fork", "--mount-proc", *PROBE, self.node("personal"), "0")
+        self.assertEqual(p.stdout.strip(), "open errno %d" % errno.EACCES)
+
+    def test_routed_node_gives_each_container_its_persona(self):
+        routed = "/dev/devns/" + self.name
+        res, work_events = probe(self.work, routed, 1.5, self.tap)
+        self.assertEqual(res, "open ok")
+        self.assertIn((e.EV_KEY, e.KEY_A, 1), work_events)
+        res, personal_events = probe(self.personal, routed, 1.5, self.tap)
+        self.assertEqual(res, "open ok")
+        self.assertNotIn((e.EV_KEY, e.KEY_A, 1), personal_events)
+
+        rig.devnsctl("switch", "personal")
+        _, personal_events = probe(self.personal, routed, 1.5, self.tap)
+        self.assertIn((e.EV_KEY, e.KEY_A, 1), personal_events)
+
+    # --- /dev population -----------------------------------------------------
+
+    def test_attach_populates_a_private_dev(self):
+        c = rig.Container(private_dev=True)
+        try:
+            out = rig.devnsctl("attach", "personal", "--pid", str(c.pid)).stdout
+            self.assertIn("nodes made", out)
+            host = os.stat(self.node("personal"))
+            inside = c.run("stat", "-c", "%F %t:%T %a", "/dev/input/" + self.name).stdout.split()
+            self.assertEqual(inside[:2], ["character", "special"])
+            self.assertEqual(inside[-2], "%x:%x" % (os.major(host.st_rdev), os.minor(host.st_rdev)))
+            self.assertEqual(inside[-1], "660")
+            # DeviceMap=event0:/dev/input/keyboard puts the i8042 node there.
+            c.run("test", "-c", "/dev/input/keyboard")
+            udev = c.run("cat", "/run/udev/data/c%d:%d" % (os.major(host.st_rdev), os.minor(host.st_rdev))).stdout
+            self.assertIn("E:ID_INPUT=1", udev)
+            self.assertIn("E:ID_INPUT_KEYBOARD=1", udev)
+            c.run("test", "-e", "/run/udev/control")
+            self.assertEqual(probe(c, "/dev/input/" + self.name)[0], "open ok")
+
+            # libinput inside the container takes the node and sees the active persona's keys.
+            rig.devnsctl("switch", "personal")
+            li = c.popen("libinput", "debug-events", "--show-keycodes", "--device", "/dev/input/" + self.name,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            time.sleep(3)
+            self.tap(e.KEY_B)
+            time.sleep(1.5)
+            li.terminate()
+            out = li.communicate(timeout=20)[0]
+            self.assertRegex(out, r"KEYBOARD_KEY.*KEY_B \(48\) pressed", out)
+        finally:
+            c.stop()
+            rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
+
+    def test_device_numbers_survive_a_restart(self):
+        before = {p: os.stat(self.node(p)).st_rdev for p in ("work", "personal")}
+        self.daemon.stop()
+        self.daemon.start()
+        rig.devnsctl("attach", "work", "--pid", str(self.work.pid))
+        rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
+        after = {p: os.stat(self.node(p)).st_rdev for p in ("work", "personal")}
+        self.assertEqual(before, after)
+
+    # --- switching policy -------------------------------------------------------
+
+    def test_switch_needs_root_or_switch_group(self):
+        nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+        p = subprocess.run(nobody + [rig.DEVNSCTL, "switch", "personal"], capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("needs root or membership of group devnsswitch", p.stderr)
+        self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+        # The error is D-Bus's AccessDenied.
+        p = subprocess.run(nobody + ["busctl", "--system", "call", "org.devns1", "/org/devns1",
+                                     "org.devns1.Manager", "SwitchTo", "s", "personal"],
+                           capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("Access denied", p.stderr + p.stdout)
+
+        member = ["setpriv", "--reuid=65534", "--regid=65534", "--groups=%d" % SWITCH_GID]
+        p = subprocess.run(member + [rig.DEVNSCTL, "switch", "personal"], capture_output=True, text=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Active persona: personal", rig.devnsctl("status").stdout)
+
+        p = subprocess.run(member + [rig.DEVNSCTL, "create", "intruder"], capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+
+    def test_request_active_follows_the_policy(self):
+        mon = subprocess.Popen(["dbus-monitor", "--system", "type='signal',member='PersonaActivationRequested'"],
+                               stdout=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        env = dict(os.environ)
+        p = self.personal.run(rig.DEVNSCTL, "request-active", check=False, env=env)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("refused", p.stderr)
+        self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+
+        rig.devnsctl("switch", "personal")
+        self.work.run(rig.DEVNSCTL, "request-active", env=env)
+        self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+
+        p = subprocess.run([rig.DEVNSCTL, "request-active"], capture_output=True, text=True)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("not in any persona", p.stderr)
+        time.sleep(0.5)
+        mon.terminate()
+        out = mon.communicate()[0]
+        self.assertRegex(out, r'string "personal"\s+boolean false')
+        self.assertRegex(out, r'string "work"\s+boolean true')
+
+    def test_hotkey_switches_and_no_persona_sees_it(self):
+        if not HOSTCTL:
+            self.skipTest("no host control channel")
+        fds = {p: rig.open_node(rig.persona_node(p, I8042)) for p in ("work", "personal")}
+        try:
+            for fd in fds.values():
+                rig.read_events(fd, 0.2)
+            subprocess.run([HOSTCTL, "sendkey", "meta_l", "f2"], check=True, timeout=30)
+            time.sleep(1.5)
+            self.assertIn("Active persona: personal", rig.devnsctl("status").stdout)
+            subprocess.run([HOSTCTL, "sendkey", "meta_l", "f1"], check=True, timeout=30)
+            time.sleep(1.5)
+            self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+            # An ordinary key still gets through.
+            subprocess.run([HOSTCTL, "sendkey", "a"], check=True, timeout=30)
+            time.sleep(1.0)
+            seen = {p: rig.read_events(fd, 0.5) for p, fd in fds.items()}
+            for persona, events in seen.items():
+                keys = {code for t, code, v in events if t == e.EV_KEY and v == 1}
+                self.assertFalse(keys & {e.KEY_LEFTMETA, e.KEY_F1, e.KEY_F2},
+                                 "%s saw the chord: %s" % (persona, events))
+            self.assertIn((e.EV_KEY, e.KEY_A, 1), seen["work"])
+        finally:
+            for fd in fds.values():
+                os.close(fd)
+
+    # --- runtime personas --------------------------------------------------------
+
+    def test_create_and_remove_personas(self):
+        rig.devnsctl("create", "guest")
+        self.assertTrue(stat.S_ISCHR(os.stat(rig.persona_node("guest", self.kbd_hw)).st_mode))
+        self.assertRegex(rig.devnsctl("list").stdout, r"(?m)^  guest\s+/dev/devns/guest/")
+        bad = rig.devnsctl("create", "guest", check=False)
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn("exists", bad.stderr)
+        bad = rig.devnsctl("create", "../x", check=False)
+        self.assertIn("Invalid persona name", bad.stderr)
+        fd = rig.open_node(rig.persona_node("guest", self.kbd_hw))
+        rig.devnsctl("remove", "guest")
+        for _ in range(50):
+            if not os.path.exists(rig.persona_node("guest", self.kbd_hw)):
+                break
+            time.sleep(0.1)
+        self.assertFalse(os.path.exists(rig.persona_node("guest", self.kbd_hw)))
+        with self.assertRaises(OSError):
+            os.read(fd, 24)
+        os.close(fd)
+        bad = rig.devnsctl("remove", "work", check=False)
+        self.assertIn("is active", bad.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
