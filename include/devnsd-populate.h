@@ -10,7 +10,8 @@ struct persona;
  * Makes persona p's nodes inside the container of process pid (its mount
  * namespace and root): at the names a normal system uses (/dev/input/eventN,
  * /dev/fb0) or where the persona's DeviceMap= puts them, with the device
- * numbers of devnsd's nodes, mode 0660, owned by the owner of the
+ * numbers of devnsd's nodes (and at their /dev/devns/PERSONA/NAME too, the
+ * name their sysfs entry gives udev clients), mode 0660, owned by the owner of the
  * container's /dev and its "input" or "video" group where it has one; plus
  * udev data for input nodes (/run/udev/data/cMAJ:MIN, /run/udev/control).
  * A container that shares devnsd's /dev gets no nodes (it sees

@@ -61,6 +61,17 @@ static void plan_node(void *userdata, const struct node_desc *nd) {
 	e->group = streq(nd->kind, "input") ? "input" : "video";
 	snprintf(e->udev, sizeof(e->udev), "%s", nd->udev ? nd->udev : "");
 	plan->n++;
+
+	/*
+	 * The node's sysfs entry names it /dev/devns/PERSONA/NAME, and udev
+	 * clients (libinput) open that name: make it too.
+	 */
+	if (plan->n < POPULATE_MAX && !streq(e->path, nd->path)) {
+		struct entry *alias = &plan->entries[plan->n++];
+		*alias = *e;
+		snprintf(alias->path, sizeof(alias->path), "%s", nd->path);
+		alias->udev[0] = '\0';
+	}
 }
 
 static int mkdir_parents(char *path) {

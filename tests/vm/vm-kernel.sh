@@ -16,7 +16,8 @@
 #
 # Cache layout: $DEVNS_VM_CACHE/<kver>-<stamp>/{vmlinux,modules/,initramfs.cpio.gz}
 # where <stamp> hashes this script, the guest init and the busybox version, so
-# editing either yields a fresh entry. Removing the cache directory is always safe.
+# editing either yields a fresh entry. Entries unused for PRUNE_DAYS days are
+# removed. Removing the cache directory is always safe.
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +25,7 @@ CACHE=${DEVNS_VM_CACHE:-/var/cache/devns-vm}
 GUEST_INIT=$HERE/guest-init
 BUSYBOX=/bin/busybox
 META_PKG=linux-image-amd64
+PRUNE_DAYS=7
 
 # Modules the guest needs; their dependencies are resolved from the package.
 MODULES="virtio_pci virtio_console 9pnet_virtio 9p overlay
@@ -64,8 +66,17 @@ cached_entry() {
 	ls -1d "$CACHE"/*-"$1" 2>/dev/null | sort -V | tail -n 1
 }
 
+# Entries are marked used by touching their kver file.
+prune_unused() {
+	find "$CACHE" -mindepth 2 -maxdepth 2 -name kver -mtime +$PRUNE_DAYS |
+		while IFS= read -r stale; do
+			rm -rf "$(dirname "$stale")"
+		done
+}
+
 print_entry() {
 	entry=$1
+	touch "$entry/kver"
 	kver=$(cat "$entry/kver")
 	printf "DEVNS_VM_KVER='%s'\n" "$kver"
 	printf "DEVNS_VM_KERNEL='%s'\n" "$entry/$(cat "$entry/kernel")"
@@ -187,6 +198,7 @@ main() {
 	entry=$CACHE/${pkg#linux-image-}-$st
 	[ -f "$entry/kver" ] || build_entry "$pkg" "$entry"
 	print_entry "$entry"
+	prune_unused
 }
 
 main "$@"

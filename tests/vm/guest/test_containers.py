@@ -6,6 +6,7 @@ and the switch hotkey, through devnsctl, D-Bus and real client programs."""
 import errno
 import os
 import re
+import signal
 import stat
 import subprocess
 import sys
@@ -142,11 +143,11 @@ class Containers(unittest.TestCase):
             # libinput inside the container takes the node and sees the active persona's keys.
             rig.devnsctl("switch", "personal")
             li = c.popen("libinput", "debug-events", "--show-keycodes", "--device", "/dev/input/" + self.name,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
             time.sleep(3)
             self.tap(e.KEY_B)
             time.sleep(1.5)
-            li.terminate()
+            os.killpg(li.pid, signal.SIGTERM)
             out = li.communicate(timeout=20)[0]
             self.assertRegex(out, r"KEYBOARD_KEY.*KEY_B \(48\) pressed", out)
         finally:
