@@ -71,7 +71,7 @@ static void hold(struct hotkey *h) {
 
 /* Takes a whole packet: pass it on, hold it back, or complete a chord. */
 static size_t packet(struct hotkey *h, struct input_event *out, int *ret_chord) {
-	bool chord_presses_only = true, keys = false, dropped = false;
+	bool chord_presses_only = true, keys = false, dropped = false, held_repeats_only = true;
 	size_t n = 0, kept = 0;
 	int chord;
 
@@ -95,12 +95,13 @@ static size_t packet(struct hotkey *h, struct input_event *out, int *ret_chord) 
 		keys = true;
 		if (is_key(ev) && ev->value == 2 && bit_test(h->held, ev->code))
 			continue;
+		held_repeats_only = false;
 		if (!is_key(ev) || ev->value != 1 || !bit_test(h->chord_keys, ev->code))
 			chord_presses_only = false;
 	}
 
-	if (!keys && dropped) {
-		/* What is left belonged to consumed keys (their scan codes, the report). */
+	if ((!keys && dropped) || (keys && held_repeats_only)) {
+		/* What is left belonged to consumed keys, or only repeats keys held back. */
 		h->n_pkt = 0;
 		return 0;
 	}
