@@ -138,6 +138,9 @@ void manager_check_ready(struct manager *m);
 /* devnsd-input.c: the evdev input class. */
 int input_class_new(struct manager *m, const struct conf *conf, struct device_class **ret);
 
+/* devnsd-display.c: the framebuffer class ([Display] only). */
+int display_class_new(struct manager *m, const struct conf *conf, struct device_class **ret);
+
 /* devnsd-bus.c */
 int bus_setup(struct manager *m);
 void bus_emit_active_changed(struct manager *m);

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devnsd-display.h"
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
@@ -13,6 +14,7 @@
 #define BUS_INTERFACE "org.devns1.Manager"
 #define BUS_ERROR_NO_SUCH_PERSONA "org.devns1.Error.NoSuchPersona"
 #define BUS_ERROR_NOT_IN_PERSONA "org.devns1.Error.NotInPersona"
+#define BUS_ERROR_NO_DISPLAY "org.devns1.Error.NoDisplay"
 
 /*
  * Checks the caller's credentials as the kernel reports them to the bus:
@@ -381,6 +383,32 @@ static int property_active(sd_bus *bus, const char *path, const char *interface,
 	return sd_bus_message_append(reply, "s", m->active->name);
 }
 
+/* The persona's visible frame as a sealed memfd; the caller writes the file. */
+static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct manager *m = userdata;
+	_cleanup_(closep) int fd = -1;
+	uint32_t width, height, stride;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = check_caller(msg, false, "Screenshot", m, error);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_read(msg, "s", &name);
+	if (r < 0)
+		return r;
+	r = find_persona(m, name, &p, error);
+	if (r < 0)
+		return r;
+	r = display_snapshot(m, p, &fd, &width, &height, &stride);
+	if (r == -ENODEV)
+		return sd_bus_error_setf(error, BUS_ERROR_NO_DISPLAY, "devnsd runs no display ([Display] is not set)");
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Cannot copy the frame of '%s': %m", name);
+	return sd_bus_reply_method_return(msg, "huuus", fd, width, height, stride, "XRGB8888");
+}
+
 static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("ActivePersona", "s", property_active, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
@@ -403,6 +431,9 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_SIGNAL_WITH_ARGS("PersonaActivationRequested", SD_BUS_ARGS("s", persona, "b", granted), 0),
 	SD_BUS_METHOD_WITH_ARGS("ListLights", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssuusub)", lights),
 				method_list_lights, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Screenshot", SD_BUS_ARGS("s", persona),
+				SD_BUS_RESULT("h", frame, "u", width, "u", height, "u", stride, "s", format),
+				method_screenshot, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_VTABLE_END,
 };
 

@@ -108,6 +108,12 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 		return r;
 	if (dc)
 		LIST_INSERT_HEAD(&m->classes, dc, link);
+	if (conf->display != DISPLAY_NONE) {
+		r = display_class_new(m, conf, &dc);
+		if (r < 0)
+			return r;
+		LIST_INSERT_HEAD(&m->classes, dc, link);
+	}
 
 	LIST_FOREACH(p, &m->personas, link)
 		LIST_FOREACH(dc, &m->classes, link) {

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+#include "fb-ioctl.h"
+#include "fb-node.h"
+
+/*
+ * A framebuffer node served as a CUSE character device: fbdev ioctls,
+ * read() and write() at a per-open-file stream position (see devns-fb.h).
+ */
+struct cuse_fb;
+
+#define CUSE_FB_MAX_OPEN 64
+#define CUSE_FB_MAX_VSYNC_WAITERS 64
+
+struct cuse_fb_hooks {
+	/* The node exists in /dev. */
+	void (*ready)(void *userdata);
+	/* May this process open the node? 0, or a negative errno to refuse. */
+	int (*may_open)(void *userdata, pid_t pid);
+	/* Rows of the virtual screen were written. */
+	void (*written)(void *userdata, const struct fb_rows *rows);
+	/* An ioctl changed what should be shown, or a caller waits for vsync (then cuse_fb_vsync() answers it). */
+	void (*effect)(void *userdata, enum fb_effect effect);
+};
+
+/* major, minor: as for cuse_device_new(). */
+int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsigned int major,
+		unsigned int minor, struct fb_node *node, const char *socket_path, const struct cuse_fb_hooks *hooks, void *userdata);
+/* Answers waiting FBIO_WAITFORVSYNC calls with ENODEV and removes the node. The fb node stays. */
+struct cuse_fb *cuse_fb_free(struct cuse_fb *cf);
+static inline void cuse_fb_freep(struct cuse_fb **cf) {
+	cuse_fb_free(*cf);
+}
+
+/* A refresh happened: answers every waiting FBIO_WAITFORVSYNC. */
+void cuse_fb_vsync(struct cuse_fb *cf);
+/* Callers waiting for a refresh. */
+unsigned int cuse_fb_vsync_waiters(const struct cuse_fb *cf);
+/* Open files. */
+unsigned int cuse_fb_n_open(const struct cuse_fb *cf);

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What /dev/devns/PERSONA/fb0 adds to the fbdev API. CUSE never tells the
+ * daemon a file position, so each open file of the node has its own stream
+ * position: read() and write() start there and advance it; lseek(),
+ * pread() and pwrite() do not reach the daemon. These ioctls read and set it.
+ */
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+/* The open file's stream position in bytes from the start of the framebuffer. */
+#define DEVNS_FBIOGET_POS _IOR('F', 0xD0, __u64)
+/* Sets it; a position past the end is allowed (read returns 0, write -EFBIG). */
+#define DEVNS_FBIOSET_POS _IOW('F', 0xD1, __u64)
+
+/* Where the persona's framebuffer memory is handed out (libdevns-fbmmap.so). */
+struct devns_fb_socket {
+	char path[108];
+};
+#define DEVNS_FBIOGET_SOCKET _IOR('F', 0xD2, struct devns_fb_socket)
+
+/* The header the socket sends with the memfd (SCM_RIGHTS). */
+struct devns_fb_grant {
+	__u32 magic; /* DEVNS_FB_GRANT_MAGIC */
+	__u32 reserved;
+	__u64 size;  /* bytes of the memfd, the framebuffer's smem_len */
+};
+#define DEVNS_FB_GRANT_MAGIC 0x64666230u

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <sys/queue.h>
+
+#include "devnsd-manager.h"
+#include "fb-node.h"
+
+struct display_output;
+struct cuse_fb;
+struct display_socket;
+
+/* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
+#define DISPLAY_RUN_DIR "/run/devns"
+
+/* A persona's /dev/devns/PERSONA/fb0, its shadow framebuffer and its mmap socket. */
+struct display_node {
+	struct display_class *class;
+	struct persona *persona;
+	struct fb_node *fb;
+	struct cuse_fb *cuse;
+	struct display_socket *socket;
+	char path[64 + NAME_MAX_LEN];
+	char socket_path[108];
+	bool ready;
+	LIST_ENTRY(display_node) link;
+};
+
+struct display_class {
+	struct device_class base;
+	struct display_output *backend;
+	char *device;
+	sd_event_source *backend_source;
+	/* Runs once a refresh while the active persona has mappings or someone waits for vsync. */
+	sd_event_source *tick;
+	uint64_t refresh_usec;
+	struct display_node *active;
+	LIST_HEAD(, display_node) nodes;
+	/* Visible rows of the active persona not yet presented. */
+	struct fb_rows damage;
+};
+
+/* devnsd-display-socket.c: hands the persona's memfd to programs in that persona. */
+int display_socket_new(struct display_socket **ret, struct display_node *dn);
+struct display_socket *display_socket_free(struct display_socket *s);
+/* Connected programs: each holds a mapping of the framebuffer. */
+unsigned int display_socket_n_mappers(const struct display_socket *s);
+
+/* A program connected to or left dn's socket. */
+void display_node_mappers_changed(struct display_node *dn);
+
+/*
+ * A sealed memfd holding persona p's visible frame (XRGB8888), and its
+ * size. -ENODEV when devnsd runs no display.
+ */
+int display_snapshot(struct manager *m, struct persona *p, int *ret_fd, uint32_t *ret_width, uint32_t *ret_height,
+		     uint32_t *ret_stride);

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "fb-state.h"
+
+/*
+ * A display devnsd scans frames out to: DRM/KMS, a kernel fbdev, or memory
+ * (headless). A backend owns up to DISPLAY_MAX_BUFFERS XRGB8888 buffers;
+ * presenting copies the rows that changed into a buffer that is not being
+ * shown and flips to it, so the screen never shows half a frame.
+ */
+
+#define DISPLAY_MAX_BUFFERS 2
+
+struct display_buffer {
+	uint8_t *map;
+	uint32_t stride;
+	uint32_t id;         /* the backend's (a DRM framebuffer id) */
+	uint32_t stale0, stale1; /* rows older than the latest frame */
+};
+
+struct display_output;
+
+struct display_output_ops {
+	/*
+	 * Mandatory. Shows buffers[i]. Returns 1 when it is shown already, 0
+	 * when the backend calls display_output_flip_done() later, or -errno.
+	 */
+	int (*flip)(struct display_output *b, unsigned int i);
+	/* Optional. Handles b->fd being readable (flip completions). */
+	int (*dispatch)(struct display_output *b);
+	/* Mandatory. Releases the hardware and frees b. */
+	void (*destroy)(struct display_output *b);
+};
+
+struct display_output {
+	const struct display_output_ops *ops;
+	const char *kind; /* "drm", "fbdev", "headless" */
+	struct fb_mode mode;
+	int fd; /* to watch for dispatch(); -1: none */
+	struct display_buffer buffers[DISPLAY_MAX_BUFFERS];
+	unsigned int n_buffers;
+	unsigned int front;
+	bool flip_pending;
+	uint64_t n_flips;
+	void (*flip_done)(void *userdata);
+	void *userdata;
+};
+
+/*
+ * Opens a DRM device: becomes master, takes the first connected connector,
+ * a CRTC and the preferred mode (or width x height when given), and shows
+ * a black dumb buffer. Master is dropped when it is freed.
+ */
+int display_drm_open(const char *path, uint32_t width, uint32_t height, struct display_output **ret);
+/* Opens a kernel framebuffer device (XRGB8888 only) and draws into it directly. */
+int display_fbdev_open(const char *path, struct display_output **ret);
+/* A display in memory only, of the given size. */
+int display_headless_new(uint32_t width, uint32_t height, struct display_output **ret);
+
+/*
+ * Shows a frame: rows [y0, y1) of src (stride bytes a line, mode-sized)
+ * changed since the last call; NULL src shows black. Copies what the next
+ * buffer lacks and flips. -EBUSY while a flip is pending: call again
+ * after flip_done.
+ */
+int display_output_present(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0,
+			    uint32_t y1);
+
+/* The frame on screen (the front buffer), for tests and screenshots. */
+const struct display_buffer *display_output_front(const struct display_output *b);
+
+/* For backends: the pending flip completed. Calls b->flip_done. */
+void display_output_flip_done(struct display_output *b);
+
+/* For backends: marks every buffer wholly stale. */
+void display_output_init_buffers(struct display_output *b);
+
+/* Handles b->fd becoming readable. */
+int display_output_dispatch(struct display_output *b);
+
+struct display_output *display_output_free(struct display_output *b);
+static inline void display_output_freep(struct display_output **b) {
+	display_output_free(*b);
+}

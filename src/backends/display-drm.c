@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xf86drm.h>
+#include <xf86drmMode.h>
+
+#include "display-backend.h"
+#include "drm-dumb.h"
+#include "util.h"
+
+/* KMS: dumb buffers, legacy page flips with completion events from the DRM fd. */
+struct drm {
+	struct display_output base;
+	uint32_t connector_id, crtc_id;
+	drmModeModeInfo mode;
+	drmModeCrtc *saved; /* what the CRTC showed before, restored on exit */
+	struct drm_dumb dumb[DISPLAY_MAX_BUFFERS];
+	bool master;
+};
+
+static struct drm *to_drm(struct display_output *b) {
+	return container_of(b, struct drm, base);
+}
+
+static int drm_flip(struct display_output *b, unsigned int i) {
+	struct drm *d = to_drm(b);
+
+	if (drmModePageFlip(b->fd, d->crtc_id, d->dumb[i].fb_id, DRM_MODE_PAGE_FLIP_EVENT, d) < 0)
+		return -errno;
+	return 0;
+}
+
+static void on_page_flip(int fd, unsigned int seq, unsigned int sec, unsigned int usec, void *data) {
+	struct drm *d = data;
+
+	(void)fd;
+	(void)seq;
+	(void)sec;
+	(void)usec;
+	display_output_flip_done(&d->base);
+}
+
+static int drm_dispatch(struct display_output *b) {
+	drmEventContext ctx = { .version = 2, .page_flip_handler = on_page_flip };
+
+	if (drmHandleEvent(b->fd, &ctx) < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return 0;
+}
+
+static void drm_destroy(struct display_output *b) {
+	struct drm *d = to_drm(b);
+
+	if (b->fd >= 0) {
+		if (d->saved && d->saved->mode_valid)
+			drmModeSetCrtc(b->fd, d->saved->crtc_id, d->saved->buffer_id, d->saved->x, d->saved->y,
+				       &d->connector_id, 1, &d->saved->mode);
+		for (unsigned int i = 0; i < DISPLAY_MAX_BUFFERS; i++)
+			drm_dumb_destroy(b->fd, &d->dumb[i]);
+		if (d->master)
+			drmDropMaster(b->fd);
+		close(b->fd);
+	}
+	if (d->saved)
+		drmModeFreeCrtc(d->saved);
+	free(d);
+}
+
+static const struct display_output_ops drm_ops = {
+	.flip = drm_flip,
+	.dispatch = drm_dispatch,
+	.destroy = drm_destroy,
+};
+
+static bool pick_mode(const drmModeConnector *c, uint32_t width, uint32_t height, drmModeModeInfo *ret) {
+	for (int i = 0; i < c->count_modes; i++) {
+		const drmModeModeInfo *m = &c->modes[i];
+		if (width ? (m->hdisplay == width && m->vdisplay == height) : (m->type & DRM_MODE_TYPE_PREFERRED)) {
+			*ret = *m;
+			return true;
+		}
+	}
+	if (width || c->count_modes == 0)
+		return false;
+	*ret = c->modes[0];
+	return true;
+}
+
+/* A CRTC the connector's encoders can drive: the current one if any. */
+static int pick_crtc(int fd, const drmModeRes *res, const drmModeConnector *c, uint32_t *ret) {
+	for (int i = 0; i < c->count_encoders; i++) {
+		drmModeEncoder *enc = drmModeGetEncoder(fd, c->encoders[i]);
+		if (!enc)
+			continue;
+		if (enc->encoder_id == c->encoder_id && enc->crtc_id) {
+			*ret = enc->crtc_id;
+			drmModeFreeEncoder(enc);
+			return 0;
+		}
+		for (int j = 0; j < res->count_crtcs; j++)
+			if (enc->possible_crtcs & (1u << j)) {
+				*ret = res->crtcs[j];
+				drmModeFreeEncoder(enc);
+				return 0;
+			}
+		drmModeFreeEncoder(enc);
+	}
+	return -ENOENT;
+}
+
+static int pick_output(struct drm *d, uint32_t width, uint32_t height) {
+	int fd = d->base.fd, r = -ENODEV;
+	drmModeRes *res = drmModeGetResources(fd);
+
+	if (!res)
+		return -errno;
+	for (int i = 0; i < res->count_connectors && r < 0; i++) {
+		drmModeConnector *c = drmModeGetConnector(fd, res->connectors[i]);
+		if (!c)
+			continue;
+		if (c->connection == DRM_MODE_CONNECTED && pick_mode(c, width, height, &d->mode) &&
+		    pick_crtc(fd, res, c, &d->crtc_id) == 0) {
+			d->connector_id = c->connector_id;
+			r = 0;
+		}
+		drmModeFreeConnector(c);
+	}
+	drmModeFreeResources(res);
+	return r;
+}
+
+static void fill_mode(struct fb_mode *m, const drmModeModeInfo *info) {
+	*m = (struct fb_mode){
+		.width = info->hdisplay,
+		.height = info->vdisplay,
+		.refresh_hz = info->vrefresh ? info->vrefresh : 60,
+		.pixclock_khz = info->clock,
+		.hsync_start = info->hsync_start,
+		.hsync_end = info->hsync_end,
+		.htotal = info->htotal,
+		.vsync_start = info->vsync_start,
+		.vsync_end = info->vsync_end,
+		.vtotal = info->vtotal,
+	};
+}
+
+int display_drm_open(const char *path, uint32_t width, uint32_t height, struct display_output **ret) {
+	struct drm *d;
+	int r;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->base.ops = &drm_ops;
+	d->base.kind = "drm";
+	d->base.fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | O_NOCTTY | O_NOFOLLOW);
+	if (d->base.fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	if (drmSetMaster(d->base.fd) < 0 && !drmIsMaster(d->base.fd)) {
+		r = -EBUSY;
+		goto fail;
+	}
+	d->master = true;
+	r = pick_output(d, width, height);
+	if (r < 0)
+		goto fail;
+	fill_mode(&d->base.mode, &d->mode);
+	d->base.n_buffers = DISPLAY_MAX_BUFFERS;
+	for (unsigned int i = 0; i < DISPLAY_MAX_BUFFERS; i++) {
+		r = drm_dumb_create(d->base.fd, d->mode.hdisplay, d->mode.vdisplay, &d->dumb[i]);
+		if (r < 0)
+			goto fail;
+		d->base.buffers[i] = (struct display_buffer){
+			.map = d->dumb[i].map, .stride = d->dumb[i].pitch, .id = d->dumb[i].fb_id
+		};
+	}
+	display_output_init_buffers(&d->base);
+	d->saved = drmModeGetCrtc(d->base.fd, d->crtc_id);
+	if (drmModeSetCrtc(d->base.fd, d->crtc_id, d->dumb[0].fb_id, 0, 0, &d->connector_id, 1, &d->mode) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	*ret = &d->base;
+	return 0;
+fail:
+	drm_destroy(&d->base);
+	return r;
+}

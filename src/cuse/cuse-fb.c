@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdlib.h>
+#include <sys/queue.h>
+
+#include "cuse-device.h"
+#include "cuse-fb.h"
+#include "util.h"
+
+struct vsync_wait {
+	struct cuse_fb *cf;
+	fuse_req_t req;
+	LIST_ENTRY(vsync_wait) link;
+};
+
+struct cuse_fb {
+	struct cuse_device *dev;
+	struct fb_node *node;
+	char *socket_path;
+	const struct cuse_fb_hooks *hooks;
+	void *userdata;
+	unsigned int n_open, n_waiters;
+	LIST_HEAD(, vsync_wait) waiters;
+	LIST_HEAD(, open_file) files;
+};
+
+/* Per open file: the stream position. */
+struct open_file {
+	uint64_t pos;
+	LIST_ENTRY(open_file) link;
+};
+
+static struct open_file *file_of(struct fuse_file_info *fi) {
+	return (struct open_file *)(uintptr_t)fi->fh;
+}
+
+static void wait_drop(struct vsync_wait *w) {
+	LIST_REMOVE(w, link);
+	w->cf->n_waiters--;
+	free(w);
+}
+
+static void on_interrupt(fuse_req_t req, void *data) {
+	wait_drop(data);
+	fuse_reply_err(req, EINTR);
+}
+
+static void answer_waiters(struct cuse_fb *cf, int error) {
+	struct vsync_wait *w;
+
+	while ((w = LIST_FIRST(&cf->waiters))) {
+		fuse_req_t req = w->req;
+
+		wait_drop(w);
+		fuse_req_interrupt_func(req, NULL, NULL);
+		if (error)
+			fuse_reply_err(req, error);
+		else
+			fuse_reply_ioctl(req, 0, NULL, 0);
+	}
+}
+
+void cuse_fb_vsync(struct cuse_fb *cf) {
+	answer_waiters(cf, 0);
+}
+
+unsigned int cuse_fb_vsync_waiters(const struct cuse_fb *cf) {
+	return cf->n_waiters;
+}
+
+unsigned int cuse_fb_n_open(const struct cuse_fb *cf) {
+	return cf->n_open;
+}
+
+static void fb_init_done(void *userdata) {
+	struct cuse_fb *cf = userdata;
+
+	cf->hooks->ready(cf->userdata);
+}
+
+static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
+	struct cuse_fb *cf = fuse_req_userdata(req);
+	struct open_file *f;
+	int r;
+
+	r = cf->hooks->may_open(cf->userdata, fuse_req_ctx(req)->pid);
+	if (r < 0) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	if (cf->n_open >= CUSE_FB_MAX_OPEN) {
+		fuse_reply_err(req, EMFILE);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	fi->nonseekable = 1;
+	fi->direct_io = 1;
+	if (fuse_reply_open(req, fi) < 0) {
+		free(f);
+		return;
+	}
+	LIST_INSERT_HEAD(&cf->files, f, link);
+	cf->n_open++;
+}
+
+static void fb_release(fuse_req_t req, struct fuse_file_info *fi) {
+	struct cuse_fb *cf = fuse_req_userdata(req);
+	struct open_file *f = file_of(fi);
+
+	LIST_REMOVE(f, link);
+	free(f);
+	cf->n_open--;
+	fuse_reply_err(req, 0);
+}
+
+static void fb_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi) {
+	struct cuse_fb *cf = fuse_req_userdata(req);
+	const void *data;
+	ssize_t n;
+
+	(void)off;
+	n = fb_node_read(cf->node, &file_of(fi)->pos, size, &data);
+	if (n < 0)
+		fuse_reply_err(req, (int)-n);
+	else
+		fuse_reply_buf(req, data, (size_t)n);
+}
+
+static void fb_write(fuse_req_t req, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+	struct cuse_fb *cf = fuse_req_userdata(req);
+	struct fb_rows rows;
+	ssize_t n;
+
+	(void)off;
+	n = fb_node_write(cf->node, &file_of(fi)->pos, buf, size, &rows);
+	if (n < 0) {
+		fuse_reply_err(req, (int)-n);
+		return;
+	}
+	fuse_reply_write(req, (size_t)n);
+	if (rows.y1 > rows.y0)
+		cf->hooks->written(cf->userdata, &rows);
+}
+
+static void wait_vsync(struct cuse_fb *cf, fuse_req_t req) {
+	struct vsync_wait *w;
+
+	if (cf->n_waiters >= CUSE_FB_MAX_VSYNC_WAITERS) {
+		fuse_reply_err(req, EBUSY);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	w->cf = cf;
+	w->req = req;
+	LIST_INSERT_HEAD(&cf->waiters, w, link);
+	cf->n_waiters++;
+	cf->hooks->effect(cf->userdata, FB_EFFECT_VSYNC);
+	/* Last: if the caller was interrupted already this answers it at once. */
+	fuse_req_interrupt_func(req, on_interrupt, w);
+}
+
+static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
+			 const void *in, size_t in_size, size_t out_size) {
+	static struct fb_ioctl_step step;
+	struct cuse_fb *cf = fuse_req_userdata(req);
+	struct fb_ioctl_file file = { .pos = &file_of(fi)->pos, .socket_path = cf->socket_path };
+
+	(void)flags;
+	fb_ioctl(&cf->node->state, &file, (unsigned int)cmd, arg, in, in_size, out_size, &step);
+	if (step.retry)
+		fuse_reply_ioctl_retry(req, step.in_iov, step.n_in, step.out_iov, step.n_out);
+	else if (step.result < 0)
+		fuse_reply_err(req, -step.result);
+	else if (step.effect == FB_EFFECT_VSYNC)
+		wait_vsync(cf, req);
+	else
+		fuse_reply_ioctl(req, step.result, step.out_size ? step.out : NULL, step.out_size);
+	if (!step.retry && step.result >= 0 && step.effect != FB_EFFECT_NONE && step.effect != FB_EFFECT_VSYNC)
+		cf->hooks->effect(cf->userdata, step.effect);
+}
+
+static const struct cuse_lowlevel_ops cuse_fb_ops = {
+	.init_done = fb_init_done,
+	.open = fb_open,
+	.read = fb_read,
+	.write = fb_write,
+	.release = fb_release,
+	.ioctl = fb_ioctl_req,
+};
+
+int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsigned int major,
+		unsigned int minor, struct fb_node *node, const char *socket_path, const struct cuse_fb_hooks *hooks, void *userdata) {
+	_cleanup_(cuse_fb_freep) struct cuse_fb *cf = NULL;
+	int r;
+
+	cf = calloc(1, sizeof(*cf));
+	if (!cf)
+		return -ENOMEM;
+	cf->node = node;
+	cf->hooks = hooks;
+	cf->userdata = userdata;
+	LIST_INIT(&cf->waiters);
+	LIST_INIT(&cf->files);
+	if (socket_path) {
+		cf->socket_path = strdup(socket_path);
+		if (!cf->socket_path)
+			return -ENOMEM;
+	}
+	r = cuse_device_new(&cf->dev, event, devname, major, minor, &cuse_fb_ops, cf);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(cf);
+	return 0;
+}
+
+struct cuse_fb *cuse_fb_free(struct cuse_fb *cf) {
+	struct open_file *f;
+
+	if (!cf)
+		return NULL;
+	answer_waiters(cf, ENODEV);
+	cuse_device_free(cf->dev);
+	while ((f = LIST_FIRST(&cf->files))) {
+		LIST_REMOVE(f, link);
+		free(f);
+	}
+	free(cf->socket_path);
+	free(cf);
+	return NULL;
+}

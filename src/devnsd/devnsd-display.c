@@ -1,0 +1,389 @@
+/* SPDX-License-Identifier: MIT */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuse-fb.h"
+#include "devnsd-display.h"
+#include "display-backend.h"
+#include "log.h"
+
+/*
+ * Every persona draws into its own shadow framebuffer (a memfd); only the
+ * active persona's changes are presented. Presenting copies the changed
+ * rows into the display's back buffer and flips, one flip at a time; what
+ * changes while a flip is pending is presented when it completes. A switch
+ * presents the new persona's whole visible frame in one flip.
+ */
+
+static struct display_class *to_display(struct device_class *dc) {
+	return container_of(dc, struct display_class, base);
+}
+
+static void add_damage(struct display_class *dc, uint32_t y0, uint32_t y1) {
+	if (y0 >= y1)
+		return;
+	if (dc->damage.y0 >= dc->damage.y1)
+		dc->damage = (struct fb_rows){ y0, y1 };
+	else
+		dc->damage = (struct fb_rows){ MIN(dc->damage.y0, y0), MAX(dc->damage.y1, y1) };
+}
+
+static void damage_all(struct display_class *dc) {
+	add_damage(dc, 0, dc->backend->mode.height);
+}
+
+/* Presents the active persona's pending rows unless a flip is still pending. */
+static void flush(struct display_class *dc) {
+	struct display_node *dn = dc->active;
+	const uint8_t *src = NULL;
+	int r;
+
+	if (dc->damage.y0 >= dc->damage.y1 || dc->backend->flip_pending || !dn)
+		return;
+	if (dn->fb->state.blank == FB_BLANK_UNBLANK)
+		src = fb_node_visible(dn->fb);
+	r = display_output_present(dc->backend, src, dn->fb->state.fix.line_length, dc->damage.y0, dc->damage.y1);
+	if (r == -EBUSY)
+		return;
+	dc->damage = (struct fb_rows){ 0, 0 };
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot show the frame: %m", dc->device);
+}
+
+static bool tick_wanted(struct display_class *dc) {
+	struct display_node *dn;
+
+	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0)
+		return true;
+	LIST_FOREACH(dn, &dc->nodes, link)
+		if (dn->cuse && cuse_fb_vsync_waiters(dn->cuse) > 0)
+			return true;
+	return false;
+}
+
+static void update_tick(struct display_class *dc) {
+	int enabled = SD_EVENT_OFF;
+
+	sd_event_source_get_enabled(dc->tick, &enabled);
+	if (enabled != SD_EVENT_OFF || !tick_wanted(dc))
+		return;
+	sd_event_source_set_time_relative(dc->tick, dc->refresh_usec);
+	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
+}
+
+/* Once a refresh: mapped changes of the active persona go to the screen, vsync waiters wake up. */
+static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+	struct display_class *dc = userdata;
+	struct display_node *dn;
+
+	(void)s;
+	(void)usec;
+	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0) {
+		damage_all(dc);
+		flush(dc);
+	}
+	LIST_FOREACH(dn, &dc->nodes, link)
+		/* The active persona's waiters wake when the pending flip completes. */
+		if (dn->cuse && !(dn == dc->active && dc->backend->flip_pending))
+			cuse_fb_vsync(dn->cuse);
+	update_tick(dc);
+	return 0;
+}
+
+static void on_flip_done(void *userdata) {
+	struct display_class *dc = userdata;
+
+	if (dc->active && dc->active->cuse)
+		cuse_fb_vsync(dc->active->cuse);
+	flush(dc);
+}
+
+static int on_backend(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	struct display_class *dc = userdata;
+	int r;
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	r = display_output_dispatch(dc->backend);
+	if (r < 0)
+		log_warning_errno(r, "%s: %m", dc->device);
+	return 0;
+}
+
+void display_node_mappers_changed(struct display_node *dn) {
+	struct display_class *dc = dn->class;
+
+	if (dn == dc->active) {
+		damage_all(dc);
+		flush(dc);
+	}
+	update_tick(dc);
+}
+
+static void node_ready(void *userdata) {
+	struct display_node *dn = userdata;
+
+	if (dn->ready)
+		return;
+	dn->ready = true;
+	log_debug("%s: ready", dn->path);
+	manager_node_ready(dn->class->base.manager);
+}
+
+static int node_may_open(void *userdata, pid_t pid) {
+	struct display_node *dn = userdata;
+
+	return manager_check_access(dn->class->base.manager, dn->persona, pid);
+}
+
+static void node_written(void *userdata, const struct fb_rows *rows) {
+	struct display_node *dn = userdata;
+	struct fb_rows visible;
+
+	if (dn != dn->class->active || !fb_node_visible_rows(dn->fb, rows, &visible))
+		return;
+	add_damage(dn->class, visible.y0, visible.y1);
+	flush(dn->class);
+}
+
+static void node_effect(void *userdata, enum fb_effect effect) {
+	struct display_node *dn = userdata;
+	struct display_class *dc = dn->class;
+	bool mapped = display_socket_n_mappers(dn->socket) > 0;
+
+	if (dn == dc->active &&
+	    (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK || (effect == FB_EFFECT_VSYNC && mapped))) {
+		damage_all(dc);
+		flush(dc);
+	}
+	if (effect == FB_EFFECT_VSYNC)
+		update_tick(dc);
+}
+
+static const struct cuse_fb_hooks node_hooks = {
+	.ready = node_ready,
+	.may_open = node_may_open,
+	.written = node_written,
+	.effect = node_effect,
+};
+
+static void display_node_free(struct display_node *dn) {
+	if (!dn)
+		return;
+	if (dn->class->active == dn)
+		dn->class->active = NULL;
+	LIST_REMOVE(dn, link);
+	display_socket_free(dn->socket);
+	cuse_fb_free(dn->cuse);
+	fb_node_free(dn->fb);
+	free(dn);
+}
+
+static struct display_node *node_of(struct display_class *dc, struct persona *p) {
+	struct display_node *dn;
+
+	LIST_FOREACH(dn, &dc->nodes, link)
+		if (dn->persona == p)
+			return dn;
+	return NULL;
+}
+
+static int display_add_persona(struct device_class *base, struct persona *p) {
+	struct display_class *dc = to_display(base);
+	struct manager *m = base->manager;
+	struct display_node *dn;
+	unsigned int major, minor;
+	int r;
+
+	dn = calloc(1, sizeof(*dn));
+	if (!dn)
+		return log_error_errno(ENOMEM, "out of memory");
+	dn->class = dc;
+	dn->persona = p;
+	LIST_INSERT_HEAD(&dc->nodes, dn, link);
+	snprintf(dn->path, sizeof(dn->path), "/dev/%s/%s/fb0", DEVNS_DEV_DIR, p->name);
+	snprintf(dn->socket_path, sizeof(dn->socket_path), "%s/%s/fb0", DISPLAY_RUN_DIR, p->name);
+
+	r = fb_node_new(&dn->fb, &dc->backend->mode, p->name);
+	if (r < 0) {
+		log_error_errno(r, "%s: cannot allocate the framebuffer: %m", dn->path);
+		goto fail;
+	}
+	r = display_socket_new(&dn->socket, dn);
+	if (r < 0) {
+		log_error_errno(r, "%s: cannot listen: %m", dn->socket_path);
+		goto fail;
+	}
+	manager_node_numbers(m, dn->path + strlen("/dev/"), &major, &minor);
+	r = cuse_fb_new(&dn->cuse, m->event, dn->path + strlen("/dev/"), major, minor, dn->fb, dn->socket_path,
+			&node_hooks, dn);
+	if (r < 0) {
+		log_error_errno(r, "%s: cannot create the node: %m", dn->path);
+		goto fail;
+	}
+	manager_node_added(m);
+	if (p == m->active) {
+		dc->active = dn;
+		damage_all(dc);
+		flush(dc);
+	}
+	return 0;
+fail:
+	display_node_free(dn);
+	return r;
+}
+
+static void display_remove_persona(struct device_class *base, struct persona *p) {
+	struct display_node *dn = node_of(to_display(base), p);
+
+	if (dn)
+		display_node_free(dn);
+}
+
+static void display_switch_to(struct device_class *base, struct persona *from, struct persona *to) {
+	struct display_class *dc = to_display(base);
+
+	(void)from;
+	dc->active = node_of(dc, to);
+	/* The new persona's whole frame, in one flip: now, or when the pending one completes. */
+	damage_all(dc);
+	flush(dc);
+	update_tick(dc);
+}
+
+static void display_foreach_node(struct device_class *base, struct persona *p, node_desc_fn fn, void *userdata) {
+	struct display_class *dc = to_display(base);
+	struct display_node *dn = node_of(dc, p);
+
+	if (dn)
+		fn(userdata, &(struct node_desc){
+			.path = dn->path,
+			.kind = "fb",
+			.source = dc->device,
+			.opened = dn->cuse ? cuse_fb_n_open(dn->cuse) : 0,
+		});
+}
+
+static void display_class_free(struct device_class *base) {
+	struct display_class *dc = to_display(base);
+	struct display_node *dn;
+
+	while ((dn = LIST_FIRST(&dc->nodes)))
+		display_node_free(dn);
+	sd_event_source_disable_unref(dc->tick);
+	sd_event_source_disable_unref(dc->backend_source);
+	display_output_free(dc->backend);
+	free(dc->device);
+	free(dc);
+}
+
+static const struct device_class_ops display_class_ops = {
+	.add_persona = display_add_persona,
+	.remove_persona = display_remove_persona,
+	.switch_to = display_switch_to,
+	.foreach_node = display_foreach_node,
+	.free = display_class_free,
+};
+
+static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
+	const char *device = conf->display_device;
+	int r;
+
+	switch (conf->display) {
+	case DISPLAY_DRM:
+		device = device ? device : "/dev/dri/card0";
+		*ret_device = device;
+		r = display_drm_open(device, conf->display_width, conf->display_height, ret);
+		if (r == -EBUSY)
+			return log_error_errno(r, "%s: another program is the DRM master", device);
+		if (r == -ENODEV)
+			return log_error_errno(r, "%s: no connected output with a usable mode", device);
+		return r < 0 ? log_error_errno(r, "%s: cannot drive the display: %m", device) : 0;
+	case DISPLAY_FBDEV:
+		device = device ? device : "/dev/fb0";
+		*ret_device = device;
+		r = display_fbdev_open(device, ret);
+		if (r == -EMEDIUMTYPE)
+			return log_error_errno(r, "%s: only 32-bit XRGB framebuffers are supported", device);
+		return r < 0 ? log_error_errno(r, "%s: cannot open the framebuffer: %m", device) : 0;
+	default:
+		*ret_device = "headless";
+		r = display_headless_new(conf->display_width, conf->display_height, ret);
+		return r < 0 ? log_error_errno(r, "headless display %ux%u: %m", conf->display_width,
+					       conf->display_height) :
+			       0;
+	}
+}
+
+int display_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
+	struct display_class *dc;
+	const char *device = NULL;
+	struct display_output *b;
+	int r;
+
+	r = open_backend(conf, &b, &device);
+	if (r < 0)
+		return r;
+	dc = calloc(1, sizeof(*dc));
+	if (!dc) {
+		display_output_free(b);
+		return log_error_errno(ENOMEM, "out of memory");
+	}
+	dc->base.ops = &display_class_ops;
+	dc->base.manager = m;
+	dc->backend = b;
+	LIST_INIT(&dc->nodes);
+	b->flip_done = on_flip_done;
+	b->userdata = dc;
+	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
+	dc->device = strdup(device);
+	if (!dc->device) {
+		display_class_free(&dc->base);
+		return log_error_errno(ENOMEM, "out of memory");
+	}
+	if (b->fd >= 0 && b->ops->dispatch) {
+		r = sd_event_add_io(m->event, &dc->backend_source, b->fd, EPOLLIN, on_backend, dc);
+		if (r < 0) {
+			display_class_free(&dc->base);
+			return log_error_errno(r, "%s: cannot watch the display: %m", device);
+		}
+	}
+	r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 0, on_tick, dc);
+	if (r < 0) {
+		display_class_free(&dc->base);
+		return log_error_errno(r, "cannot set up the refresh timer: %m");
+	}
+	sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
+	log_info("%s: %s display, %ux%u at %u Hz", device, b->kind, b->mode.width, b->mode.height,
+		 b->mode.refresh_hz);
+	*ret = &dc->base;
+	return 0;
+}
+
+static struct display_class *display_class_of(struct manager *m) {
+	struct device_class *dc;
+
+	LIST_FOREACH(dc, &m->classes, link)
+		if (dc->ops == &display_class_ops)
+			return to_display(dc);
+	return NULL;
+}
+
+int display_snapshot(struct manager *m, struct persona *p, int *ret_fd, uint32_t *ret_width, uint32_t *ret_height,
+		     uint32_t *ret_stride) {
+	struct display_class *dc = display_class_of(m);
+	struct display_node *dn = dc ? node_of(dc, p) : NULL;
+	int r;
+
+	if (!dn)
+		return -ENODEV;
+	r = fb_node_snapshot(dn->fb, ret_fd);
+	if (r < 0)
+		return r;
+	*ret_width = dn->fb->state.var.xres;
+	*ret_height = dn->fb->state.var.yres;
+	*ret_stride = dn->fb->state.fix.line_length;
+	return 0;
+}

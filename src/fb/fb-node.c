@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "fb-node.h"
+#include "util.h"
+
+static int memfd_sized(const char *name, size_t size, unsigned int flags, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+
+	fd = memfd_create(name, MFD_CLOEXEC | flags);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0)
+		return -errno;
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *name) {
+	_cleanup_(fb_node_freep) struct fb_node *n = NULL;
+	char label[64];
+	int r;
+
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->memfd = -1;
+	n->mem = MAP_FAILED;
+	r = fb_state_init(&n->state, mode, "devns");
+	if (r < 0)
+		return r;
+	n->size = fb_state_mem_size(&n->state);
+	snprintf(label, sizeof(label), "devns-fb-%s", name);
+	r = memfd_sized(label, n->size, MFD_ALLOW_SEALING, &n->memfd);
+	if (r < 0)
+		return r;
+	/* Programs that map it must not be able to pull pages from under the daemon. */
+	if (fcntl(n->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	n->mem = mmap(NULL, n->size, PROT_READ | PROT_WRITE, MAP_SHARED, n->memfd, 0);
+	if (n->mem == MAP_FAILED)
+		return -errno;
+	*ret = TAKE_PTR(n);
+	return 0;
+}
+
+struct fb_node *fb_node_free(struct fb_node *n) {
+	if (!n)
+		return NULL;
+	if (n->mem != MAP_FAILED)
+		munmap(n->mem, n->size);
+	closep(&n->memfd);
+	free(n);
+	return NULL;
+}
+
+ssize_t fb_node_read(struct fb_node *n, uint64_t *pos, size_t count, const void **ret_data) {
+	long len = fb_stream_clamp(n->size, *pos, count, false);
+
+	*ret_data = n->mem + (len > 0 ? *pos : 0);
+	if (len > 0)
+		*pos += (uint64_t)len;
+	return len;
+}
+
+ssize_t fb_node_write(struct fb_node *n, uint64_t *pos, const void *buf, size_t count, struct fb_rows *ret_rows) {
+	long len = fb_stream_clamp(n->size, *pos, count, true);
+	uint32_t line = n->state.fix.line_length;
+
+	*ret_rows = (struct fb_rows){ 0, 0 };
+	if (len <= 0)
+		return len;
+	memcpy(n->mem + *pos, buf, (size_t)len);
+	ret_rows->y0 = (uint32_t)(*pos / line);
+	ret_rows->y1 = (uint32_t)((*pos + (uint64_t)len + line - 1) / line);
+	*pos += (uint64_t)len;
+	return len;
+}
+
+const uint8_t *fb_node_visible(const struct fb_node *n) {
+	return n->mem + fb_state_visible_offset(&n->state);
+}
+
+bool fb_node_visible_rows(const struct fb_node *n, const struct fb_rows *virt, struct fb_rows *ret) {
+	uint32_t top = n->state.var.yoffset, bottom = top + n->state.var.yres;
+	uint32_t y0 = MAX(virt->y0, top), y1 = MIN(virt->y1, bottom);
+
+	if (y0 >= y1)
+		return false;
+	*ret = (struct fb_rows){ y0 - top, y1 - top };
+	return true;
+}
+
+int fb_node_snapshot(const struct fb_node *n, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	size_t frame = (size_t)n->state.fix.line_length * n->state.var.yres;
+	ssize_t k;
+	int r;
+
+	r = memfd_sized("devns-screenshot", 0, MFD_ALLOW_SEALING, &fd);
+	if (r < 0)
+		return r;
+	k = write(fd, fb_node_visible(n), frame);
+	if (k < 0)
+		return -errno;
+	if ((size_t)k != frame)
+		return -EIO;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	*ret_fd = take_fd(&fd);
+	return 0;
+}

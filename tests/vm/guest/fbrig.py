@@ -1,0 +1,171 @@
+"""Helpers for framebuffer tests in the VM: fbdev ioctls, frames, and
+comparing what QEMU's screendump saw with what a persona drew."""
+
+import fcntl
+import os
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.environ.get("DEVNS_HOSTCTL", "/nonexistent")))
+import hostctl  # noqa: E402
+
+FBIOGET_VSCREENINFO = 0x4600
+FBIOPUT_VSCREENINFO = 0x4601
+FBIOGET_FSCREENINFO = 0x4602
+FBIOGETCMAP = 0x4604
+FBIOPUTCMAP = 0x4605
+FBIOPAN_DISPLAY = 0x4606
+FBIOBLANK = 0x4611
+FBIO_WAITFORVSYNC = (1 << 30) | (4 << 16) | (ord("F") << 8) | 0x20
+DEVNS_FBIOGET_POS = (2 << 30) | (8 << 16) | (ord("F") << 8) | 0xD0
+DEVNS_FBIOSET_POS = (1 << 30) | (8 << 16) | (ord("F") << 8) | 0xD1
+
+VAR_FIELDS = ("xres yres xres_virtual yres_virtual xoffset yoffset bits_per_pixel grayscale "
+              "red_off red_len red_msb green_off green_len green_msb blue_off blue_len blue_msb "
+              "transp_off transp_len transp_msb nonstd activate height width accel_flags pixclock "
+              "left_margin right_margin upper_margin lower_margin hsync_len vsync_len sync vmode "
+              "rotate colorspace r0 r1 r2 r3").split()
+VAR = struct.Struct("=40I")
+FIX = struct.Struct("@16sLIIIIHHHILIIHHH")
+FB_ACTIVATE_TEST = 2
+
+
+def get_var(fd):
+    buf = bytearray(VAR.size)
+    fcntl.ioctl(fd, FBIOGET_VSCREENINFO, buf, True)
+    return dict(zip(VAR_FIELDS, VAR.unpack(buf)))
+
+
+def put_var(fd, var):
+    buf = bytearray(VAR.pack(*(var[k] for k in VAR_FIELDS)))
+    fcntl.ioctl(fd, FBIOPUT_VSCREENINFO, buf, True)
+    return dict(zip(VAR_FIELDS, VAR.unpack(buf)))
+
+
+def pan(fd, var, yoffset):
+    var = dict(var, yoffset=yoffset, xoffset=0)
+    fcntl.ioctl(fd, FBIOPAN_DISPLAY, bytes(VAR.pack(*(var[k] for k in VAR_FIELDS))))
+
+
+def get_fix(fd):
+    buf = bytearray(FIX.size)
+    fcntl.ioctl(fd, FBIOGET_FSCREENINFO, buf, True)
+    f = FIX.unpack(buf)
+    return {"id": f[0].rstrip(b"\0").decode(), "smem_len": f[2], "type": f[3], "visual": f[5],
+            "line_length": f[9]}
+
+
+def set_pos(fd, pos):
+    fcntl.ioctl(fd, DEVNS_FBIOSET_POS, struct.pack("Q", pos))
+
+
+def get_pos(fd):
+    buf = bytearray(8)
+    fcntl.ioctl(fd, DEVNS_FBIOGET_POS, buf, True)
+    return struct.unpack("Q", buf)[0]
+
+
+def waitforvsync(fd):
+    fcntl.ioctl(fd, FBIO_WAITFORVSYNC, struct.pack("I", 0))
+
+
+def write_all(fd, data):
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+# --- frames ----------------------------------------------------------------------
+
+def pixel(rgb):
+    r, g, b = rgb
+    return bytes((b, g, r, 0))
+
+
+def frame(width, height, color, band=None, band_color=(255, 255, 255)):
+    """A solid XRGB8888 frame with an optional horizontal band of rows [y0, y1)."""
+    row = pixel(color) * width
+    rows = [row] * height
+    if band:
+        brow = pixel(band_color) * width
+        for y in range(max(0, band[0]), min(height, band[1])):
+            rows[y] = brow
+    return b"".join(rows)
+
+
+def moving_frame(width, height, color, step):
+    """A frame with a bar moving down and a block moving right, different every step."""
+    bar = (step * 37) % max(1, height - 40)
+    data = bytearray(frame(width, height, color, band=(bar, bar + 40)))
+    x = (step * 53) % max(1, width - 80)
+    block = pixel((255, 255, 0)) * 80
+    for y in range(height // 2, height // 2 + 80):
+        off = (y * width + x) * 4
+        data[off:off + len(block)] = block
+    return bytes(data)
+
+
+def to_rgb(xrgb):
+    rgb = bytearray(len(xrgb) // 4 * 3)
+    rgb[0::3] = xrgb[2::4]
+    rgb[1::3] = xrgb[1::4]
+    rgb[2::3] = xrgb[0::4]
+    return bytes(rgb)
+
+
+# --- the screen as QEMU shows it ----------------------------------------------------
+
+def parse_ppm(data):
+    fields, pos = [], 0
+    while len(fields) < 4:
+        while data[pos:pos + 1].isspace():
+            pos += 1
+        if data[pos:pos + 1] == b"#":
+            pos = data.index(b"\n", pos)
+            continue
+        start = pos
+        while not data[pos:pos + 1].isspace():
+            pos += 1
+        fields.append(data[start:pos])
+    width, height = int(fields[1]), int(fields[2])
+    return width, height, data[pos + 1:pos + 1 + width * height * 3]
+
+
+def screendump(name):
+    """(width, height, RGB bytes) of what the emulated display shows now."""
+    path = hostctl.screendump(name)
+    with open(path, "rb") as f:
+        return parse_ppm(f.read())
+
+
+def screen_shows(name, width, height, xrgb, timeout=10.0):
+    """Takes screendumps until the screen shows exactly xrgb; returns (ok, differing pixels)."""
+    want = to_rgb(xrgb)
+    deadline = time.monotonic() + timeout
+    while True:
+        w, h, got = screendump(name)
+        if (w, h) == (width, height) and got == want:
+            return True, 0
+        if time.monotonic() > deadline:
+            diff = sum(1 for i in range(0, min(len(got), len(want)), 3) if got[i:i + 3] != want[i:i + 3])
+            return False, diff if (w, h) == (width, height) else "size %dx%d" % (w, h)
+        time.sleep(0.2)
+
+
+def conf_display(personas=("work", "personal"), active="work", backend="drm"):
+    lines = ["[Display]", "Backend=" + backend]
+    if backend == "drm":
+        lines.append("Device=/dev/dri/card0")
+    lines.append("")
+    for name in personas:
+        lines.append("[Persona %s]" % name)
+        if name == active:
+            lines.append("Active=yes")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def fb_node(persona):
+    return "/dev/devns/%s/fb0" % persona
