@@ -36,6 +36,8 @@ static int write_png(FILE *f, const uint8_t *frame, uint32_t width, uint32_t hei
 		return -EIO;
 	}
 	png_init_io(png, f);
+	/* Unfiltered rows: screens are mostly flat colour, which zlib packs well on its own. */
+	png_set_filter(png, 0, PNG_FILTER_NONE);
 	png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
 		     PNG_FILTER_TYPE_DEFAULT);
 	png_write_info(png, info);

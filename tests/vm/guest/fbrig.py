@@ -169,3 +169,43 @@ def conf_display(personas=("work", "personal"), active="work", backend="drm"):
 
 def fb_node(persona):
     return "/dev/devns/%s/fb0" % persona
+
+
+def read_png_rgb(path):
+    """(width, height, RGB bytes) of an 8-bit RGB PNG with unfiltered rows, as devnsctl writes it."""
+    import zlib
+    with open(path, "rb") as f:
+        data = f.read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, width = 8, b"", None
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert (depth, ctype) == (8, 2), "not 8-bit RGB"
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    stride = width * 3
+    rows = []
+    for y in range(height):
+        off = y * (stride + 1)
+        assert raw[off] == 0, "filtered row"
+        rows.append(raw[off + 1:off + 1 + stride])
+    return width, height, b"".join(rows)
+
+
+def pattern_frame(width, height, seed):
+    """What fbdraw DEVICE SEED draws (XRGB8888)."""
+    out = bytearray(width * height * 4)
+    xs = range(width)
+    for y in range(height):
+        g = (y + 2 * seed) & 0xff
+        row = bytearray(width * 4)
+        row[0::4] = bytes(((x ^ y) + seed) & 0xff for x in xs)
+        row[1::4] = bytes([g]) * width
+        row[2::4] = bytes((x + seed) & 0xff for x in xs)
+        out[y * width * 4:(y + 1) * width * 4] = row
+    return bytes(out)

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A plain fbdev client, the way programs draw: open the framebuffer device,
+ * read its screen info, mmap it, draw, pan. Usage:
+ *   fbdraw DEVICE SEED [--no-pan] [--hold MS]
+ * Pixel (x, y) becomes seed_color(x, y, SEED) (see fbrig.pattern_frame()).
+ * Exit status 0, or 1 with a message.
+ */
+#include <fcntl.h>
+#include <linux/fb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+static int die(const char *what) {
+	perror(what);
+	return 1;
+}
+
+int main(int argc, char *argv[]) {
+	struct fb_var_screeninfo var;
+	struct fb_fix_screeninfo fix;
+	unsigned int seed, hold_ms = 0;
+	int pan = 1, fd;
+	uint8_t *mem;
+
+	if (argc < 3) {
+		fprintf(stderr, "usage: fbdraw DEVICE SEED [--no-pan] [--hold MS]\n");
+		return 2;
+	}
+	seed = (unsigned int)strtoul(argv[2], NULL, 0);
+	for (int i = 3; i < argc; i++) {
+		if (strcmp(argv[i], "--no-pan") == 0)
+			pan = 0;
+		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
+			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
+	}
+	fd = open(argv[1], O_RDWR);
+	if (fd < 0)
+		return die("open");
+	if (ioctl(fd, FBIOGET_VSCREENINFO, &var) < 0 || ioctl(fd, FBIOGET_FSCREENINFO, &fix) < 0)
+		return die("screen info");
+	if (var.bits_per_pixel != 32) {
+		fprintf(stderr, "fbdraw: %u bits per pixel\n", var.bits_per_pixel);
+		return 1;
+	}
+	mem = mmap(NULL, fix.smem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return die("mmap");
+	for (uint32_t y = 0; y < var.yres; y++) {
+		uint32_t *row = (uint32_t *)(void *)(mem + (size_t)(y + var.yoffset) * fix.line_length);
+		for (uint32_t x = 0; x < var.xres; x++) {
+			uint32_t r = (x + seed) & 0xff, g = (y + 2 * seed) & 0xff, b = ((x ^ y) + seed) & 0xff;
+			row[x] = r << var.red.offset | g << var.green.offset | b << var.blue.offset;
+		}
+	}
+	if (pan && ioctl(fd, FBIOPAN_DISPLAY, &var) < 0)
+		return die("pan");
+	if (hold_ms) {
+		struct timespec ts = { .tv_sec = hold_ms / 1000, .tv_nsec = (long)(hold_ms % 1000) * 1000000L };
+		nanosleep(&ts, NULL);
+	}
+	munmap(mem, fix.smem_len);
+	close(fd);
+	return 0;
+}

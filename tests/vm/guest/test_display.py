@@ -1,0 +1,264 @@
+#!/usr/bin/python3
+"""Framebuffer personas on a real kernel: the bochs DRM driver behind QEMU's
+-vga std, the built devnsd with [Display] Backend=drm, persona fb0 nodes
+over CUSE, and QEMU's screendump as the independent observer of the screen."""
+
+import errno
+import os
+import subprocess
+import time
+import unittest
+
+import devnsrig as rig
+import fbrig
+
+BUILD = rig.BUILD
+FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
+PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
+OUT = os.environ.get("DEVNS_OUT", "/tmp")
+
+
+class FramebufferPersonas(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.native = cls.kernel_behaviour()
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display())
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            cls.var = fbrig.get_var(fd)
+            cls.fix = fbrig.get_fix(fd)
+        finally:
+            os.close(fd)
+        cls.w, cls.h = cls.var["xres"], cls.var["yres"]
+        cls.frame_size = cls.w * cls.h * 4
+        cls.n_dumps = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        code = cls.daemon.stop()
+        cls.bus.stop()
+        if code != 0:
+            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))
+
+    @staticmethod
+    def kernel_behaviour():
+        """The errors the kernel's own fbdev (bochs' DRM emulation, /dev/fb0) gives, before devnsd takes the display."""
+        fd = os.open("/dev/fb0", os.O_RDWR)
+        try:
+            fix = fbrig.get_fix(fd)
+            size = fix["smem_len"]
+            return {
+                "write_at_end": errno_of(lambda: os.pwrite(fd, b"x", size)),
+                "write_past_end": errno_of(lambda: os.pwrite(fd, b"x", size + 4096)),
+                "write_across_end": os.pwrite(fd, b"\0" * 100, size - 40),
+                "read_at_end": len(os.pread(fd, 100, size)),
+                "bad_ioctl": errno_of(lambda: fbrig.fcntl.ioctl(fd, 0x46FF, b"\0" * 8)),
+                "huge_var": errno_of(lambda: fbrig.put_var(fd, dict(fbrig.get_var(fd), xres=100000,
+                                                                     xres_virtual=100000))),
+            }
+        finally:
+            os.close(fd)
+
+    def setUp(self):
+        rig.devnsctl("switch", "work")
+        self.fds = []
+
+    def tearDown(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+
+    def open_fb(self, persona, flags=os.O_RDWR):
+        fd = os.open(fbrig.fb_node(persona), flags)
+        self.fds.append(fd)
+        return fd
+
+    def draw(self, persona, data):
+        fd = self.open_fb(persona)
+        fbrig.write_all(fd, data)
+        return fd
+
+    def assert_screen(self, data, what):
+        type(self).n_dumps += 1
+        name = "%s-%02d" % (self.id().split(".")[-1], self.n_dumps)
+        ok, diff = fbrig.screen_shows(name, self.w, self.h, data)
+        self.assertTrue(ok, "%s: screen (%s.png) differs from the expected frame: %s pixels" % (what, name, diff))
+
+    # --- what the screen shows ---------------------------------------------------------
+
+    def test_switch_shows_latest_frame(self):
+        a = fbrig.frame(self.w, self.h, (200, 0, 0), band=(10, 50))
+        b = fbrig.frame(self.w, self.h, (0, 0, 200), band=(300, 380))
+        self.draw("work", a)
+        self.draw("personal", b)
+        self.assert_screen(a, "work active")
+        rig.devnsctl("switch", "personal")
+        self.assert_screen(b, "after switching to personal")
+        c = fbrig.frame(self.w, self.h, (0, 150, 0), band=(500, 520))
+        self.draw("personal", c)
+        self.assert_screen(c, "personal drew while active")
+        d = fbrig.frame(self.w, self.h, (90, 90, 90), band=(0, 799))
+        self.draw("work", d)
+        self.assert_screen(c, "work drew in the background")
+        rig.devnsctl("switch", "work")
+        self.assert_screen(d, "after switching back to work")
+        rig.devnsctl("switch", "personal")
+        self.assert_screen(c, "after switching to personal again")
+
+    def test_background_writes_never_appear(self):
+        a = fbrig.frame(self.w, self.h, (10, 20, 30))
+        self.draw("work", a)
+        fd = self.open_fb("personal")
+        for i in range(5):
+            fbrig.set_pos(fd, 0)
+            fbrig.write_all(fd, fbrig.moving_frame(self.w, self.h, (250, 0, 250), i))
+            fbrig.pan(fd, fbrig.get_var(fd), 0)
+            self.assert_screen(a, "background write %d" % i)
+
+    def test_cat_frame(self):
+        path = os.path.join("/tmp", "frame.raw")
+        data = fbrig.frame(self.w, self.h, (1, 2, 3), band=(400, 600), band_color=(250, 128, 7))
+        with open(path, "wb") as f:
+            f.write(data)
+        subprocess.run("cat %s > %s" % (path, fbrig.fb_node("work")), shell=True, check=True)
+        self.assert_screen(data, "cat frame.raw > fb0")
+
+    def test_pan_double_buffer(self):
+        fd = self.open_fb("work")
+        var = fbrig.put_var(fd, dict(fbrig.get_var(fd), yres_virtual=2 * self.h))
+        self.assertEqual(var["yres_virtual"], 2 * self.h)
+        first = fbrig.frame(self.w, self.h, (0, 0, 90))
+        second = fbrig.frame(self.w, self.h, (90, 0, 0), band=(0, 100))
+        fbrig.write_all(fd, first + second)
+        self.assert_screen(first, "yoffset 0")
+        fbrig.pan(fd, var, self.h)
+        self.assert_screen(second, "panned to yoffset %d" % self.h)
+        fbrig.pan(fd, var, 0)
+        self.assert_screen(first, "panned back")
+        fbrig.put_var(fd, dict(fbrig.get_var(fd), yres_virtual=self.h))
+
+    def test_blank(self):
+        data = fbrig.frame(self.w, self.h, (0, 200, 200))
+        fd = self.draw("work", data)
+        fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 4)
+        self.assert_screen(bytes(self.frame_size), "blanked")
+        fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
+        self.assert_screen(data, "unblanked")
+
+    # --- real clients ---------------------------------------------------------------------
+
+    def test_fbset_reports_mode(self):
+        out = subprocess.run(["fbset", "-fb", fbrig.fb_node("work"), "-i"], capture_output=True, text=True,
+                             check=True).stdout
+        self.assertIn("geometry %d %d %d %d 32" % (self.w, self.h, self.w, self.h), out)
+        self.assertIn("LineLength  : %d" % (self.w * 4), out)
+        self.assertIn("Visual      : TRUECOLOR", out)
+        self.assertIn("rgba 8/16,8/8,8/0,0/0", out)
+
+    def run_fbdraw(self, persona, seed, *args):
+        env = dict(os.environ, LD_PRELOAD=PRELOAD)
+        p = subprocess.run([FBDRAW, fbrig.fb_node(persona), str(seed), *args], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+
+    def test_mmap_program_draws(self):
+        self.run_fbdraw("work", 7)
+        self.assert_screen(fbrig.pattern_frame(self.w, self.h, 7), "fbdraw through the preload library")
+
+    def test_mmap_changes_reach_screen_without_pan(self):
+        self.run_fbdraw("work", 11, "--no-pan", "--hold", "500")
+        self.assert_screen(fbrig.pattern_frame(self.w, self.h, 11), "fbdraw --no-pan")
+
+    def test_mmap_in_background_then_switch(self):
+        a = fbrig.frame(self.w, self.h, (50, 60, 70))
+        self.draw("work", a)
+        self.run_fbdraw("personal", 3)
+        self.assert_screen(a, "personal mapped and drew in the background")
+        rig.devnsctl("switch", "personal")
+        self.assert_screen(fbrig.pattern_frame(self.w, self.h, 3), "switched to personal")
+
+    def test_screenshot_of_background_persona(self):
+        data = fbrig.frame(self.w, self.h, (33, 66, 99), band=(123, 456), band_color=(1, 2, 3))
+        self.draw("personal", data)
+        path = os.path.join(OUT, "screenshot-personal.png")
+        rig.devnsctl("screenshot", "personal", path)
+        w, h, rgb = fbrig.read_png_rgb(path)
+        self.assertEqual((w, h), (self.w, self.h))
+        self.assertTrue(rgb == fbrig.to_rgb(data), "the screenshot differs from what personal wrote")
+        p = rig.devnsctl("screenshot", "nobody", "/tmp/x.png", check=False)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("nobody", p.stderr)
+
+    # --- stream semantics and errors ----------------------------------------------------------
+
+    def test_stream_position(self):
+        fd = self.open_fb("personal")
+        self.assertEqual(fbrig.get_pos(fd), 0)
+        os.write(fd, b"\x11" * 8)
+        self.assertEqual(fbrig.get_pos(fd), 8)
+        fbrig.set_pos(fd, 4094)
+        os.write(fd, b"ZZZZZZZZ")
+        fbrig.set_pos(fd, 4096)
+        os.write(fd, b"ABCD")
+        fbrig.set_pos(fd, 4094)
+        self.assertEqual(os.read(fd, 8), b"ZZABCDZZ")
+        self.assertEqual(fbrig.get_pos(fd), 4102)
+        other = self.open_fb("personal")
+        self.assertEqual(fbrig.get_pos(other), 0, "each open file has its own position")
+
+    def test_errors_match_kernel(self):
+        fd = self.open_fb("personal")
+        size = self.fix["smem_len"]
+        fbrig.set_pos(fd, size)
+        self.assertEqual(errno_of(lambda: os.write(fd, b"x")), self.native["write_at_end"])
+        fbrig.set_pos(fd, size + 4096)
+        self.assertEqual(errno_of(lambda: os.write(fd, b"x")), self.native["write_past_end"])
+        fbrig.set_pos(fd, size - 40)
+        self.assertEqual(os.write(fd, b"\0" * 100), self.native["write_across_end"])
+        fbrig.set_pos(fd, size)
+        self.assertEqual(len(os.read(fd, 100)), self.native["read_at_end"])
+        self.assertEqual(errno_of(lambda: fbrig.fcntl.ioctl(fd, 0x46FF, b"\0" * 8)), self.native["bad_ioctl"])
+        var = fbrig.get_var(fd)
+        self.assertEqual(errno_of(lambda: fbrig.put_var(fd, dict(var, xres=100000, xres_virtual=100000))),
+                         self.native["huge_var"])
+        for bad in (dict(var, yres_virtual=3 * self.h), dict(var, bits_per_pixel=16),
+                    dict(var, xres=0xFFFFFFFF, yres=0xFFFFFFFF), dict(var, yoffset=self.h)):
+            self.assertEqual(errno_of(lambda: fbrig.put_var(fd, bad)), errno.EINVAL, bad)
+        self.assertEqual(errno_of(lambda: fbrig.pan(fd, var, 1)), errno.EINVAL)
+        self.assertEqual(errno_of(lambda: fbrig.fcntl.ioctl(fd, fbrig.FBIO_WAITFORVSYNC,
+                                                             fbrig.struct.pack("I", 1))), errno.EINVAL)
+        self.assertEqual(errno_of(lambda: fbrig.fcntl.ioctl(fd, 0x5401, b"\0" * 64)), errno.ENOTTY)
+        self.assertEqual(fbrig.get_var(fd), var, "a refused FBIOPUT_VSCREENINFO changed nothing")
+        self.assertTrue(self.daemon.alive())
+
+    def test_cmap_and_vsync(self):
+        fd = self.open_fb("personal")
+        red = fbrig.struct.pack("4H", 1, 2, 3, 4)
+        arrays = [bytearray(red), bytearray(red), bytearray(red)]
+        import ctypes
+        bufs = [ctypes.create_string_buffer(bytes(a), len(a)) for a in arrays]
+        cmap = fbrig.struct.pack("IIQQQQ", 16, 4, *(ctypes.addressof(b) for b in bufs), 0)
+        fbrig.fcntl.ioctl(fd, fbrig.FBIOPUTCMAP, cmap)
+        out = [ctypes.create_string_buffer(8) for _ in range(3)]
+        cmap = fbrig.struct.pack("IIQQQQ", 16, 4, *(ctypes.addressof(b) for b in out), 0)
+        fbrig.fcntl.ioctl(fd, fbrig.FBIOGETCMAP, cmap)
+        self.assertEqual([b.raw for b in out], [red] * 3)
+        bad = fbrig.struct.pack("IIQQQQ", 250, 10, *(ctypes.addressof(b) for b in bufs), 0)
+        self.assertEqual(errno_of(lambda: fbrig.fcntl.ioctl(fd, fbrig.FBIOPUTCMAP, bad)), errno.EINVAL)
+        for persona in ("personal", "work"):
+            start = time.monotonic()
+            fbrig.waitforvsync(self.open_fb(persona))
+            self.assertLess(time.monotonic() - start, 5)
+
+
+def errno_of(fn):
+    try:
+        fn()
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
