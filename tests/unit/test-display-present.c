@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* Presenting frames on the headless display: damage reaches every buffer, flips alternate. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <string.h>
+
+#include "display-backend.h"
+#include "util.h"
+
+#define W 32
+#define H 16
+
+static uint8_t src[H][W * 4];
+
+static void fill(uint8_t v, uint32_t y0, uint32_t y1) {
+	for (uint32_t y = y0; y < y1; y++)
+		memset(src[y], v, sizeof(src[y]));
+}
+
+static bool front_is_src(struct display_output *b) {
+	const struct display_buffer *f = display_output_front(b);
+
+	for (uint32_t y = 0; y < H; y++)
+		if (memcmp(f->map + (size_t)y * f->stride, src[y], W * 4) != 0)
+			return false;
+	return true;
+}
+
+static void test_partial_updates(void **state) {
+	struct display_output *b = NULL;
+
+	(void)state;
+	assert_int_equal(display_headless_new(W, H, &b), 0);
+	fill(1, 0, H);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
+	assert_true(front_is_src(b));
+	/* Each partial update lands in the other buffer, which must catch up on the one before. */
+	for (uint8_t i = 2; i < 10; i++) {
+		fill(i, i % H, i % H + 1);
+		assert_int_equal(display_output_present(b, &src[0][0], W * 4, i % H, i % H + 1), 0);
+		assert_true(front_is_src(b));
+	}
+	assert_int_equal(b->n_flips, 9);
+	/* Black when no source is given. */
+	memset(src, 0, sizeof(src));
+	assert_int_equal(display_output_present(b, NULL, W * 4, 0, H), 0);
+	assert_true(front_is_src(b));
+	display_output_free(b);
+}
+
+static void test_flip_pending(void **state) {
+	struct display_output *b = NULL;
+
+	(void)state;
+	assert_int_equal(display_headless_new(W, H, &b), 0);
+	b->flip_pending = true;
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), -EBUSY);
+	display_output_flip_done(b);
+	assert_false(b->flip_pending);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
+	display_output_free(b);
+	assert_int_equal(display_headless_new(0, H, &b), -EINVAL);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_partial_updates),
+		cmocka_unit_test(test_flip_pending),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
