@@ -6,7 +6,7 @@
 
 #include "devnsd-manager.h"
 
-/* Where the persona views are mounted, unless $RUNTIME_DIRECTORY says otherwise. */
+/* Where the persona views are mounted, unless $DEVNS_VIEW_DIR says otherwise. */
 #define DEVNS_VIEW_DIR "/run/devns"
 /* Lights per section ([Leds], [Backlight]); a glob matching more is cut. */
 #define LEDS_MAX_LIGHTS 64

@@ -433,13 +433,11 @@ static int may_access(void *userdata, void *owner, pid_t pid) {
 	return manager_check_access(lc->base.manager, owner, pid);
 }
 
-/* $RUNTIME_DIRECTORY (its first entry) when systemd sets one, else DEVNS_VIEW_DIR. */
+/* $DEVNS_VIEW_DIR when set to an absolute path, else DEVNS_VIEW_DIR. */
 static char *view_dir(void) {
-	const char *e = getenv("RUNTIME_DIRECTORY");
+	const char *e = getenv("DEVNS_VIEW_DIR");
 
-	if (!e || e[0] != '/')
-		return strdup(DEVNS_VIEW_DIR);
-	return strndup(e, strcspn(e, ":"));
+	return strdup(e && e[0] == '/' ? e : DEVNS_VIEW_DIR);
 }
 
 int leds_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {

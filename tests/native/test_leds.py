@@ -76,7 +76,7 @@ class Views(unittest.TestCase):
             "",
         ])
         cls.bus = rig.Bus()
-        os.environ["RUNTIME_DIRECTORY"] = cls.views
+        os.environ["DEVNS_VIEW_DIR"] = cls.views
         try:
             cls.daemon = rig.Daemon(conf)
         except Exception:
