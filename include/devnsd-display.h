@@ -11,7 +11,7 @@ struct cuse_fb;
 struct display_socket;
 
 /* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
-#define DISPLAY_RUN_DIR "/run/devns"
+#define DISPLAY_RUN_DIR "/run/devnsd/fb"
 
 /* A persona's /dev/devns/PERSONA/fb0, its shadow framebuffer and its mmap socket. */
 struct display_node {

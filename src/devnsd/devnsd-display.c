@@ -12,8 +12,9 @@
  * Every persona draws into its own shadow framebuffer (a memfd); only the
  * active persona's changes are presented. Presenting copies the changed
  * rows into the display's back buffer and flips, one flip at a time; what
- * changes while a flip is pending is presented when it completes. A switch
- * presents the new persona's whole visible frame in one flip.
+ * changes while a flip is pending is presented when it completes. Writes
+ * are presented once a refresh; pans, blanking and switches at once. A
+ * switch presents the new persona's whole visible frame in one flip.
  */
 
 static struct display_class *to_display(struct device_class *dc) {
@@ -56,6 +57,8 @@ static bool tick_wanted(struct display_class *dc) {
 
 	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0)
 		return true;
+	if (dc->damage.y0 < dc->damage.y1)
+		return true;
 	LIST_FOREACH(dn, &dc->nodes, link)
 		if (dn->cuse && cuse_fb_vsync_waiters(dn->cuse) > 0)
 			return true;
@@ -72,17 +75,16 @@ static void update_tick(struct display_class *dc) {
 	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
 }
 
-/* Once a refresh: mapped changes of the active persona go to the screen, vsync waiters wake up. */
+/* Once a refresh: written and mapped changes of the active persona go to the screen, vsync waiters wake up. */
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 	struct display_class *dc = userdata;
 	struct display_node *dn;
 
 	(void)s;
 	(void)usec;
-	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0) {
+	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0)
 		damage_all(dc);
-		flush(dc);
-	}
+	flush(dc);
 	LIST_FOREACH(dn, &dc->nodes, link)
 		/* The active persona's waiters wake when the pending flip completes. */
 		if (dn->cuse && !(dn == dc->active && dc->backend->flip_pending))
@@ -144,8 +146,9 @@ static void node_written(void *userdata, const struct fb_rows *rows) {
 
 	if (dn != dn->class->active || !fb_node_visible_rows(dn->fb, rows, &visible))
 		return;
+	/* Writes come in 128 KiB pieces: they are shown together, at the latest one refresh later. */
 	add_damage(dn->class, visible.y0, visible.y1);
-	flush(dn->class);
+	update_tick(dn->class);
 }
 
 static void node_effect(void *userdata, enum fb_effect effect) {

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Framebuffer benchmark, run in the guest by bench/fb-bench.py. Prints one
+ * "key value" line per measurement (times in microseconds, per operation).
+ *   fb-bench write DEV N       N full-frame writes (position 0 each time)
+ *   fb-bench mmap DEV N        N full frames drawn through mmap, each followed by FBIOPAN_DISPLAY
+ *   fb-bench switch A B N      N SwitchTo calls alternating between personas A and B
+ */
+#include <fcntl.h>
+#include <linux/fb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <systemd/sd-bus.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "devns-fb.h"
+
+static double now_us(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+static int die(const char *what) {
+	perror(what);
+	return 1;
+}
+
+static int open_fb(const char *dev, struct fb_var_screeninfo *var, struct fb_fix_screeninfo *fix) {
+	int fd = open(dev, O_RDWR);
+
+	if (fd < 0 || ioctl(fd, FBIOGET_VSCREENINFO, var) < 0 || ioctl(fd, FBIOGET_FSCREENINFO, fix) < 0)
+		return -1;
+	return fd;
+}
+
+static int bench_write(const char *dev, int n) {
+	struct fb_var_screeninfo var;
+	struct fb_fix_screeninfo fix;
+	int fd = open_fb(dev, &var, &fix);
+	size_t size;
+	uint8_t *buf;
+	double t0;
+	uint64_t zero = 0;
+	int devns;
+
+	if (fd < 0)
+		return die(dev);
+	size = (size_t)fix.line_length * var.yres;
+	buf = malloc(size);
+	devns = ioctl(fd, DEVNS_FBIOSET_POS, &zero) == 0;
+	t0 = now_us();
+	for (int i = 0; i < n; i++) {
+		memset(buf, i * 37, size);
+		if (devns ? ioctl(fd, DEVNS_FBIOSET_POS, &zero) < 0 : lseek(fd, 0, SEEK_SET) < 0)
+			return die("position");
+		if (write(fd, buf, size) != (ssize_t)size)
+			return die("write");
+	}
+	printf("write_us %.1f\nframe_bytes %zu\n", (now_us() - t0) / n, size);
+	return 0;
+}
+
+static int bench_mmap(const char *dev, int n) {
+	struct fb_var_screeninfo var;
+	struct fb_fix_screeninfo fix;
+	int fd = open_fb(dev, &var, &fix);
+	size_t size;
+	uint8_t *mem;
+	double t0;
+
+	if (fd < 0)
+		return die(dev);
+	size = (size_t)fix.line_length * var.yres;
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return die("mmap");
+	t0 = now_us();
+	for (int i = 0; i < n; i++) {
+		memset(mem, i * 37, size);
+		if (ioctl(fd, FBIOPAN_DISPLAY, &var) < 0)
+			return die("pan");
+	}
+	printf("mmap_us %.1f\n", (now_us() - t0) / n);
+	return 0;
+}
+
+static int bench_switch(const char *a, const char *b, int n) {
+	sd_bus *bus = NULL;
+	double t0, total = 0;
+	int r;
+
+	r = sd_bus_open_system(&bus);
+	if (r < 0)
+		return die("bus");
+	for (int i = 0; i < n + 2; i++) {
+		sd_bus_error error = SD_BUS_ERROR_NULL;
+		t0 = now_us();
+		r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.devns1.Manager", "SwitchTo", &error, NULL,
+				       "s", i % 2 ? a : b);
+		if (r < 0) {
+			fprintf(stderr, "SwitchTo: %s\n", error.message);
+			return 1;
+		}
+		/* The first two warm the path up. */
+		if (i >= 2)
+			total += now_us() - t0;
+		sd_bus_error_free(&error);
+	}
+	printf("switch_us %.1f\n", total / n);
+	sd_bus_flush_close_unref(bus);
+	return 0;
+}
+
+int main(int argc, char *argv[]) {
+	if (argc == 4 && strcmp(argv[1], "write") == 0)
+		return bench_write(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "mmap") == 0)
+		return bench_mmap(argv[2], atoi(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "switch") == 0)
+		return bench_switch(argv[2], argv[3], atoi(argv[4]));
+	fprintf(stderr, "usage: fb-bench write|mmap DEV N | switch A B N\n");
+	return 2;
+}
