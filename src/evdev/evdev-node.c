@@ -100,42 +100,57 @@ static struct timeval now_in(clockid_t clock) {
 	return (struct timeval){ .tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000 };
 }
 
-/* Event times arrive in CLOCK_MONOTONIC; a client may have asked for another clock. */
-static struct timeval convert_time(struct timeval t, clockid_t clock) {
-	struct timeval mono, other;
+/*
+ * Event times arrive in CLOCK_MONOTONIC; a client may have asked for another
+ * clock. The offsets are read once per batch of events, and only when needed.
+ */
+struct clock_offsets {
+	long long us[2]; /* CLOCK_REALTIME, CLOCK_BOOTTIME */
+	bool known[2];
+};
+
+static long long to_us(struct timeval t) {
+	return (long long)t.tv_sec * 1000000 + t.tv_usec;
+}
+
+static struct timeval convert_time(struct timeval t, clockid_t clock, struct clock_offsets *o) {
+	size_t i = clock == CLOCK_BOOTTIME;
 	long long us;
 
 	if (clock == CLOCK_MONOTONIC)
 		return t;
-	mono = now_in(CLOCK_MONOTONIC);
-	other = now_in(clock);
-	us = (long long)t.tv_sec * 1000000 + t.tv_usec + ((long long)other.tv_sec - mono.tv_sec) * 1000000 +
-	     (other.tv_usec - mono.tv_usec);
+	if (!o->known[i]) {
+		struct timeval mono = now_in(CLOCK_MONOTONIC), other = now_in(clock);
+		o->us[i] = to_us(other) - to_us(mono);
+		o->known[i] = true;
+	}
+	us = to_us(t) + o->us[i];
 	return (struct timeval){ .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 }
 
-static void client_push(struct evdev_client *c, const struct input_event *ev) {
+static void client_push(struct evdev_client *c, const struct input_event *ev, struct clock_offsets *o) {
 	struct input_event e = *ev;
 
 	if (c->revoked || client_filtered(c, e.type, e.code))
 		return;
-	e.time = convert_time(e.time, c->clock);
+	e.time = convert_time(e.time, c->clock, o);
 	if (evdev_queue_push(&c->queue, &e))
 		c->wake = true;
 }
 
 /* Passes events to the node's clients (the grabbing one only, if any) and its view. */
 static void pass(struct evdev_node *n, const struct input_event *evs, size_t count) {
+	struct clock_offsets offsets = { 0 };
 	struct evdev_client *c;
 
 	for (size_t i = 0; i < count; i++) {
 		evdev_state_apply(&n->view, &evs[i]);
 		if (n->grab) {
-			client_push(n->grab, &evs[i]);
+			client_push(n->grab, &evs[i], &offsets);
 			continue;
 		}
 		LIST_FOREACH(c, &n->clients, link)
-			client_push(c, &evs[i]);
+			client_push(c, &evs[i], &offsets);
 	}
 }
 
@@ -280,12 +295,13 @@ void evdev_node_activate(struct evdev_node *n, const struct evdev_state *hw) {
 		evdev_state_copy_input(&n->view, hw);
 		/* Bypasses the view: the state was copied whole. */
 		struct timeval t = now_in(CLOCK_MONOTONIC);
+		struct clock_offsets offsets = { 0 };
 		struct evdev_client *c;
 		for (size_t i = 0; i < 2; i++)
 			drop[i].time = t;
 		LIST_FOREACH(c, &n->clients, link)
 			for (size_t i = 0; i < 2; i++)
-				client_push(c, &drop[i]);
+				client_push(c, &drop[i], &offsets);
 	}
 
 	for (unsigned int code = 0; code <= LED_MAX; code++) {
