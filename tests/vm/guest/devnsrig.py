@@ -347,3 +347,38 @@ class Container:
         self.proc.kill()
         self.proc.wait()
         subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], check=False)
+
+
+class Output:
+    """Collects a process's output as it comes, so a test can wait for a line."""
+
+    def __init__(self, proc):
+        import threading
+        self.proc = proc
+        self.text = ""
+        self.cond = threading.Condition()
+        self.thread = threading.Thread(target=self._pump, daemon=True)
+        self.thread.start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            with self.cond:
+                self.text += line
+                self.cond.notify_all()
+
+    def wait_for(self, pattern, timeout=30):
+        """Waits until the output matches the regex; returns whether it did."""
+        import re
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not re.search(pattern, self.text):
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not self.thread.is_alive()):
+                    return False
+                self.cond.wait(min(left, 0.5))
+        return True
+
+    def finish(self, timeout=20):
+        self.proc.wait(timeout)
+        self.thread.join(timeout)
+        return self.text

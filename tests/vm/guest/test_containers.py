@@ -144,12 +144,12 @@ class Containers(unittest.TestCase):
             rig.devnsctl("switch", "personal")
             li = c.popen("libinput", "debug-events", "--show-keycodes", "--device", "/dev/input/" + self.name,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-            time.sleep(3)
+            out = rig.Output(li)
+            self.assertTrue(out.wait_for(r"DEVICE_ADDED"), out.text)
             self.tap(e.KEY_B)
-            time.sleep(1.5)
+            seen = out.wait_for(r"KEYBOARD_KEY.*KEY_B \(48\) pressed")
             os.killpg(li.pid, signal.SIGTERM)
-            out = li.communicate(timeout=20)[0]
-            self.assertRegex(out, r"KEYBOARD_KEY.*KEY_B \(48\) pressed", out)
+            self.assertTrue(seen, out.finish())
         finally:
             c.stop()
             rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))

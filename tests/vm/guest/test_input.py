@@ -341,12 +341,13 @@ class InputPersonas(unittest.TestCase):
     def test_evtest_sees_the_same_device_and_only_active_events(self):
         def evtest(path, action=None):
             p = subprocess.Popen(["evtest", path], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            time.sleep(1.5)
+            out = rig.Output(p)
+            self.assertTrue(out.wait_for(r"Testing \.\.\. \(interrupt to exit\)"), out.text)
             if action:
                 action()
-                time.sleep(1.0)
+                out.wait_for(r"KEY_SPACE\), value 0", timeout=3)
             p.send_signal(signal.SIGINT)
-            return p.communicate(timeout=10)[0]
+            return out.finish()
 
         def header(text):
             return text.split("Testing ...")[0]
