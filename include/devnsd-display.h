@@ -22,6 +22,8 @@ struct display_node {
 	struct display_socket *socket;
 	char path[64 + NAME_MAX_LEN];
 	char socket_path[108];
+	/* The socket's directory: containers get it bound at the same path. */
+	char socket_dir[108];
 	bool ready;
 	LIST_ENTRY(display_node) link;
 };

@@ -40,6 +40,7 @@ struct node_desc {
 	const char *source; /* the hardware it stands for */
 	unsigned int opened;
 	const char *udev;   /* udev properties, "KEY=VALUE\n" lines; NULL if none */
+	const char *share;  /* a host directory its users need at the same path (a socket's); NULL if none */
 };
 
 typedef void (*node_desc_fn)(void *userdata, const struct node_desc *nd);

@@ -208,6 +208,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 	LIST_INSERT_HEAD(&dc->nodes, dn, link);
 	snprintf(dn->path, sizeof(dn->path), "/dev/%s/%s/fb0", DEVNS_DEV_DIR, p->name);
 	snprintf(dn->socket_path, sizeof(dn->socket_path), "%s/%s/fb0", DISPLAY_RUN_DIR, p->name);
+	snprintf(dn->socket_dir, sizeof(dn->socket_dir), "%s/%s", DISPLAY_RUN_DIR, p->name);
 
 	r = fb_node_new(&dn->fb, &dc->backend->mode, p->name);
 	if (r < 0) {
@@ -266,6 +267,7 @@ static void display_foreach_node(struct device_class *base, struct persona *p, n
 			.kind = "fb",
 			.source = dc->device,
 			.opened = dn->cuse ? cuse_fb_n_open(dn->cuse) : 0,
+			.share = dn->socket_dir,
 		});
 }
 

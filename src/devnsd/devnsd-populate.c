@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -16,6 +17,7 @@
 #include "devnsd-populate.h"
 
 #define POPULATE_MAX 256
+#define POPULATE_SHARES 16
 #define POPULATE_TIMEOUT_S 10
 
 struct entry {
@@ -25,8 +27,16 @@ struct entry {
 	char udev[512];
 };
 
+/* A host directory bound into the container at the same path. */
+struct share {
+	char path[256];
+	int tree_fd; /* a detached copy of the host's mount, made before entering the container */
+};
+
 struct plan {
 	struct persona *persona;
+	struct share shares[POPULATE_SHARES];
+	size_t n_shares;
 	/* devnsd's own /dev and /run: a container that shares them gets nothing written there. */
 	struct stat host_dev, host_run;
 	struct entry entries[POPULATE_MAX];
@@ -41,6 +51,21 @@ static const char *mapped_path(const struct persona *p, const char *node) {
 	return NULL;
 }
 
+static void plan_share(struct plan *plan, const char *path) {
+	struct share *sh;
+
+	for (size_t i = 0; i < plan->n_shares; i++)
+		if (streq(plan->shares[i].path, path))
+			return;
+	if (plan->n_shares == POPULATE_SHARES)
+		return;
+	sh = &plan->shares[plan->n_shares];
+	snprintf(sh->path, sizeof(sh->path), "%s", path);
+	sh->tree_fd = (int)open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	if (sh->tree_fd >= 0)
+		plan->n_shares++;
+}
+
 static void plan_node(void *userdata, const struct node_desc *nd) {
 	struct plan *plan = userdata;
 	const char *name = strrchr(nd->path, '/') + 1;
@@ -48,6 +73,8 @@ static void plan_node(void *userdata, const struct node_desc *nd) {
 	struct entry *e;
 	struct stat st;
 
+	if (nd->share)
+		plan_share(plan, nd->share);
 	if (plan->error || plan->n == POPULATE_MAX || stat(nd->path, &st) < 0 || !S_ISCHR(st.st_mode))
 		return;
 	e = &plan->entries[plan->n];
@@ -127,6 +154,20 @@ static bool same_dir(const struct stat *a, const struct stat *b) {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+/* Binds a host directory at the same path inside the container, over whatever was there. */
+static int bind_share(const struct share *sh) {
+	char path[PATH_MAX];
+	int r;
+
+	snprintf(path, sizeof(path), "%s/", sh->path);
+	r = mkdir_parents(path);
+	if (r < 0)
+		return r;
+	if (move_mount(sh->tree_fd, "", AT_FDCWD, sh->path, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+		return -errno;
+	return 0;
+}
+
 static int make_node(const struct entry *e, uid_t uid, gid_t dev_gid, bool udev) {
 	char path[PATH_MAX];
 	struct group *g;
@@ -171,7 +212,17 @@ _Noreturn static void populate_child(const struct plan *plan, int mnt_fd, int ro
 	for (size_t i = 0; i < plan->n; i++)
 		if (make_node(&plan->entries[i], dev.st_uid, dev.st_gid, udev) < 0)
 			_exit(EXIT_FAILURE);
+	/* Sockets (the framebuffer's, for mmap) live below /run: bind them where the container has its own. */
+	for (size_t i = 0; udev && i < plan->n_shares; i++)
+		if (bind_share(&plan->shares[i]) < 0)
+			_exit(EXIT_FAILURE);
 	_exit(EXIT_SUCCESS);
+}
+
+static void close_shares(struct plan *plan) {
+	for (size_t i = 0; i < plan->n_shares; i++)
+		closep(&plan->shares[i].tree_fd);
+	plan->n_shares = 0;
 }
 
 int populate_container(struct manager *m, struct persona *p, pid_t pid) {
@@ -191,18 +242,25 @@ int populate_container(struct manager *m, struct persona *p, pid_t pid) {
 
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
 	mnt_fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (mnt_fd < 0)
+	if (mnt_fd < 0) {
+		close_shares(plan);
 		return -errno;
+	}
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	root_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root_fd < 0)
+	if (root_fd < 0) {
+		close_shares(plan);
 		return -errno;
+	}
 
 	child = fork();
-	if (child < 0)
+	if (child < 0) {
+		close_shares(plan);
 		return -errno;
+	}
 	if (child == 0)
 		populate_child(plan, mnt_fd, root_fd);
+	close_shares(plan);
 	while (waitpid(child, &status, 0) < 0)
 		if (errno != EINTR)
 			return -errno;

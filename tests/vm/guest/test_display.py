@@ -178,6 +178,18 @@ class FramebufferPersonas(unittest.TestCase):
         rig.devnsctl("switch", "personal")
         self.assert_screen(fbrig.pattern_frame(self.w, self.h, 3), "switched to personal")
 
+    def test_mmap_program_inside_a_container(self):
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "work", "--pid", str(c.pid))
+            c.run("test", "-c", "/dev/fb0")
+            c.run("test", "-S", "/run/devnsd/fb/work/fb0")
+            p = c.run("env", "LD_PRELOAD=" + PRELOAD, FBDRAW, "/dev/fb0", "5", check=False)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assert_screen(fbrig.pattern_frame(self.w, self.h, 5), "fbdraw inside a container")
+        finally:
+            c.stop()
+
     def test_screenshot_of_background_persona(self):
         data = fbrig.frame(self.w, self.h, (33, 66, 99), band=(123, 456), band_color=(1, 2, 3))
         self.draw("personal", data)
