@@ -26,7 +26,7 @@ struct pending_read {
 	fuse_req_t req;
 	size_t size;
 	struct open_file *file;
-	LIST_ENTRY(pending_read) link;
+	TAILQ_ENTRY(pending_read) link;
 };
 
 /* Per open handle: the evdev client, plus what CUSE keeps waiting on it. */
@@ -34,7 +34,7 @@ struct open_file {
 	struct cuse_evdev *ce;
 	struct evdev_client *client;
 	LIST_ENTRY(open_file) link;
-	LIST_HEAD(, pending_read) reads;
+	TAILQ_HEAD(, pending_read) reads; /* answered oldest first */
 	unsigned int n_reads;
 	struct fuse_pollhandle *ph;
 };
@@ -46,7 +46,7 @@ static struct open_file *file_of(struct fuse_file_info *fi) {
 }
 
 static void pending_drop(struct pending_read *pr) {
-	LIST_REMOVE(pr, link);
+	TAILQ_REMOVE(&pr->file->reads, pr, link);
 	pr->file->n_reads--;
 	free(pr);
 }
@@ -75,7 +75,7 @@ void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c) {
 	(void)ce;
 	if (!f)
 		return;
-	while ((pr = LIST_FIRST(&f->reads)) && evdev_client_ready(c)) {
+	while ((pr = TAILQ_FIRST(&f->reads)) && evdev_client_ready(c)) {
 		fuse_req_t req = pr->req;
 		size_t size = pr->size;
 
@@ -93,7 +93,7 @@ void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c) {
 static void file_detach(struct open_file *f) {
 	struct pending_read *pr;
 
-	while ((pr = LIST_FIRST(&f->reads))) {
+	while ((pr = TAILQ_FIRST(&f->reads))) {
 		fuse_req_t req = pr->req;
 		pending_drop(pr);
 		fuse_req_interrupt_func(req, NULL, NULL);
@@ -152,7 +152,7 @@ static void ce_open(fuse_req_t req, struct fuse_file_info *fi) {
 	}
 	f->ce = ce;
 	f->client->data = f;
-	LIST_INIT(&f->reads);
+	TAILQ_INIT(&f->reads);
 	LIST_INSERT_HEAD(&ce->files, f, link);
 	fi->fh = (uintptr_t)f;
 	fi->nonseekable = 1;
@@ -203,7 +203,7 @@ static void ce_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_inf
 	pr->req = req;
 	pr->size = size;
 	pr->file = f;
-	LIST_INSERT_HEAD(&f->reads, pr, link);
+	TAILQ_INSERT_TAIL(&f->reads, pr, link);
 	f->n_reads++;
 	/* Last: if the reader was already interrupted this answers it at once. */
 	fuse_req_interrupt_func(req, on_interrupt, pr);

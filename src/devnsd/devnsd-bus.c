@@ -56,19 +56,32 @@ static int find_persona(struct manager *m, const char *name, struct persona **re
 	return 0;
 }
 
-static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
-	struct persona *p;
+/* The start of most calls: the persona named by the first argument, for a caller allowed to act on it. */
+static int read_persona(sd_bus_message *msg, struct manager *m, bool group, const char *what, struct persona **ret,
+			const char **ret_name, sd_bus_error *error) {
 	const char *name;
 	int r;
 
 	r = sd_bus_message_read(msg, "s", &name);
 	if (r < 0)
 		return r;
-	r = check_caller(msg, true, "Switching personas", m, error);
+	r = check_caller(msg, group, what, m, error);
 	if (r < 0)
 		return r;
-	r = find_persona(m, name, &p, error);
+	r = find_persona(m, name, ret, error);
+	if (r < 0)
+		return r;
+	*ret_name = name;
+	return 0;
+}
+
+static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct manager *m = userdata;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = read_persona(msg, m, true, "Switching personas", &p, &name, error);
 	if (r < 0)
 		return r;
 	r = manager_switch(m, p);
@@ -233,13 +246,7 @@ static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 	const char *name;
 	int r;
 
-	r = sd_bus_message_read(msg, "s", &name);
-	if (r < 0)
-		return r;
-	r = check_caller(msg, false, "Removing personas", m, error);
-	if (r < 0)
-		return r;
-	r = find_persona(m, name, &p, error);
+	r = read_persona(msg, m, false, "Removing personas", &p, &name, error);
 	if (r < 0)
 		return r;
 	r = manager_remove_persona(m, p);
@@ -278,13 +285,10 @@ static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 	uint32_t pid;
 	int r;
 
-	r = sd_bus_message_read(msg, "su", &name, &pid);
+	r = read_persona(msg, m, false, "Attaching containers", &p, &name, error);
 	if (r < 0)
 		return r;
-	r = check_caller(msg, false, "Attaching containers", m, error);
-	if (r < 0)
-		return r;
-	r = find_persona(m, name, &p, error);
+	r = sd_bus_message_read(msg, "u", &pid);
 	if (r < 0)
 		return r;
 	if (pid == 0 || pid > INT32_MAX)
@@ -324,13 +328,10 @@ static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_err
 	pid_t leader;
 	int r;
 
-	r = sd_bus_message_read(msg, "ss", &name, &machine);
+	r = read_persona(msg, m, false, "Attaching containers", &p, &name, error);
 	if (r < 0)
 		return r;
-	r = check_caller(msg, false, "Attaching containers", m, error);
-	if (r < 0)
-		return r;
-	r = find_persona(m, name, &p, error);
+	r = sd_bus_message_read(msg, "s", &machine);
 	if (r < 0)
 		return r;
 	r = machine_leader(sd_bus_message_get_bus(msg), machine, &leader, error);
@@ -392,13 +393,7 @@ static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *
 	const char *name;
 	int r;
 
-	r = check_caller(msg, false, "Screenshot", m, error);
-	if (r < 0)
-		return r;
-	r = sd_bus_message_read(msg, "s", &name);
-	if (r < 0)
-		return r;
-	r = find_persona(m, name, &p, error);
+	r = read_persona(msg, m, false, "Screenshot", &p, &name, error);
 	if (r < 0)
 		return r;
 	r = display_snapshot(m, p, &fd, &width, &height, &stride);

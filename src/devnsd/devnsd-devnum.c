@@ -54,6 +54,12 @@ static int pick_major(unsigned int *ret) {
 	return -ENOSPC;
 }
 
+static void clear_entries(struct devnum *d) {
+	for (size_t i = 0; i < d->n_entries; i++)
+		free(d->entries[i].name);
+	d->n_entries = 0;
+}
+
 static int add_entry(struct devnum *d, const char *name, unsigned int minor) {
 	struct devnum_entry *e;
 
@@ -132,9 +138,7 @@ int devnum_new(struct devnum **ret, const char *dir) {
 		return r;
 	/* A major that someone else holds now cannot be ours again: start over. */
 	if (d->major == 0 || major_in_use(d->major)) {
-		for (size_t i = 0; i < d->n_entries; i++)
-			free(d->entries[i].name);
-		d->n_entries = 0;
+		clear_entries(d);
 		r = pick_major(&d->major);
 		if (r < 0)
 			return r;
@@ -149,8 +153,7 @@ int devnum_new(struct devnum **ret, const char *dir) {
 struct devnum *devnum_free(struct devnum *d) {
 	if (!d)
 		return NULL;
-	for (size_t i = 0; i < d->n_entries; i++)
-		free(d->entries[i].name);
+	clear_entries(d);
 	free(d->entries);
 	free(d->path);
 	free(d);
