@@ -382,3 +382,26 @@ class Output:
         self.proc.wait(timeout)
         self.thread.join(timeout)
         return self.text
+
+
+class PersonaTestCase(__import__("unittest").TestCase):
+    """Tests against one devnsd that setUpClass starts (cls.bus, cls.daemon):
+    each test starts with "work" active, and ends with the fds it listed in
+    self.fds closed and devnsd still alive."""
+
+    def setUp(self):
+        devnsctl("switch", "work")
+        self.fds = []
+
+    def tearDown(self):
+        for fd in self.fds:
+            os.close(fd)
+        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+
+    @classmethod
+    def stop_daemon(cls):
+        """Stops devnsd and the bus; devnsd must exit cleanly."""
+        code = cls.daemon.stop()
+        cls.bus.stop()
+        if code != 0:
+            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))

@@ -36,7 +36,7 @@ def probe(container, path, seconds=0.0, action=None):
     return first, events
 
 
-class Containers(unittest.TestCase):
+class Containers(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
         subprocess.run(["groupadd", "-g", str(SWITCH_GID), "devnsswitch"], check=True)
@@ -53,7 +53,6 @@ class Containers(unittest.TestCase):
         cls.daemon = rig.Daemon(conf)
         cls.work = rig.Container()
         cls.personal = rig.Container()
-        cls.work_private = None
         rig.devnsctl("attach", "work", "--pid", str(cls.work.pid))
         rig.devnsctl("attach", "personal", "--pid", str(cls.personal.pid))
 
@@ -61,17 +60,8 @@ class Containers(unittest.TestCase):
     def tearDownClass(cls):
         for c in (cls.work, cls.personal):
             c.stop()
-        code = cls.daemon.stop()
-        cls.bus.stop()
+        cls.stop_daemon()
         cls.kbd.close()
-        if code != 0:
-            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))
-
-    def setUp(self):
-        rig.devnsctl("switch", "work")
-
-    def tearDown(self):
-        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
 
     def node(self, persona):
         return rig.persona_node(persona, self.kbd_hw)

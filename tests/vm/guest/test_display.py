@@ -18,7 +18,7 @@ PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
 
-class FramebufferPersonas(unittest.TestCase):
+class FramebufferPersonas(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
         cls.native = cls.kernel_behaviour()
@@ -36,10 +36,7 @@ class FramebufferPersonas(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.daemon.stop()
-        cls.bus.stop()
-        if code != 0:
-            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))
+        cls.stop_daemon()
 
     @staticmethod
     def kernel_behaviour():
@@ -59,15 +56,6 @@ class FramebufferPersonas(unittest.TestCase):
             }
         finally:
             os.close(fd)
-
-    def setUp(self):
-        rig.devnsctl("switch", "work")
-        self.fds = []
-
-    def tearDown(self):
-        for fd in self.fds:
-            os.close(fd)
-        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
 
     def open_fb(self, persona, flags=os.O_RDWR):
         fd = os.open(fbrig.fb_node(persona), flags)

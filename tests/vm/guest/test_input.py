@@ -21,7 +21,7 @@ from evdev import ecodes as e
 import devnsrig as rig
 
 
-class InputPersonas(unittest.TestCase):
+class InputPersonas(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
         cls.kbd = rig.make_keyboard()
@@ -33,21 +33,9 @@ class InputPersonas(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.daemon.stop()
-        cls.bus.stop()
+        cls.stop_daemon()
         cls.kbd.close()
         cls.ts.close()
-        if code != 0:
-            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))
-
-    def setUp(self):
-        rig.devnsctl("switch", "work")
-        self.fds = []
-
-    def tearDown(self):
-        for fd in self.fds:
-            os.close(fd)
-        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
 
     def node(self, persona, hw, flags=os.O_RDWR | os.O_NONBLOCK):
         fd = rig.open_node(rig.persona_node(persona, hw), flags)

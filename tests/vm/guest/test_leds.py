@@ -40,7 +40,7 @@ def put(path, text):
         os.close(fd)
 
 
-class CapslockViews(unittest.TestCase):
+class CapslockViews(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
         cls.led, cls.kbd = find_capslock()
@@ -60,19 +60,7 @@ class CapslockViews(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        code = cls.daemon.stop()
-        cls.bus.stop()
-        if code != 0:
-            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))
-
-    def setUp(self):
-        rig.devnsctl("switch", "work")
-        self.fds = []
-
-    def tearDown(self):
-        for fd in self.fds:
-            os.close(fd)
-        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+        cls.stop_daemon()
 
     def view(self, persona, attr="brightness"):
         return os.path.join(VIEWS, persona, "sys", "class", "leds", self.name, attr)
