@@ -371,9 +371,9 @@ static int persona_key(struct parser *p, const char *name, const char *v, const 
 		return 1;
 	}
 	if (streq(name, "Machine")) {
-		if (!name_is_valid(v) && !(strlen(v) < 64 && strspn(v, "abcdefghijklmnopqrstuvwxyz"
-							      "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") ==
-									  strlen(v)))
+		/* As systemd-machined accepts them: a host name, at most 64 characters. */
+		if (!*v || strlen(v) > 64 || *v == '.' || *v == '-' ||
+		    strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") != strlen(v))
 			return parse_error(p, "[Persona %s] Machine=%s: not a machine name", cp->name, v);
 		return set_string(p, &cp->machine, v);
 	}
