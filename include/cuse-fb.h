@@ -21,13 +21,18 @@ struct cuse_fb_hooks {
 	void (*ready)(void *userdata);
 	/* May this process open the node? 0, or a negative errno to refuse. */
 	int (*may_open)(void *userdata, pid_t pid);
+	/*
+	 * For a routed node (created with node NULL), instead of may_open: the
+	 * persona's node this process gets, decided at open; or a negative errno.
+	 */
+	int (*route)(void *userdata, pid_t pid, struct cuse_fb **ret);
 	/* Rows of the virtual screen were written. */
 	void (*written)(void *userdata, const struct fb_rows *rows);
 	/* An ioctl changed what should be shown, or a caller waits for vsync (then cuse_fb_vsync() answers it). */
 	void (*effect)(void *userdata, enum fb_effect effect);
 };
 
-/* major, minor: as for cuse_device_new(). */
+/* major, minor: as for cuse_device_new(). node NULL makes a routed node (hooks->route). */
 int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsigned int major,
 		unsigned int minor, struct fb_node *node, const char *socket_path, const struct cuse_fb_hooks *hooks, void *userdata);
 /* Answers waiting FBIO_WAITFORVSYNC calls with ENODEV and removes the node. The fb node stays. */
@@ -35,6 +40,9 @@ struct cuse_fb *cuse_fb_free(struct cuse_fb *cf);
 static inline void cuse_fb_freep(struct cuse_fb **cf) {
 	cuse_fb_free(*cf);
 }
+
+/* target (a persona's node) is going away: cf's files opened on it answer ENODEV from now on. */
+void cuse_fb_detach(struct cuse_fb *cf, struct cuse_fb *target);
 
 /* A refresh happened: answers every waiting FBIO_WAITFORVSYNC. */
 void cuse_fb_vsync(struct cuse_fb *cf);

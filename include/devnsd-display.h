@@ -38,6 +38,9 @@ struct display_class {
 	uint64_t refresh_usec;
 	struct display_node *active;
 	LIST_HEAD(, display_node) nodes;
+	/* /dev/devns/fb0, whose opener's persona decides which framebuffer it gets (Routed=yes). */
+	struct cuse_fb *routed;
+	bool routed_ready;
 	/* Visible rows of the active persona not yet presented. */
 	struct fb_rows damage;
 };

@@ -14,7 +14,7 @@ struct vsync_wait {
 
 struct cuse_fb {
 	struct cuse_device *dev;
-	struct fb_node *node;
+	struct fb_node *node; /* NULL when routed */
 	char *socket_path;
 	const struct cuse_fb_hooks *hooks;
 	void *userdata;
@@ -23,9 +23,10 @@ struct cuse_fb {
 	LIST_HEAD(, open_file) files;
 };
 
-/* Per open file: the stream position. */
+/* Per open file: the stream position, and the node it works on (itself, or a persona's when routed). */
 struct open_file {
 	uint64_t pos;
+	struct cuse_fb *target; /* NULL once that persona's node is gone */
 	LIST_ENTRY(open_file) link;
 };
 
@@ -77,17 +78,30 @@ static void fb_init_done(void *userdata) {
 	cf->hooks->ready(cf->userdata);
 }
 
+/* The node an open file works on; answers ENODEV when it is gone. */
+static struct cuse_fb *target_of(fuse_req_t req, struct fuse_file_info *fi) {
+	struct cuse_fb *t = file_of(fi)->target;
+
+	if (!t)
+		fuse_reply_err(req, ENODEV);
+	return t;
+}
+
 static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
-	struct cuse_fb *cf = fuse_req_userdata(req);
+	struct cuse_fb *cf = fuse_req_userdata(req), *target = cf;
+	pid_t pid = fuse_req_ctx(req)->pid;
 	struct open_file *f;
 	int r;
 
-	r = cf->hooks->may_open(cf->userdata, fuse_req_ctx(req)->pid);
+	if (cf->node)
+		r = cf->hooks->may_open(cf->userdata, pid);
+	else
+		r = cf->hooks->route(cf->userdata, pid, &target);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
-	if (cf->n_open >= CUSE_FB_MAX_OPEN) {
+	if (target->n_open >= CUSE_FB_MAX_OPEN) {
 		fuse_reply_err(req, EMFILE);
 		return;
 	}
@@ -96,6 +110,7 @@ static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	f->target = target;
 	fi->fh = (uintptr_t)f;
 	fi->nonseekable = 1;
 	fi->direct_io = 1;
@@ -104,25 +119,27 @@ static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
 		return;
 	}
 	LIST_INSERT_HEAD(&cf->files, f, link);
-	cf->n_open++;
+	target->n_open++;
 }
 
 static void fb_release(fuse_req_t req, struct fuse_file_info *fi) {
-	struct cuse_fb *cf = fuse_req_userdata(req);
 	struct open_file *f = file_of(fi);
 
+	if (f->target)
+		f->target->n_open--;
 	LIST_REMOVE(f, link);
 	free(f);
-	cf->n_open--;
 	fuse_reply_err(req, 0);
 }
 
 static void fb_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi) {
-	struct cuse_fb *cf = fuse_req_userdata(req);
+	struct cuse_fb *cf = target_of(req, fi);
 	const void *data;
 	ssize_t n;
 
 	(void)off;
+	if (!cf)
+		return;
 	n = fb_node_read(cf->node, &file_of(fi)->pos, size, &data);
 	if (n < 0)
 		fuse_reply_err(req, (int)-n);
@@ -131,11 +148,13 @@ static void fb_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_inf
 }
 
 static void fb_write(fuse_req_t req, const char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
-	struct cuse_fb *cf = fuse_req_userdata(req);
+	struct cuse_fb *cf = target_of(req, fi);
 	struct fb_rows rows;
 	ssize_t n;
 
 	(void)off;
+	if (!cf)
+		return;
 	n = fb_node_write(cf->node, &file_of(fi)->pos, buf, size, &rows);
 	if (n < 0) {
 		fuse_reply_err(req, (int)-n);
@@ -170,10 +189,13 @@ static void wait_vsync(struct cuse_fb *cf, fuse_req_t req) {
 static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
 			 const void *in, size_t in_size, size_t out_size) {
 	static struct fb_ioctl_step step;
-	struct cuse_fb *cf = fuse_req_userdata(req);
-	struct fb_ioctl_file file = { .pos = &file_of(fi)->pos, .socket_path = cf->socket_path };
+	struct cuse_fb *cf = target_of(req, fi);
+	struct fb_ioctl_file file;
 
 	(void)flags;
+	if (!cf)
+		return;
+	file = (struct fb_ioctl_file){ .pos = &file_of(fi)->pos, .socket_path = cf->socket_path };
 	fb_ioctl(&cf->node->state, &file, (unsigned int)cmd, arg, in, in_size, out_size, &step);
 	if (step.retry)
 		fuse_reply_ioctl_retry(req, step.in_iov, step.n_in, step.out_iov, step.n_out);
@@ -219,6 +241,16 @@ int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsi
 		return r;
 	*ret = TAKE_PTR(cf);
 	return 0;
+}
+
+void cuse_fb_detach(struct cuse_fb *cf, struct cuse_fb *target) {
+	struct open_file *f;
+
+	LIST_FOREACH(f, &cf->files, link)
+		if (f->target == target) {
+			f->target = NULL;
+			target->n_open--;
+		}
 }
 
 struct cuse_fb *cuse_fb_free(struct cuse_fb *cf) {

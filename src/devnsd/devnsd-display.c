@@ -179,6 +179,8 @@ static void display_node_free(struct display_node *dn) {
 		dn->class->active = NULL;
 	LIST_REMOVE(dn, link);
 	display_socket_free(dn->socket);
+	if (dn->class->routed && dn->cuse)
+		cuse_fb_detach(dn->class->routed, dn->cuse);
 	cuse_fb_free(dn->cuse);
 	fb_node_free(dn->fb);
 	free(dn);
@@ -275,6 +277,7 @@ static void display_class_free(struct device_class *base) {
 	struct display_class *dc = to_display(base);
 	struct display_node *dn;
 
+	dc->routed = cuse_fb_free(dc->routed);
 	while ((dn = LIST_FIRST(&dc->nodes)))
 		display_node_free(dn);
 	sd_event_source_disable_unref(dc->tick);
@@ -282,6 +285,52 @@ static void display_class_free(struct device_class *base) {
 	display_output_free(dc->backend);
 	free(dc->device);
 	free(dc);
+}
+
+static void routed_ready(void *userdata) {
+	struct display_class *dc = userdata;
+
+	if (dc->routed_ready)
+		return;
+	dc->routed_ready = true;
+	manager_node_ready(dc->base.manager);
+}
+
+/* The framebuffer of the opener's persona; host processes get the active persona's. */
+static int routed_route(void *userdata, pid_t pid, struct cuse_fb **ret) {
+	struct display_class *dc = userdata;
+	struct manager *m = dc->base.manager;
+	struct display_node *dn;
+	struct persona *p;
+
+	if (manager_persona_of_pid(m, pid, &p) < 0) {
+		log_notice("/dev/%s/fb0: refused pid %d: it is in no persona's container", DEVNS_DEV_DIR, (int)pid);
+		return -EACCES;
+	}
+	dn = node_of(dc, p ?: m->active);
+	if (!dn || !dn->cuse)
+		return -ENODEV;
+	*ret = dn->cuse;
+	return 0;
+}
+
+static const struct cuse_fb_hooks routed_hooks = {
+	.ready = routed_ready,
+	.route = routed_route,
+};
+
+static int add_routed(struct display_class *dc) {
+	struct manager *m = dc->base.manager;
+	const char *devname = DEVNS_DEV_DIR "/fb0";
+	unsigned int major, minor;
+	int r;
+
+	manager_node_numbers(m, devname, &major, &minor);
+	r = cuse_fb_new(&dc->routed, m->event, devname, major, minor, NULL, NULL, &routed_hooks, dc);
+	if (r < 0)
+		return log_error_errno(r, "/dev/%s: cannot create the routed node: %m", devname);
+	manager_node_added(m);
+	return 0;
 }
 
 static const struct device_class_ops display_class_ops = {
@@ -361,6 +410,13 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 		return log_error_errno(r, "cannot set up the refresh timer: %m");
 	}
 	sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
+	if (conf->routed) {
+		r = add_routed(dc);
+		if (r < 0) {
+			display_class_free(&dc->base);
+			return r;
+		}
+	}
 	log_info("%s: %s display, %ux%u at %u Hz", device, b->kind, b->mode.width, b->mode.height,
 		 b->mode.refresh_hz);
 	*ret = &dc->base;

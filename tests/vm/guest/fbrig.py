@@ -154,8 +154,9 @@ def screen_shows(name, width, height, xrgb, timeout=10.0):
         time.sleep(0.2)
 
 
-def conf_display(personas=("work", "personal"), active="work", backend="drm"):
-    lines = ["[Display]", "Backend=" + backend]
+def conf_display(personas=("work", "personal"), active="work", backend="drm", routed=False):
+    lines = ["[Daemon]", "Routed=yes", ""] if routed else []
+    lines += ["[Display]", "Backend=" + backend]
     if backend == "drm":
         lines.append("Device=/dev/dri/card0")
     lines.append("")

@@ -23,7 +23,7 @@ class FramebufferPersonas(rig.PersonaTestCase):
     def setUpClass(cls):
         cls.native = cls.kernel_behaviour()
         cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display())
+        cls.daemon = rig.Daemon(fbrig.conf_display(routed=True))
         fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
         try:
             cls.var = fbrig.get_var(fd)
@@ -177,6 +177,41 @@ class FramebufferPersonas(rig.PersonaTestCase):
             self.assert_screen(fbrig.pattern_frame(self.w, self.h, 5), "fbdraw inside a container")
         finally:
             c.stop()
+
+    def screenshot_is(self, persona, data):
+        path = os.path.join(OUT, "routed-%s.png" % persona)
+        rig.devnsctl("screenshot", persona, path)
+        return fbrig.read_png_rgb(path)[2] == fbrig.to_rgb(data)
+
+    def test_routed_node_gives_each_container_its_framebuffer(self):
+        routed = "/dev/devns/fb0"
+        a = fbrig.frame(self.w, self.h, (10, 120, 30))
+        b = fbrig.frame(self.w, self.h, (200, 20, 90), band=(100, 200), band_color=(9, 9, 9))
+        fbrig.write_all(self.open_fb_path(routed), a)
+        self.assertTrue(self.screenshot_is("work", a), "the host's write through fb0 did not reach work")
+
+        raw = os.path.join(OUT, "routed-b.raw")
+        with open(raw, "wb") as f:
+            f.write(b)
+        c = rig.Container()
+        stranger = rig.Container()
+        try:
+            rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+            c.run("dd", "if=" + raw, "of=" + routed, "bs=128k")
+            self.assertTrue(self.screenshot_is("personal", b), "personal's container did not get personal's fb0")
+            self.assertTrue(self.screenshot_is("work", a), "personal's write reached work")
+            self.assert_screen(a, "work is active: its frame stays on screen")
+            p = stranger.run("dd", "if=" + raw, "of=" + routed, "bs=128k", check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("Permission denied", p.stderr)
+        finally:
+            c.stop()
+            stranger.stop()
+
+    def open_fb_path(self, path, flags=os.O_RDWR):
+        fd = os.open(path, flags)
+        self.fds.append(fd)
+        return fd
 
     def test_screenshot_of_background_persona(self):
         data = fbrig.frame(self.w, self.h, (33, 66, 99), band=(123, 456), band_color=(1, 2, 3))
