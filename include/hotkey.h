@@ -21,7 +21,8 @@ struct hotkey_chord {
 
 /*
  * Finds switch chords (e.g. KEY_LEFTMETA+KEY_F1) in a device's event
- * stream and consumes them: while chord keys go down they are held back;
+ * stream and consumes them: while chord keys go down in the chord's order
+ * (KEY_LEFTMETA first) they are held back;
  * when a whole chord is down nobody ever sees those presses, nor their
  * repeats and releases. Anything else held back is passed on, in order, as
  * soon as it turns out not to be a chord.

@@ -44,6 +44,26 @@ static int complete_chord(const struct hotkey *h) {
 	return best;
 }
 
+/*
+ * True when the keys in set are the first keys of some chord, in the order
+ * the chord names them: what a chord being typed looks like so far.
+ */
+static bool starts_chord(const struct hotkey *h, const unsigned long *set) {
+	size_t n_set = 0;
+
+	for (size_t i = 0; i < BITS_TO_LONGS(KEY_CNT); i++)
+		n_set += (size_t)__builtin_popcountl(set[i]);
+	for (size_t i = 0; i < h->n_chords; i++) {
+		const struct hotkey_chord *c = &h->chords[i];
+		bool prefix = n_set <= c->n_keys;
+		for (size_t k = 0; k < n_set && prefix; k++)
+			prefix = bit_test(set, c->keys[k]);
+		if (prefix)
+			return true;
+	}
+	return false;
+}
+
 static size_t emit(struct input_event *out, size_t n, const struct input_event *evs, size_t count) {
 	memcpy(out + n, evs, count * sizeof(*evs));
 	return n + count;
@@ -72,9 +92,11 @@ static void hold(struct hotkey *h) {
 /* Takes a whole packet: pass it on, hold it back, or complete a chord. */
 static size_t packet(struct hotkey *h, struct input_event *out, int *ret_chord) {
 	bool chord_presses_only = true, keys = false, dropped = false, held_repeats_only = true;
+	unsigned long pressed[BITS_TO_LONGS(KEY_CNT)];
 	size_t n = 0, kept = 0;
 	int chord;
 
+	memcpy(pressed, h->held, sizeof(pressed));
 	/* Releases and repeats of consumed keys vanish; a release ends the consumption. */
 	for (size_t i = 0; i < h->n_pkt; i++) {
 		struct input_event *ev = &h->pkt[i];
@@ -98,7 +120,12 @@ static size_t packet(struct hotkey *h, struct input_event *out, int *ret_chord) 
 		held_repeats_only = false;
 		if (!is_key(ev) || ev->value != 1 || !bit_test(h->chord_keys, ev->code))
 			chord_presses_only = false;
+		else
+			bit_assign(pressed, ev->code, true);
 	}
+	/* Keys are held back only while they could still be a chord typed in its order. */
+	if (chord_presses_only && keys && !held_repeats_only && !starts_chord(h, pressed))
+		chord_presses_only = false;
 
 	if ((!keys && dropped) || (keys && held_repeats_only)) {
 		/* What is left belonged to consumed keys, or only repeats keys held back. */

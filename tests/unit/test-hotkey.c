@@ -92,6 +92,21 @@ static void test_tap_of_modifier(void **state) {
 	assert_int_equal(f.chord, -1);
 }
 
+static void test_last_key_alone_is_not_held(void **state) {
+	struct hotkey h;
+	struct feed f = { .chord = -1 };
+
+	(void)state;
+	setup_chords(&h);
+	/* F1 first cannot be Meta+F1 typed in order: it passes at once, repeats and all. */
+	FEED(&h, &f, EV(EV_KEY, KEY_F1, 1), SYN_EV);
+	assert_true(saw(&f, EV_KEY, KEY_F1, 1));
+	FEED(&h, &f, EV(EV_KEY, KEY_F1, 2), SYN_EV);
+	assert_true(saw(&f, EV_KEY, KEY_F1, 2));
+	FEED(&h, &f, EV(EV_KEY, KEY_LEFTMETA, 1), SYN_EV);
+	assert_int_equal(f.chord, -1);
+}
+
 static void test_other_devices_pass_untouched(void **state) {
 	struct hotkey h;
 	struct feed f = { .chord = -1 };
@@ -145,6 +160,7 @@ int main(void) {
 		cmocka_unit_test(test_chord_is_consumed),
 		cmocka_unit_test(test_modifier_alone_passes_in_order),
 		cmocka_unit_test(test_tap_of_modifier),
+		cmocka_unit_test(test_last_key_alone_is_not_held),
 		cmocka_unit_test(test_other_devices_pass_untouched),
 		cmocka_unit_test(test_no_chords_is_a_pass_through),
 		cmocka_unit_test(test_limits),
