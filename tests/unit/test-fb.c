@@ -167,7 +167,8 @@ static void test_cmap(void **state) {
 	uint16_t r[4] = { 1, 2, 3, 4 }, g[4] = { 5, 6, 7, 8 }, b[4] = { 9, 10, 11, 12 }, out[3][4] = { { 0 } };
 	struct fb_cmap put = { .start = 10, .len = 4, .red = r, .green = g, .blue = b };
 	struct fb_cmap get = { .start = 10, .len = 4, .red = out[0], .green = out[1], .blue = out[2] };
-	struct fb_cmap bad = { .start = 250, .len = 10, .red = r, .green = g, .blue = b };
+	uint16_t big[3][10] = { { 0 } };
+	struct fb_cmap bad = { .start = 250, .len = 10, .red = big[0], .green = big[1], .blue = big[2] };
 	uint32_t from, to;
 	uint64_t pos = 0;
 
