@@ -67,6 +67,8 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	if (fd < 0)
 		return -errno;
 	d->se = cuse_lowlevel_new(&args, &ci, ops, userdata);
+	/* Option parsing may have copied the arguments. */
+	fuse_opt_free_args(&args);
 	if (!d->se)
 		return -ENOMEM;
 	snprintf(mnt, sizeof(mnt), "/dev/fd/%d", fd);
