@@ -123,6 +123,13 @@ int manager_check_access(struct manager *m, struct persona *p, pid_t pid);
  */
 int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret);
 
+/*
+ * Whose node a routed node (path) gives process pid: the persona of its
+ * container, or the active persona for processes on the host. -EACCES,
+ * logged, for processes in no persona.
+ */
+int manager_route(struct manager *m, const char *path, pid_t pid, struct persona **ret);
+
 /* Binds persona p to the pid namespace of process pid. */
 int manager_attach(struct manager *m, struct persona *p, pid_t pid);
 

@@ -83,6 +83,17 @@ int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret) {
 	return 0;
 }
 
+int manager_route(struct manager *m, const char *path, pid_t pid, struct persona **ret) {
+	struct persona *p;
+
+	if (manager_persona_of_pid(m, pid, &p) < 0) {
+		log_notice("%s: refused pid %d: it is in no persona's container", path, (int)pid);
+		return -EACCES;
+	}
+	*ret = p ?: m->active;
+	return 0;
+}
+
 int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
 	struct pidns ns = PIDNS_NULL;
 	struct persona *other;

@@ -302,12 +302,12 @@ static int routed_route(void *userdata, pid_t pid, struct cuse_fb **ret) {
 	struct manager *m = dc->base.manager;
 	struct display_node *dn;
 	struct persona *p;
+	int r;
 
-	if (manager_persona_of_pid(m, pid, &p) < 0) {
-		log_notice("/dev/%s/fb0: refused pid %d: it is in no persona's container", DEVNS_DEV_DIR, (int)pid);
-		return -EACCES;
-	}
-	dn = node_of(dc, p ?: m->active);
+	r = manager_route(m, "/dev/" DEVNS_DEV_DIR "/fb0", pid, &p);
+	if (r < 0)
+		return r;
+	dn = node_of(dc, p);
 	if (!dn || !dn->cuse)
 		return -ENODEV;
 	*ret = dn->cuse;

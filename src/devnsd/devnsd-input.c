@@ -343,12 +343,10 @@ static int routed_route(void *userdata, pid_t pid, struct evdev_node **ret) {
 	struct input_node *in;
 	int r;
 
-	r = manager_persona_of_pid(m, pid, &p);
-	if (r < 0) {
-		log_notice("%s: refused pid %d: it is in no persona's container", d->routed_path, (int)pid);
-		return -EACCES;
-	}
-	in = node_of(d, p ?: m->active);
+	r = manager_route(m, d->routed_path, pid, &p);
+	if (r < 0)
+		return r;
+	in = node_of(d, p);
 	if (!in)
 		return -ENODEV;
 	*ret = in->evdev;
