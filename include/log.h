@@ -14,6 +14,7 @@ void log_set_max_level(int level);
 int log_full_errno(int level, int error, const char *fmt, ...) _printf_(3, 4);
 
 #define log_debug(...) log_full_errno(LOG_DEBUG, 0, __VA_ARGS__)
+#define log_debug_errno(e, ...) log_full_errno(LOG_DEBUG, (e), __VA_ARGS__)
 #define log_info(...) log_full_errno(LOG_INFO, 0, __VA_ARGS__)
 #define log_notice(...) log_full_errno(LOG_NOTICE, 0, __VA_ARGS__)
 #define log_warning(...) log_full_errno(LOG_WARNING, 0, __VA_ARGS__)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "log.h"
+#include "util.h"
 
 static const char *log_ident = "devns";
 static int log_max_level = LOG_INFO;
@@ -24,21 +25,26 @@ void log_set_max_level(int level) {
 }
 
 int log_full_errno(int level, int error, const char *fmt, ...) {
+	char line[2048];
 	va_list ap;
-	int saved = errno;
+	int saved = errno, n, k;
 
 	if (error < 0)
 		error = -error;
 	if (level <= log_max_level) {
 		if (log_prefix_level)
-			fprintf(stderr, "<%d>", level);
+			n = snprintf(line, sizeof(line), "<%d>", level);
 		else
-			fprintf(stderr, "%s: ", log_ident);
+			n = snprintf(line, sizeof(line), "%s: ", log_ident);
 		errno = error;
 		va_start(ap, fmt);
-		vfprintf(stderr, fmt, ap);
+		k = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 		va_end(ap);
-		fputc('\n', stderr);
+		n += MAX(k, 0);
+		/* One write a line: lines from several sources never interleave. */
+		n = MIN(n, (int)sizeof(line) - 2);
+		line[n++] = '\n';
+		fwrite(line, 1, (size_t)n, stderr);
 	}
 	errno = saved;
 	return -error;
