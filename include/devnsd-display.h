@@ -25,6 +25,10 @@ struct display_node {
 	/* The socket's directory: containers get it bound at the same path. */
 	char socket_dir[108];
 	bool ready;
+	/* Never 0, never reused. */
+	uint64_t serial;
+	/* Counts changes to what the persona shows (writes, pans, blanking, mappings). */
+	uint64_t gen;
 	LIST_ENTRY(display_node) link;
 };
 
@@ -43,6 +47,19 @@ struct display_class {
 	bool routed_ready;
 	/* Visible rows of the active persona not yet presented. */
 	struct fb_rows damage;
+	/* The next present copies in one go (a switch). */
+	bool urgent;
+	/* The present under way is a switch's; the pending flip shows it. */
+	bool switch_round, shown_on_flip;
+	/* The manager waits for the last switch to be on screen. */
+	bool holding;
+	/* Copies a frame in steps while the backend is copying, from copy_src (NULL: black). */
+	sd_event_source *copy;
+	const uint8_t *copy_src;
+	uint32_t copy_stride, copy_rows;
+	/* Whose frame, and which version, the copy under way shows. */
+	uint64_t copy_owner, copy_gen;
+	uint64_t next_serial;
 };
 
 /* devnsd-display-socket.c: hands the persona's memfd to programs in that persona. */

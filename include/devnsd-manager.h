@@ -70,6 +70,16 @@ struct device_class {
 	LIST_ENTRY(device_class) link;
 };
 
+/* SwitchTo calls that may wait for the screen at once; more are answered at once. */
+#define SWITCH_REPLIES_MAX 16
+
+#define CALLERS_REMEMBERED 8
+
+struct bus_caller {
+	char name[32]; /* a unique name; "" for none */
+	uid_t euid;
+};
+
 struct manager {
 	sd_event *event;
 	sd_bus *bus;
@@ -87,6 +97,14 @@ struct manager {
 	struct devnum *devnum;
 	/* Members of this group may switch; (gid_t)-1: only root. */
 	gid_t switch_gid;
+	/* Classes still bringing the last switch to the screen. */
+	unsigned int switch_holds;
+	/* The user ids of the latest callers on the bus, by unique name. */
+	struct bus_caller callers[CALLERS_REMEMBERED];
+	unsigned int next_caller;
+	/* SwitchTo calls answered once the switch is on screen. */
+	sd_bus_message *switch_replies[SWITCH_REPLIES_MAX];
+	unsigned int n_switch_replies;
 };
 
 /* Opens the configured devices and creates every persona and node. Logs what fails. */
@@ -105,6 +123,14 @@ int manager_remove_persona(struct manager *m, struct persona *p);
 
 /* Makes p the active persona. */
 int manager_switch(struct manager *m, struct persona *p);
+/*
+ * For classes whose switch completes later (the display, at the flip):
+ * hold() in switch_to, shown() once the new persona is on screen.
+ */
+void manager_switch_hold(struct manager *m);
+void manager_switch_shown(struct manager *m);
+/* A class is still bringing the last switch to the screen. */
+bool manager_switch_showing(const struct manager *m);
 
 /* Calls fn for every node persona p has, across device classes. */
 void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn, void *userdata);
@@ -152,5 +178,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 /* devnsd-bus.c */
 int bus_setup(struct manager *m);
 void bus_emit_active_changed(struct manager *m);
+/* Answers the SwitchTo calls that waited for the screen. */
+void bus_switch_shown(struct manager *m);
 /* Binds the personas configured with Machine= through systemd-machined. */
 void bus_attach_machines(struct manager *m);

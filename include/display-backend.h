@@ -20,6 +20,8 @@ struct display_buffer {
 	uint32_t stride;
 	uint32_t id;         /* the backend's (a DRM framebuffer id) */
 	uint32_t stale0, stale1; /* rows older than the latest frame */
+	/* Whose frame the buffer holds (0: nobody's), and which version of it: the caller's numbers. */
+	uint64_t owner, owner_gen;
 };
 
 struct display_output;
@@ -45,6 +47,9 @@ struct display_output {
 	unsigned int n_buffers;
 	unsigned int front;
 	bool flip_pending;
+	/* Between display_output_begin() and display_output_finish(): rows [copy_y, copy_y1) are still to copy. */
+	bool copying;
+	uint32_t copy_y0, copy_y, copy_y1;
 	uint64_t n_flips;
 	void (*flip_done)(void *userdata);
 	void *userdata;
@@ -69,6 +74,30 @@ int display_headless_new(uint32_t width, uint32_t height, struct display_output 
  */
 int display_output_present(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0,
 			    uint32_t y1);
+
+/*
+ * The same in steps, so that a frame can be copied while other work goes
+ * on: begin() takes the changed rows (-EBUSY while a flip is pending or a
+ * copy is under way); copy() copies at most max_rows more of src and
+ * returns 1 once the back buffer holds the whole frame, 0 before; finish()
+ * flips to it. abort() gives up a copy under way: the back buffer keeps
+ * those rows marked stale. src must stay the same frame from begin() to
+ * finish().
+ */
+int display_output_begin(struct display_output *b, uint32_t y0, uint32_t y1);
+int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t max_rows);
+int display_output_finish(struct display_output *b);
+/*
+ * Instead of begin(): the back buffer holds the frame to show already (a
+ * persona switched back to), every other buffer is wholly stale. Nothing
+ * to copy: finish() flips. -EBUSY as for begin().
+ */
+int display_output_begin_reuse(struct display_output *b);
+/* The buffer that finish() flips to. */
+struct display_buffer *display_output_back(struct display_output *b);
+void display_output_abort(struct display_output *b);
+/* For backends and abort(): rows [y0, y1) of the back buffer are stale; no copy is under way any more. */
+void display_output_abort_rows(struct display_output *b, uint32_t y0, uint32_t y1);
 
 /* The frame on screen (the front buffer), for tests and screenshots. */
 const struct display_buffer *display_output_front(const struct display_output *b);

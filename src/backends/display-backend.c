@@ -25,41 +25,105 @@ static void copy_rows(struct display_buffer *dst, const uint8_t *src, uint32_t s
 	}
 }
 
-int display_output_present(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0,
-			    uint32_t y1) {
-	struct display_buffer *back;
-	unsigned int next;
-	int r;
+/* Rows [y0, y1) of buf no longer match the latest frame. */
+static void mark_stale(struct display_buffer *buf, uint32_t y0, uint32_t y1) {
+	if (y0 >= y1)
+		return;
+	if (buf->stale0 >= buf->stale1) {
+		buf->stale0 = y0;
+		buf->stale1 = y1;
+	} else {
+		buf->stale0 = MIN(buf->stale0, y0);
+		buf->stale1 = MAX(buf->stale1, y1);
+	}
+}
 
-	if (b->flip_pending)
+int display_output_begin(struct display_output *b, uint32_t y0, uint32_t y1) {
+	struct display_buffer *back;
+
+	if (b->flip_pending || b->copying)
 		return -EBUSY;
 	y1 = MIN(y1, b->mode.height);
-	for (unsigned int i = 0; i < b->n_buffers; i++) {
-		struct display_buffer *buf = &b->buffers[i];
-		if (y0 >= y1)
-			break;
-		if (buf->stale0 >= buf->stale1) {
-			buf->stale0 = y0;
-			buf->stale1 = y1;
-		} else {
-			buf->stale0 = MIN(buf->stale0, y0);
-			buf->stale1 = MAX(buf->stale1, y1);
-		}
-	}
-	next = (b->front + 1) % b->n_buffers;
-	back = &b->buffers[next];
-	if (back->stale0 < back->stale1)
-		copy_rows(back, src, stride, b->mode.width, back->stale0, back->stale1);
+	for (unsigned int i = 0; i < b->n_buffers; i++)
+		mark_stale(&b->buffers[i], y0, y1);
+	back = display_output_back(b);
+	b->copy_y = b->copy_y0 = back->stale0;
+	b->copy_y1 = back->stale1;
 	back->stale0 = back->stale1 = 0;
+	b->copying = true;
+	return 0;
+}
 
+int display_output_begin_reuse(struct display_output *b) {
+	struct display_buffer *back = display_output_back(b);
+
+	if (b->flip_pending || b->copying)
+		return -EBUSY;
+	for (unsigned int i = 0; i < b->n_buffers; i++) {
+		b->buffers[i].stale0 = 0;
+		b->buffers[i].stale1 = b->mode.height;
+	}
+	back->stale0 = back->stale1 = 0;
+	b->copy_y = b->copy_y0 = b->copy_y1 = 0;
+	b->copying = true;
+	return 0;
+}
+
+struct display_buffer *display_output_back(struct display_output *b) {
+	return &b->buffers[(b->front + 1) % b->n_buffers];
+}
+
+int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t max_rows) {
+	struct display_buffer *back = display_output_back(b);
+	uint32_t y1;
+
+	if (!b->copying)
+		return -EINVAL;
+	y1 = b->copy_y1 - b->copy_y > max_rows ? b->copy_y + max_rows : b->copy_y1;
+	copy_rows(back, src, stride, b->mode.width, b->copy_y, y1);
+	b->copy_y = y1;
+	return b->copy_y >= b->copy_y1;
+}
+
+int display_output_finish(struct display_output *b) {
+	unsigned int next = (b->front + 1) % b->n_buffers;
+	int r;
+
+	if (!b->copying || b->copy_y < b->copy_y1)
+		return -EINVAL;
+	b->copying = false;
 	r = b->ops->flip(b, next);
-	if (r < 0)
+	if (r < 0) {
+		/* The buffer holds the frame but is not shown: it is stale for the next try. */
+		display_output_abort_rows(b, b->copy_y0, b->copy_y1);
 		return r;
+	}
 	b->n_flips++;
 	b->front = next;
 	if (r == 0)
 		b->flip_pending = true;
 	return 0;
+}
+
+void display_output_abort_rows(struct display_output *b, uint32_t y0, uint32_t y1) {
+	b->copying = false;
+	mark_stale(display_output_back(b), y0, y1);
+}
+
+void display_output_abort(struct display_output *b) {
+	if (b->copying)
+		display_output_abort_rows(b, b->copy_y0, b->copy_y1);
+}
+
+int display_output_present(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0,
+			    uint32_t y1) {
+	int r;
+
+	r = display_output_begin(b, y0, y1);
+	if (r < 0)
+		return r;
+	display_output_copy(b, src, stride, UINT32_MAX);
+	return display_output_finish(b);
 }
 
 const struct display_buffer *display_output_front(const struct display_output *b) {

@@ -197,6 +197,9 @@ static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_in
 		return;
 	file = (struct fb_ioctl_file){ .pos = &file_of(fi)->pos, .socket_path = cf->socket_path };
 	fb_ioctl(&cf->node->state, &file, (unsigned int)cmd, arg, in, in_size, out_size, &step);
+	/* Before the answer: the caller may only go on once the display took note (a pan away from a frame). */
+	if (!step.retry && step.result >= 0 && step.effect != FB_EFFECT_NONE && step.effect != FB_EFFECT_VSYNC)
+		cf->hooks->effect(cf->userdata, step.effect);
 	if (step.retry)
 		fuse_reply_ioctl_retry(req, step.in_iov, step.n_in, step.out_iov, step.n_out);
 	else if (step.result < 0)
@@ -205,8 +208,6 @@ static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_in
 		wait_vsync(cf, req);
 	else
 		fuse_reply_ioctl(req, step.result, step.out_size ? step.out : NULL, step.out_size);
-	if (!step.retry && step.result >= 0 && step.effect != FB_EFFECT_NONE && step.effect != FB_EFFECT_VSYNC)
-		cf->hooks->effect(cf->userdata, step.effect);
 }
 
 static const struct cuse_lowlevel_ops cuse_fb_ops = {

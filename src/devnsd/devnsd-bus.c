@@ -17,8 +17,40 @@
 #define BUS_ERROR_NO_DISPLAY "org.devns1.Error.NoDisplay"
 
 /*
+ * The caller's user id. The bus never gives a unique name to a second
+ * connection and fixes a connection's credentials when it connects, so the
+ * answer is remembered by unique name: a repeated caller costs no round
+ * trip to the bus.
+ */
+static int sender_euid(struct manager *m, sd_bus_message *msg, uid_t *ret) {
+	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+	const char *sender = sd_bus_message_get_sender(msg);
+	bool keep = sender && sender[0] == ':' && strlen(sender) < sizeof(m->callers[0].name);
+	struct bus_caller *c;
+	int r;
+
+	for (unsigned int i = 0; keep && i < CALLERS_REMEMBERED; i++)
+		if (streq(m->callers[i].name, sender)) {
+			*ret = m->callers[i].euid;
+			return 0;
+		}
+	r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
+	if (r < 0)
+		return r;
+	r = sd_bus_creds_get_euid(creds, ret);
+	if (r < 0 || !keep)
+		return r;
+	c = &m->callers[m->next_caller++ % CALLERS_REMEMBERED];
+	strcpy(c->name, sender);
+	c->euid = *ret;
+	return 0;
+}
+
+/*
  * Checks the caller's credentials as the kernel reports them to the bus:
- * root always; members of SwitchGroup= too when group is set.
+ * root always; members of SwitchGroup= too when group is set. The user id
+ * comes from the bus alone; groups, which the bus does not report, are
+ * read from /proc only for callers that are not root.
  */
 static int check_caller(sd_bus_message *msg, bool group, const char *what, struct manager *m, sd_bus_error *error) {
 	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
@@ -27,16 +59,16 @@ static int check_caller(sd_bus_message *msg, bool group, const char *what, struc
 	gid_t gid;
 	int r, n;
 
-	r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID | SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS |
-						   SD_BUS_CREDS_AUGMENT, &creds);
-	if (r < 0)
-		return r;
-	r = sd_bus_creds_get_euid(creds, &euid);
+	r = sender_euid(m, msg, &euid);
 	if (r < 0)
 		return r;
 	if (euid == 0)
 		return 0;
 	if (group && m->switch_gid != (gid_t)-1) {
+		r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS |
+							   SD_BUS_CREDS_AUGMENT, &creds);
+		if (r < 0)
+			return r;
 		if (sd_bus_creds_get_egid(creds, &gid) >= 0 && gid == m->switch_gid)
 			return 0;
 		n = sd_bus_creds_get_supplementary_gids(creds, &gids);
@@ -87,7 +119,22 @@ static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	r = manager_switch(m, p);
 	if (r < 0)
 		return sd_bus_error_set_errnof(error, r, "Switching to '%s' failed: %m", name);
+	/* The answer waits until the screen shows the persona. */
+	if (manager_switch_showing(m) && m->n_switch_replies < SWITCH_REPLIES_MAX) {
+		m->switch_replies[m->n_switch_replies++] = sd_bus_message_ref(msg);
+		return 1;
+	}
 	return sd_bus_reply_method_return(msg, NULL);
+}
+
+void bus_switch_shown(struct manager *m) {
+	for (unsigned int i = 0; i < m->n_switch_replies; i++) {
+		int r = sd_bus_reply_method_return(m->switch_replies[i], NULL);
+		if (r < 0)
+			log_debug_errno(r, "Cannot answer SwitchTo: %m");
+		sd_bus_message_unref(m->switch_replies[i]);
+	}
+	m->n_switch_replies = 0;
 }
 
 /* Appends node rows to a reply; the first error sticks. */

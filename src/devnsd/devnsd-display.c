@@ -12,10 +12,15 @@
  * Every persona draws into its own shadow framebuffer (a memfd); only the
  * active persona's changes are presented. Presenting copies the changed
  * rows into the display's back buffer and flips, one flip at a time; what
- * changes while a flip is pending is presented when it completes. Writes
- * are presented once a refresh; pans, blanking and switches at once. A
- * switch presents the new persona's whole visible frame in one flip.
+ * changes while a copy or a flip is under way is presented after it.
+ * Writes are presented once a refresh; pans, blanking and vsync waits of a
+ * mapped frame at once. Their copy runs in steps between requests, so the
+ * program that drew goes on drawing meanwhile. A switch presents the new
+ * persona's whole visible frame in one go and one flip.
  */
+
+/* Bytes copied per step of an incremental present: short enough not to hold a request up. */
+#define COPY_STEP_BYTES (128u * 1024u)
 
 static struct display_class *to_display(struct device_class *dc) {
 	return container_of(dc, struct display_class, base);
@@ -34,22 +39,125 @@ static void damage_all(struct display_class *dc) {
 	add_damage(dc, 0, dc->backend->mode.height);
 }
 
-/* Presents the active persona's pending rows unless a flip is still pending. */
-static void flush(struct display_class *dc) {
-	struct display_node *dn = dc->active;
-	const uint8_t *src = NULL;
+static void flush(struct display_class *dc);
+
+/* The last switch is on screen (or cannot get there): its callers get their answers. */
+static void switch_shown(struct display_class *dc) {
+	dc->shown_on_flip = false;
+	if (!dc->holding)
+		return;
+	dc->holding = false;
+	manager_switch_shown(dc->base.manager);
+}
+
+/* The copy under way is complete: flip to it. */
+static void finish_copy(struct display_class *dc) {
+	struct display_output *b = dc->backend;
+	bool switching = dc->switch_round;
 	int r;
 
-	if (dc->damage.y0 >= dc->damage.y1 || dc->backend->flip_pending || !dn)
-		return;
-	if (dn->fb->state.blank == FB_BLANK_UNBLANK)
-		src = fb_node_visible(dn->fb);
-	r = display_output_present(dc->backend, src, dn->fb->state.fix.line_length, dc->damage.y0, dc->damage.y1);
-	if (r == -EBUSY)
-		return;
-	dc->damage = (struct fb_rows){ 0, 0 };
+	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	dc->switch_round = false;
+	r = display_output_finish(b);
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot show the frame: %m", dc->device);
+	else {
+		b->buffers[b->front].owner = dc->copy_owner;
+		b->buffers[b->front].owner_gen = dc->copy_gen;
+	}
+	if (switching) {
+		if (b->flip_pending)
+			dc->shown_on_flip = true;
+		else
+			switch_shown(dc);
+	}
+	/* A backend that shows at once has nothing to wait for. */
+	if (!b->flip_pending)
+		flush(dc);
+}
+
+/* Completes the copy under way from the frame it started with. */
+static void complete_copy(struct display_class *dc) {
+	if (!dc->backend->copying)
+		return;
+	display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, UINT32_MAX);
+	finish_copy(dc);
+}
+
+static int on_copy(sd_event_source *s, void *userdata) {
+	struct display_class *dc = userdata;
+
+	(void)s;
+	if (!dc->backend->copying) {
+		sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+		return 0;
+	}
+	if (display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, dc->copy_rows) > 0)
+		finish_copy(dc);
+	return 0;
+}
+
+/* Gives up the copy under way, when its frame is no longer the one to show. */
+static void abort_copy(struct display_class *dc) {
+	display_output_abort(dc->backend);
+	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+}
+
+/*
+ * The back buffer holds the persona's frame as it is: shown before the
+ * last switch and unchanged since. Mapped frames change unseen.
+ */
+static bool back_holds(struct display_class *dc, struct display_node *dn) {
+	const struct display_buffer *back = display_output_back(dc->backend);
+
+	return dc->backend->n_buffers > 1 && back->owner == dn->serial && back->owner_gen == dn->gen &&
+	       display_socket_n_mappers(dn->socket) == 0;
+}
+
+/*
+ * Starts presenting the active persona's pending rows unless a copy or a
+ * flip is under way. An urgent present (a switch) copies in one go, or
+ * flips to the back buffer at once when that holds the frame already.
+ */
+static void flush(struct display_class *dc) {
+	struct display_node *dn = dc->active;
+	int r;
+
+	if (!dn) {
+		/* Nothing to show for the persona switched to. */
+		if (dc->urgent) {
+			dc->urgent = false;
+			switch_shown(dc);
+		}
+		return;
+	}
+	if (dc->damage.y0 >= dc->damage.y1 || dc->backend->flip_pending || dc->backend->copying)
+		return;
+	dc->copy_owner = dn->serial;
+	dc->copy_gen = dn->gen;
+	if (dc->urgent && back_holds(dc, dn) && display_output_begin_reuse(dc->backend) == 0) {
+		dc->damage = (struct fb_rows){ 0, 0 };
+		dc->switch_round = true;
+		dc->urgent = false;
+		finish_copy(dc);
+		return;
+	}
+	r = display_output_begin(dc->backend, dc->damage.y0, dc->damage.y1);
+	if (r < 0)
+		return;
+	/* Until the copy completes the back buffer holds nobody's frame whole. */
+	display_output_back(dc->backend)->owner = 0;
+	dc->damage = (struct fb_rows){ 0, 0 };
+	dc->copy_src = dn->fb->state.blank == FB_BLANK_UNBLANK ? fb_node_visible(dn->fb) : NULL;
+	dc->copy_stride = dn->fb->state.fix.line_length;
+	if (dc->urgent || !dc->copy) {
+		dc->switch_round = dc->urgent;
+		dc->urgent = false;
+		complete_copy(dc);
+		return;
+	}
+	dc->copy_rows = MAX(1u, COPY_STEP_BYTES / MAX(1u, dc->copy_stride));
+	sd_event_source_set_enabled(dc->copy, SD_EVENT_ON);
 }
 
 static bool tick_wanted(struct display_class *dc) {
@@ -86,8 +194,8 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 		damage_all(dc);
 	flush(dc);
 	LIST_FOREACH(dn, &dc->nodes, link)
-		/* The active persona's waiters wake when the pending flip completes. */
-		if (dn->cuse && !(dn == dc->active && dc->backend->flip_pending))
+		/* The active persona's waiters wake when the present under way completes. */
+		if (dn->cuse && !(dn == dc->active && (dc->backend->flip_pending || dc->backend->copying)))
 			cuse_fb_vsync(dn->cuse);
 	update_tick(dc);
 	return 0;
@@ -96,6 +204,8 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 static void on_flip_done(void *userdata) {
 	struct display_class *dc = userdata;
 
+	if (dc->shown_on_flip)
+		switch_shown(dc);
 	if (dc->active && dc->active->cuse)
 		cuse_fb_vsync(dc->active->cuse);
 	flush(dc);
@@ -117,6 +227,7 @@ static int on_backend(sd_event_source *s, int fd, uint32_t revents, void *userda
 void display_node_mappers_changed(struct display_node *dn) {
 	struct display_class *dc = dn->class;
 
+	dn->gen++;
 	if (dn == dc->active) {
 		damage_all(dc);
 		flush(dc);
@@ -144,6 +255,7 @@ static void node_written(void *userdata, const struct fb_rows *rows) {
 	struct display_node *dn = userdata;
 	struct fb_rows visible;
 
+	dn->gen++;
 	if (dn != dn->class->active || !fb_node_visible_rows(dn->fb, rows, &visible))
 		return;
 	/* Writes come in 128 KiB pieces: they are shown together, at the latest one refresh later. */
@@ -156,8 +268,20 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 	struct display_class *dc = dn->class;
 	bool mapped = display_socket_n_mappers(dn->socket) > 0;
 
-	if (dn == dc->active &&
-	    (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK || (effect == FB_EFFECT_VSYNC && mapped))) {
+	if (effect != FB_EFFECT_VSYNC)
+		dn->gen++;
+	if (dn != dc->active) {
+		update_tick(dc);
+		return;
+	}
+	/*
+	 * The program panned away from the frame being copied and, once
+	 * answered, may draw into it: finish that frame from intact memory
+	 * first. This runs before the answer.
+	 */
+	if (effect == FB_EFFECT_VIEW && dc->backend->copying && dc->copy_src != fb_node_visible(dn->fb))
+		complete_copy(dc);
+	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK || (effect == FB_EFFECT_VSYNC && mapped)) {
 		damage_all(dc);
 		flush(dc);
 	}
@@ -175,8 +299,10 @@ static const struct cuse_fb_hooks node_hooks = {
 static void display_node_free(struct display_node *dn) {
 	if (!dn)
 		return;
-	if (dn->class->active == dn)
+	if (dn->class->active == dn) {
+		abort_copy(dn->class);
 		dn->class->active = NULL;
+	}
 	LIST_REMOVE(dn, link);
 	display_socket_free(dn->socket);
 	if (dn->class->routed && dn->cuse)
@@ -207,6 +333,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		return log_error_errno(ENOMEM, "out of memory");
 	dn->class = dc;
 	dn->persona = p;
+	dn->serial = ++dc->next_serial;
 	LIST_INSERT_HEAD(&dc->nodes, dn, link);
 	snprintf(dn->path, sizeof(dn->path), "/dev/%s/%s/fb0", DEVNS_DEV_DIR, p->name);
 	snprintf(dn->socket_path, sizeof(dn->socket_path), "%s/%s/fb0", DISPLAY_RUN_DIR, p->name);
@@ -252,8 +379,16 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 	struct display_class *dc = to_display(base);
 
 	(void)from;
+	abort_copy(dc);
+	/* A flip under way shows an older frame: this switch is shown by the flip after it. */
+	dc->shown_on_flip = false;
+	if (!dc->holding) {
+		dc->holding = true;
+		manager_switch_hold(base->manager);
+	}
 	dc->active = node_of(dc, to);
-	/* The new persona's whole frame, in one flip: now, or when the pending one completes. */
+	/* The new persona's whole frame, copied in one go and shown in one flip: now, or when the pending one completes. */
+	dc->urgent = true;
 	damage_all(dc);
 	flush(dc);
 	update_tick(dc);
@@ -277,10 +412,12 @@ static void display_class_free(struct device_class *base) {
 	struct display_class *dc = to_display(base);
 	struct display_node *dn;
 
+	switch_shown(dc);
 	dc->routed = cuse_fb_free(dc->routed);
 	while ((dn = LIST_FIRST(&dc->nodes)))
 		display_node_free(dn);
 	sd_event_source_disable_unref(dc->tick);
+	sd_event_source_disable_unref(dc->copy);
 	sd_event_source_disable_unref(dc->backend_source);
 	display_output_free(dc->backend);
 	free(dc->device);
@@ -410,6 +547,14 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 		return log_error_errno(r, "cannot set up the refresh timer: %m");
 	}
 	sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
+	/* Copy steps yield to requests: the lowest priority. */
+	r = sd_event_add_defer(m->event, &dc->copy, on_copy, dc);
+	if (r < 0) {
+		display_class_free(&dc->base);
+		return log_error_errno(r, "cannot set up presenting: %m");
+	}
+	sd_event_source_set_priority(dc->copy, SD_EVENT_PRIORITY_IDLE);
+	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
 	if (conf->routed) {
 		r = add_routed(dc);
 		if (r < 0) {

@@ -136,6 +136,7 @@ struct manager *manager_free(struct manager *m) {
 		LIST_REMOVE(dc, link);
 		dc->ops->free(dc);
 	}
+	bus_switch_shown(m);
 	while ((p = LIST_FIRST(&m->personas)))
 		persona_free(p);
 	sd_bus_flush_close_unref(m->bus);
@@ -144,6 +145,19 @@ struct manager *manager_free(struct manager *m) {
 	sd_event_unref(m->event);
 	free(m);
 	return NULL;
+}
+
+void manager_switch_hold(struct manager *m) {
+	m->switch_holds++;
+}
+
+void manager_switch_shown(struct manager *m) {
+	if (m->switch_holds > 0 && --m->switch_holds == 0)
+		bus_switch_shown(m);
+}
+
+bool manager_switch_showing(const struct manager *m) {
+	return m->switch_holds > 0;
 }
 
 int manager_switch(struct manager *m, struct persona *p) {

@@ -66,10 +66,64 @@ static void test_flip_pending(void **state) {
 	assert_int_equal(display_headless_new(0, H, &b), -EINVAL);
 }
 
+static void test_steps(void **state) {
+	struct display_output *b = NULL;
+	int r, steps = 0;
+
+	(void)state;
+	assert_int_equal(display_headless_new(W, H, &b), 0);
+	fill(3, 0, H);
+	assert_int_equal(display_output_begin(b, 0, H), 0);
+	/* One copy at a time, and nothing shown before the frame is whole. */
+	assert_int_equal(display_output_begin(b, 0, H), -EBUSY);
+	assert_int_equal(display_output_finish(b), -EINVAL);
+	while ((r = display_output_copy(b, &src[0][0], W * 4, 5)) == 0)
+		steps++;
+	assert_int_equal(r, 1);
+	assert_int_equal(steps, (H + 4) / 5 - 1);
+	assert_int_equal(b->n_flips, 0);
+	assert_int_equal(display_output_finish(b), 0);
+	assert_true(front_is_src(b));
+
+	/* An abandoned copy leaves its rows stale: the next present copies them. */
+	fill(4, 2, 6);
+	assert_int_equal(display_output_begin(b, 2, 6), 0);
+	assert_int_equal(display_output_copy(b, &src[0][0], W * 4, 1), 0);
+	display_output_abort(b);
+	fill(5, 10, 11);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 10, 11), 0);
+	assert_true(front_is_src(b));
+	display_output_free(b);
+}
+
+static void test_reuse_back(void **state) {
+	struct display_output *b = NULL;
+
+	(void)state;
+	assert_int_equal(display_headless_new(W, H, &b), 0);
+	/* Frame A, then frame B: the back buffer holds A. */
+	fill(7, 0, H);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
+	fill(8, 0, H);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
+	/* Back to A without copying. */
+	assert_int_equal(display_output_begin_reuse(b), 0);
+	assert_int_equal(display_output_finish(b), 0);
+	fill(7, 0, H);
+	assert_true(front_is_src(b));
+	/* The buffer that held B is stale as a whole: a one-row change of A brings all of A into it. */
+	fill(9, 0, 1);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, 1), 0);
+	assert_true(front_is_src(b));
+	display_output_free(b);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_partial_updates),
 		cmocka_unit_test(test_flip_pending),
+		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_reuse_back),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

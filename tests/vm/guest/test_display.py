@@ -67,10 +67,10 @@ class FramebufferPersonas(rig.PersonaTestCase):
         fbrig.write_all(fd, data)
         return fd
 
-    def assert_screen(self, data, what):
+    def assert_screen(self, data, what, timeout=10.0):
         type(self).n_dumps += 1
         name = "%s-%02d" % (self.id().split(".")[-1], self.n_dumps)
-        ok, diff = fbrig.screen_shows(name, self.w, self.h, data)
+        ok, diff = fbrig.screen_shows(name, self.w, self.h, data, timeout=timeout)
         self.assertTrue(ok, "%s: screen (%s.png) differs from the expected frame: %s pixels" % (what, name, diff))
 
     # --- what the screen shows ---------------------------------------------------------
@@ -93,6 +93,30 @@ class FramebufferPersonas(rig.PersonaTestCase):
         self.assert_screen(d, "after switching back to work")
         rig.devnsctl("switch", "personal")
         self.assert_screen(c, "after switching to personal again")
+
+    def test_switch_answer_means_on_screen(self):
+        """Once SwitchTo answers, one screendump shows the persona: no waiting, also when switching back
+        to a frame shown before that changed meanwhile (by write() or through a mapping) or did not."""
+        frames = {
+            "work": fbrig.frame(self.w, self.h, (120, 10, 10), band=(100, 140)),
+            "personal": fbrig.frame(self.w, self.h, (10, 10, 120), band=(600, 640)),
+        }
+        for name, data in frames.items():
+            self.draw(name, data)
+        steps = [
+            ("personal", None), ("work", None), ("personal", None),
+            ("work", "write"), ("personal", None), ("work", "mmap"), ("personal", "write"), ("work", None),
+        ]
+        for i, (to, change) in enumerate(steps):
+            if change == "write":
+                frames[to] = fbrig.frame(self.w, self.h, (30 * i % 256, 200, 40), band=(10 * i, 10 * i + 30))
+                self.draw(to, frames[to])
+            elif change == "mmap":
+                self.run_fbdraw(to, 20 + i)
+                frames[to] = fbrig.pattern_frame(self.w, self.h, 20 + i)
+            rig.devnsctl("switch", to)
+            self.assert_screen(frames[to], "step %d: switched to %s (%s)" % (i, to, change or "unchanged"),
+                               timeout=0)
 
     def test_background_writes_never_appear(self):
         a = fbrig.frame(self.w, self.h, (10, 20, 30))
