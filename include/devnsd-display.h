@@ -49,8 +49,8 @@ struct display_class {
 	struct fb_rows damage;
 	/* The next present copies in one go (a switch). */
 	bool urgent;
-	/* The present under way is a switch's; the pending flip shows it. */
-	bool switch_round, shown_on_flip;
+	/* The pending flip shows the last switch. */
+	bool shown_on_flip;
 	/* The manager waits for the last switch to be on screen. */
 	bool holding;
 	/* Copies a frame in steps while the backend is copying, from copy_src (NULL: black). */

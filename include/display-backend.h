@@ -96,8 +96,6 @@ int display_output_begin_reuse(struct display_output *b);
 /* The buffer that finish() flips to. */
 struct display_buffer *display_output_back(struct display_output *b);
 void display_output_abort(struct display_output *b);
-/* For backends and abort(): rows [y0, y1) of the back buffer are stale; no copy is under way any more. */
-void display_output_abort_rows(struct display_output *b, uint32_t y0, uint32_t y1);
 
 /* The frame on screen (the front buffer), for tests and screenshots. */
 const struct display_buffer *display_output_front(const struct display_output *b);

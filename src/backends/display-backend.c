@@ -85,6 +85,12 @@ int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t s
 	return b->copy_y >= b->copy_y1;
 }
 
+/* Rows [y0, y1) of the back buffer are stale; no copy is under way any more. */
+static void abort_rows(struct display_output *b, uint32_t y0, uint32_t y1) {
+	b->copying = false;
+	mark_stale(display_output_back(b), y0, y1);
+}
+
 int display_output_finish(struct display_output *b) {
 	unsigned int next = (b->front + 1) % b->n_buffers;
 	int r;
@@ -95,7 +101,7 @@ int display_output_finish(struct display_output *b) {
 	r = b->ops->flip(b, next);
 	if (r < 0) {
 		/* The buffer holds the frame but is not shown: it is stale for the next try. */
-		display_output_abort_rows(b, b->copy_y0, b->copy_y1);
+		abort_rows(b, b->copy_y0, b->copy_y1);
 		return r;
 	}
 	b->n_flips++;
@@ -105,14 +111,9 @@ int display_output_finish(struct display_output *b) {
 	return 0;
 }
 
-void display_output_abort_rows(struct display_output *b, uint32_t y0, uint32_t y1) {
-	b->copying = false;
-	mark_stale(display_output_back(b), y0, y1);
-}
-
 void display_output_abort(struct display_output *b) {
 	if (b->copying)
-		display_output_abort_rows(b, b->copy_y0, b->copy_y1);
+		abort_rows(b, b->copy_y0, b->copy_y1);
 }
 
 int display_output_present(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0,

@@ -50,14 +50,12 @@ static void switch_shown(struct display_class *dc) {
 	manager_switch_shown(dc->base.manager);
 }
 
-/* The copy under way is complete: flip to it. */
-static void finish_copy(struct display_class *dc) {
+/* The copy under way is complete: flip to it. switching: it shows the last switch. */
+static void finish_copy(struct display_class *dc, bool switching) {
 	struct display_output *b = dc->backend;
-	bool switching = dc->switch_round;
 	int r;
 
 	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
-	dc->switch_round = false;
 	r = display_output_finish(b);
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot show the frame: %m", dc->device);
@@ -77,11 +75,11 @@ static void finish_copy(struct display_class *dc) {
 }
 
 /* Completes the copy under way from the frame it started with. */
-static void complete_copy(struct display_class *dc) {
+static void complete_copy(struct display_class *dc, bool switching) {
 	if (!dc->backend->copying)
 		return;
 	display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, UINT32_MAX);
-	finish_copy(dc);
+	finish_copy(dc, switching);
 }
 
 static int on_copy(sd_event_source *s, void *userdata) {
@@ -93,7 +91,7 @@ static int on_copy(sd_event_source *s, void *userdata) {
 		return 0;
 	}
 	if (display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, dc->copy_rows) > 0)
-		finish_copy(dc);
+		finish_copy(dc, false);
 	return 0;
 }
 
@@ -137,9 +135,8 @@ static void flush(struct display_class *dc) {
 	dc->copy_gen = dn->gen;
 	if (dc->urgent && back_holds(dc, dn) && display_output_begin_reuse(dc->backend) == 0) {
 		dc->damage = (struct fb_rows){ 0, 0 };
-		dc->switch_round = true;
 		dc->urgent = false;
-		finish_copy(dc);
+		finish_copy(dc, true);
 		return;
 	}
 	r = display_output_begin(dc->backend, dc->damage.y0, dc->damage.y1);
@@ -150,10 +147,9 @@ static void flush(struct display_class *dc) {
 	dc->damage = (struct fb_rows){ 0, 0 };
 	dc->copy_src = dn->fb->state.blank == FB_BLANK_UNBLANK ? fb_node_visible(dn->fb) : NULL;
 	dc->copy_stride = dn->fb->state.fix.line_length;
-	if (dc->urgent || !dc->copy) {
-		dc->switch_round = dc->urgent;
+	if (dc->urgent) {
 		dc->urgent = false;
-		complete_copy(dc);
+		complete_copy(dc, true);
 		return;
 	}
 	dc->copy_rows = MAX(1u, COPY_STEP_BYTES / MAX(1u, dc->copy_stride));
@@ -280,7 +276,7 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 	 * first. This runs before the answer.
 	 */
 	if (effect == FB_EFFECT_VIEW && dc->backend->copying && dc->copy_src != fb_node_visible(dn->fb))
-		complete_copy(dc);
+		complete_copy(dc, false);
 	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK || (effect == FB_EFFECT_VSYNC && mapped)) {
 		damage_all(dc);
 		flush(dc);
