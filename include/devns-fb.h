@@ -15,11 +15,34 @@
 /* Sets it; a position past the end is allowed (read returns 0, write -EFBIG). */
 #define DEVNS_FBIOSET_POS _IOW('F', 0xD1, __u64)
 
+/*
+ * For writers that store data through the persona's memfd themselves
+ * (libdevns-fbmmap.so's write() and lseek()). None takes or gives memory:
+ * each is one round trip. DEVNS_FBIO_TELL returns the stream position as the
+ * ioctl's result (-EOVERFLOW past INT_MAX). DEVNS_FBIO_WROTE's argument is
+ * a byte count, by value: that many bytes at the stream position changed,
+ * and the position advances past them (-EINVAL past the end).
+ */
+#define DEVNS_FBIO_TELL _IO('F', 0xD3)
+#define DEVNS_FBIO_WROTE _IO('F', 0xD4)
+/* DEVNS_FBIOSET_POS in one round trip: the argument is the position, by value. */
+#define DEVNS_FBIO_SEEK _IO('F', 0xD5)
+
 /* Where the persona's framebuffer memory is handed out (libdevns-fbmmap.so). */
 struct devns_fb_socket {
 	char path[108];
 };
 #define DEVNS_FBIOGET_SOCKET _IOR('F', 0xD2, struct devns_fb_socket)
+
+/*
+ * The socket sends the memfd at once. The program then sends one byte:
+ * DEVNS_FB_INTENT_MAP while it keeps a mapping (it stays connected until
+ * munmap(), and devnsd refreshes the screen from the memory meanwhile), or
+ * DEVNS_FB_INTENT_WRITE before it hangs up (it reports its writes with
+ * DEVNS_FBIO_WROTE).
+ */
+#define DEVNS_FB_INTENT_MAP 'm'
+#define DEVNS_FB_INTENT_WRITE 'w'
 
 /* The header the socket sends with the memfd (SCM_RIGHTS). */
 struct devns_fb_grant {

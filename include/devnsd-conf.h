@@ -72,6 +72,8 @@ struct conf {
 	enum display_backend display;
 	char *display_device;
 	unsigned int display_width, display_height; /* headless mode */
+	/* Keep the frame shown before the last switch in a third buffer. */
+	bool display_spare;
 
 	struct conf_persona personas[CONF_MAX_PERSONAS];
 	size_t n_personas;

@@ -10,10 +10,13 @@
  * A display devnsd scans frames out to: DRM/KMS, a kernel fbdev, or memory
  * (headless). A backend owns up to DISPLAY_MAX_BUFFERS XRGB8888 buffers;
  * presenting copies the rows that changed into a buffer that is not being
- * shown and flips to it, so the screen never shows half a frame.
+ * shown (the back buffer) and flips to it, so the screen never shows half a
+ * frame. A third buffer, the spare, keeps the frame shown before the last
+ * switch, so that switching back is a flip.
  */
 
-#define DISPLAY_MAX_BUFFERS 2
+#define DISPLAY_MAX_BUFFERS 3
+#define DISPLAY_NO_BUFFER UINT32_MAX
 
 struct display_buffer {
 	uint8_t *map;
@@ -45,7 +48,8 @@ struct display_output {
 	int fd; /* to watch for dispatch(); -1: none */
 	struct display_buffer buffers[DISPLAY_MAX_BUFFERS];
 	unsigned int n_buffers;
-	unsigned int front;
+	/* Indices into buffers: what is shown, what the next frame goes into, and the spare (DISPLAY_NO_BUFFER: none). With one buffer back == front. */
+	unsigned int front, back, spare;
 	bool flip_pending;
 	/* Between display_output_begin() and display_output_finish(): rows [copy_y, copy_y1) are still to copy. */
 	bool copying;
@@ -60,11 +64,11 @@ struct display_output {
  * a CRTC and the preferred mode (or width x height when given), and shows
  * a black dumb buffer. Master is dropped when it is freed.
  */
-int display_drm_open(const char *path, uint32_t width, uint32_t height, struct display_output **ret);
+int display_drm_open(const char *path, uint32_t width, uint32_t height, bool spare, struct display_output **ret);
 /* Opens a kernel framebuffer device (XRGB8888 only) and draws into it directly. */
 int display_fbdev_open(const char *path, struct display_output **ret);
 /* A display in memory only, of the given size. */
-int display_headless_new(uint32_t width, uint32_t height, struct display_output **ret);
+int display_headless_new(uint32_t width, uint32_t height, bool spare, struct display_output **ret);
 
 /*
  * Shows a frame: rows [y0, y1) of src (stride bytes a line, mode-sized)
@@ -83,18 +87,30 @@ int display_output_present(struct display_output *b, const uint8_t *src, uint32_
  * flips to it. abort() gives up a copy under way: the back buffer keeps
  * those rows marked stale. src must stay the same frame from begin() to
  * finish().
+ *
+ * finish() with switching set shows another persona's frame: the frame
+ * shown until then becomes the spare, where there is one.
  */
 int display_output_begin(struct display_output *b, uint32_t y0, uint32_t y1);
 int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t max_rows);
-int display_output_finish(struct display_output *b);
+int display_output_finish(struct display_output *b, bool switching);
 /*
- * Instead of begin(): the back buffer holds the frame to show already (a
- * persona switched back to), every other buffer is wholly stale. Nothing
- * to copy: finish() flips. -EBUSY as for begin().
+ * Instead of begin(): buffer i (the back buffer or the spare) holds the
+ * frame to show already (a persona switched back to), every other buffer is
+ * wholly stale. Nothing to copy: finish() flips to it. -EBUSY as for
+ * begin(), -EINVAL for the front buffer.
  */
-int display_output_begin_reuse(struct display_output *b);
+int display_output_begin_reuse(struct display_output *b, unsigned int i);
 /* The buffer that finish() flips to. */
 struct display_buffer *display_output_back(struct display_output *b);
+/* The spare, or NULL. */
+struct display_buffer *display_output_spare(struct display_output *b);
+/*
+ * Copies rows [y0, y1) of src into the spare, which must not be on screen:
+ * -EBUSY while a flip is pending (the spare may still be shown), -ENOENT
+ * without a spare.
+ */
+int display_output_stage(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0, uint32_t y1);
 void display_output_abort(struct display_output *b);
 
 /* The frame on screen (the front buffer), for tests and screenshots. */

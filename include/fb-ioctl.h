@@ -14,6 +14,7 @@ enum fb_effect {
 	FB_EFFECT_BLANK, /* blanking changed */
 	FB_EFFECT_CMAP,  /* the colormap changed */
 	FB_EFFECT_VSYNC, /* the caller waits for the next refresh; answer later */
+	FB_EFFECT_WROTE, /* rows changed through the memfd (DEVNS_FBIO_WROTE): fb_ioctl_step.rows */
 };
 
 /* Largest output one step produces: a whole 4-array colormap. */
@@ -29,6 +30,7 @@ struct fb_ioctl_step {
 	bool retry;
 	int result;
 	enum fb_effect effect;
+	struct fb_rows rows; /* FB_EFFECT_WROTE: in the virtual frame */
 	size_t out_size;
 	struct iovec in_iov[FB_IOCTL_IOV_MAX];
 	size_t n_in;

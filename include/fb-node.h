@@ -25,11 +25,6 @@ static inline void fb_node_freep(struct fb_node **n) {
 	fb_node_free(*n);
 }
 
-/* Rows [y0, y1) of the virtual screen that a write touched. */
-struct fb_rows {
-	uint32_t y0, y1;
-};
-
 /*
  * read() and write() at the stream position *pos, which they advance.
  * Bounds as the kernel's fbdev: see fb_stream_clamp(). A read points

@@ -13,6 +13,11 @@
  * the visible one, so programs can flip with yoffset.
  */
 
+/* Rows [y0, y1) of the virtual screen that a write touched. */
+struct fb_rows {
+	uint32_t y0, y1;
+};
+
 #define FB_STATE_VIRTUAL_FRAMES 2
 #define FB_STATE_CMAP_LEN 256
 #define FB_STATE_MAX_SIDE 8192
@@ -69,10 +74,3 @@ int fb_state_cmap_range(uint32_t start, uint32_t len, uint32_t *ret_from, uint32
 /* FBIOBLANK: FB_BLANK_UNBLANK..FB_BLANK_POWERDOWN; larger values count as POWERDOWN. */
 void fb_state_blank(struct fb_state *s, unsigned long level);
 
-/*
- * How much of a read or write of count bytes at pos fits a framebuffer of
- * total bytes, the way the kernel's fb_read()/fb_write() cut it: the byte
- * count (0 for a read at or past the end), or, for a write that can write
- * nothing, the kernel's error (-EFBIG past the end, -ENOSPC at the end).
- */
-long fb_stream_clamp(size_t total, uint64_t pos, size_t count, bool write);

@@ -5,11 +5,19 @@
 #include "display-backend.h"
 #include "util.h"
 
-void display_output_init_buffers(struct display_output *b) {
+static void mark_all_stale(struct display_output *b) {
 	for (unsigned int i = 0; i < b->n_buffers; i++) {
 		b->buffers[i].stale0 = 0;
 		b->buffers[i].stale1 = b->mode.height;
 	}
+}
+
+void display_output_init_buffers(struct display_output *b) {
+	unsigned int n = b->n_buffers;
+
+	b->back = n > 1 ? (b->front + 1) % n : b->front;
+	b->spare = n > 2 ? (b->front + 2) % n : DISPLAY_NO_BUFFER;
+	mark_all_stale(b);
 }
 
 static void copy_rows(struct display_buffer *dst, const uint8_t *src, uint32_t stride, uint32_t width, uint32_t y0,
@@ -54,15 +62,19 @@ int display_output_begin(struct display_output *b, uint32_t y0, uint32_t y1) {
 	return 0;
 }
 
-int display_output_begin_reuse(struct display_output *b) {
-	struct display_buffer *back = display_output_back(b);
+int display_output_begin_reuse(struct display_output *b, unsigned int i) {
+	struct display_buffer *back;
 
 	if (b->flip_pending || b->copying)
 		return -EBUSY;
-	for (unsigned int i = 0; i < b->n_buffers; i++) {
-		b->buffers[i].stale0 = 0;
-		b->buffers[i].stale1 = b->mode.height;
+	if (i != b->back && i != b->spare)
+		return -EINVAL;
+	if (i == b->spare) {
+		b->spare = b->back;
+		b->back = i;
 	}
+	mark_all_stale(b);
+	back = display_output_back(b);
 	back->stale0 = back->stale1 = 0;
 	b->copy_y = b->copy_y0 = b->copy_y1 = 0;
 	b->copying = true;
@@ -70,7 +82,22 @@ int display_output_begin_reuse(struct display_output *b) {
 }
 
 struct display_buffer *display_output_back(struct display_output *b) {
-	return &b->buffers[(b->front + 1) % b->n_buffers];
+	return &b->buffers[b->back];
+}
+
+struct display_buffer *display_output_spare(struct display_output *b) {
+	return b->spare == DISPLAY_NO_BUFFER ? NULL : &b->buffers[b->spare];
+}
+
+int display_output_stage(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0, uint32_t y1) {
+	struct display_buffer *spare = display_output_spare(b);
+
+	if (!spare)
+		return -ENOENT;
+	if (b->flip_pending)
+		return -EBUSY;
+	copy_rows(spare, src, stride, b->mode.width, y0, MIN(y1, b->mode.height));
+	return 0;
 }
 
 int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t max_rows) {
@@ -91,8 +118,8 @@ static void abort_rows(struct display_output *b, uint32_t y0, uint32_t y1) {
 	mark_stale(display_output_back(b), y0, y1);
 }
 
-int display_output_finish(struct display_output *b) {
-	unsigned int next = (b->front + 1) % b->n_buffers;
+int display_output_finish(struct display_output *b, bool switching) {
+	unsigned int next = b->back, old = b->front;
 	int r;
 
 	if (!b->copying || b->copy_y < b->copy_y1)
@@ -106,6 +133,14 @@ int display_output_finish(struct display_output *b) {
 	}
 	b->n_flips++;
 	b->front = next;
+	if (switching && b->spare != DISPLAY_NO_BUFFER) {
+		/* The frame shown until now is kept; the old spare is nobody's now. */
+		b->back = b->spare;
+		b->spare = old;
+		b->buffers[b->back].stale0 = 0;
+		b->buffers[b->back].stale1 = b->mode.height;
+	} else
+		b->back = old;
 	if (r == 0)
 		b->flip_pending = true;
 	return 0;
@@ -124,7 +159,7 @@ int display_output_present(struct display_output *b, const uint8_t *src, uint32_
 	if (r < 0)
 		return r;
 	display_output_copy(b, src, stride, UINT32_MAX);
-	return display_output_finish(b);
+	return display_output_finish(b, false);
 }
 
 const struct display_buffer *display_output_front(const struct display_output *b) {

@@ -145,7 +145,7 @@ static void fill_mode(struct fb_mode *m, const drmModeModeInfo *info) {
 	};
 }
 
-int display_drm_open(const char *path, uint32_t width, uint32_t height, struct display_output **ret) {
+int display_drm_open(const char *path, uint32_t width, uint32_t height, bool spare, struct display_output **ret) {
 	struct drm *d;
 	int r;
 
@@ -168,14 +168,17 @@ int display_drm_open(const char *path, uint32_t width, uint32_t height, struct d
 	if (r < 0)
 		goto fail;
 	fill_mode(&d->base.mode, &d->mode);
-	d->base.n_buffers = DISPLAY_MAX_BUFFERS;
-	for (unsigned int i = 0; i < DISPLAY_MAX_BUFFERS; i++) {
+	for (unsigned int i = 0; i < (spare ? 3u : 2u); i++) {
 		r = drm_dumb_create(d->base.fd, d->mode.hdisplay, d->mode.vdisplay, &d->dumb[i]);
+		/* Video memory may have no room for the spare: do without. */
+		if (r < 0 && i == 2)
+			break;
 		if (r < 0)
 			goto fail;
 		d->base.buffers[i] = (struct display_buffer){
 			.map = d->dumb[i].map, .stride = d->dumb[i].pitch, .id = d->dumb[i].fb_id
 		};
+		d->base.n_buffers++;
 	}
 	display_output_init_buffers(&d->base);
 	d->saved = drmModeGetCrtc(d->base.fd, d->crtc_id);

@@ -198,7 +198,9 @@ static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_in
 	file = (struct fb_ioctl_file){ .pos = &file_of(fi)->pos, .socket_path = cf->socket_path };
 	fb_ioctl(&cf->node->state, &file, (unsigned int)cmd, arg, in, in_size, out_size, &step);
 	/* Before the answer: the caller may only go on once the display took note (a pan away from a frame). */
-	if (!step.retry && step.result >= 0 && step.effect != FB_EFFECT_NONE && step.effect != FB_EFFECT_VSYNC)
+	if (!step.retry && step.result >= 0 && step.effect == FB_EFFECT_WROTE)
+		cf->hooks->written(cf->userdata, &step.rows);
+	else if (!step.retry && step.result >= 0 && step.effect != FB_EFFECT_NONE && step.effect != FB_EFFECT_VSYNC)
 		cf->hooks->effect(cf->userdata, step.effect);
 	if (step.retry)
 		fuse_reply_ioctl_retry(req, step.in_iov, step.n_in, step.out_iov, step.n_out);

@@ -326,6 +326,8 @@ static int display_key(struct parser *p, const char *name, const char *v) {
 	}
 	if (streq(name, "Mode"))
 		return parse_mode(p, v);
+	if (streq(name, "SpareBuffer"))
+		return set_boolean(p, &c->display_spare, name, v);
 	return parse_error(p, "[Display] %s: unknown key", name);
 }
 
@@ -473,6 +475,7 @@ int conf_load(const char *path, struct conf **ret, char **ret_error) {
 	c->path = strdup(path);
 	if (!c->path)
 		return -ENOMEM;
+	c->display_spare = true;
 	p.conf = c;
 	p.file = fopen(path, "re");
 	if (!p.file) {

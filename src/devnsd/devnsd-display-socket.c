@@ -13,9 +13,15 @@
 /* Programs of one persona that may hold the memfd through this socket at once. */
 #define DISPLAY_SOCKET_MAX_MAPPERS 64
 
+/*
+ * A connection gets the memfd at once. Its first byte says what the
+ * program does with it: DEVNS_FB_INTENT_MAP keeps the connection as a
+ * mapping until it closes; anything else (a writer) ends it there.
+ */
 struct mapper {
 	struct display_socket *socket;
 	int fd;
+	bool mapping;
 	sd_event_source *source;
 	LIST_ENTRY(mapper) link;
 };
@@ -25,12 +31,14 @@ struct display_socket {
 	int fd;
 	sd_event_source *source;
 	LIST_HEAD(, mapper) mappers;
-	unsigned int n_mappers;
+	unsigned int n_conns, n_mappers;
 };
 
 static void mapper_free(struct mapper *mp) {
 	LIST_REMOVE(mp, link);
-	mp->socket->n_mappers--;
+	mp->socket->n_conns--;
+	if (mp->mapping)
+		mp->socket->n_mappers--;
 	sd_event_source_disable_unref(mp->source);
 	close(mp->fd);
 	free(mp);
@@ -40,13 +48,27 @@ static int on_mapper(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	struct mapper *mp = userdata;
 	struct display_node *dn = mp->socket->node;
 	char buf[64];
+	bool mapping = mp->mapping;
+	ssize_t n = 0;
 
 	(void)s;
-	/* Nothing is expected from the program: data is dropped, EOF or an error ends it. */
-	if (!(revents & (EPOLLHUP | EPOLLERR)) && read(fd, buf, sizeof(buf)) > 0)
+	/* After the first byte data is dropped; EOF or an error ends the connection. */
+	if (!(revents & (EPOLLHUP | EPOLLERR)))
+		n = read(fd, buf, sizeof(buf));
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n > 0 && !mapping && buf[0] == DEVNS_FB_INTENT_MAP) {
+		mp->mapping = true;
+		mp->socket->n_mappers++;
+		log_debug("%s: a program maps the framebuffer", dn->socket_path);
+		display_node_mappers_changed(dn);
+		return 0;
+	}
+	if (n > 0 && mapping)
 		return 0;
 	mapper_free(mp);
-	display_node_mappers_changed(dn);
+	if (mapping)
+		display_node_mappers_changed(dn);
 	return 0;
 }
 
@@ -78,7 +100,7 @@ static int grant(struct display_socket *ds, int fd) {
 	struct mapper *mp;
 	int r;
 
-	if (ds->n_mappers >= DISPLAY_SOCKET_MAX_MAPPERS)
+	if (ds->n_conns >= DISPLAY_SOCKET_MAX_MAPPERS)
 		return log_warning_errno(EMFILE, "%s: too many programs map the framebuffer", dn->socket_path);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
 		return log_warning_errno(errno, "%s: cannot identify the peer: %m", dn->socket_path);
@@ -101,9 +123,8 @@ static int grant(struct display_socket *ds, int fd) {
 	mp->socket = ds;
 	mp->fd = fd;
 	LIST_INSERT_HEAD(&ds->mappers, mp, link);
-	ds->n_mappers++;
-	log_debug("%s: pid %d maps the framebuffer", dn->socket_path, (int)cred.pid);
-	display_node_mappers_changed(dn);
+	ds->n_conns++;
+	log_debug("%s: pid %d got the framebuffer", dn->socket_path, (int)cred.pid);
 	return 0;
 }
 

@@ -56,7 +56,7 @@ static void finish_copy(struct display_class *dc, bool switching) {
 	int r;
 
 	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
-	r = display_output_finish(b);
+	r = display_output_finish(b, switching);
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot show the frame: %m", dc->device);
 	else {
@@ -102,14 +102,25 @@ static void abort_copy(struct display_class *dc) {
 }
 
 /*
- * The back buffer holds the persona's frame as it is: shown before the
- * last switch and unchanged since. Mapped frames change unseen.
+ * Buffer i holds the persona's frame as it is: shown before and unchanged
+ * since, or kept up to date in the spare. Mapped frames change unseen.
  */
-static bool back_holds(struct display_class *dc, struct display_node *dn) {
-	const struct display_buffer *back = display_output_back(dc->backend);
+static bool buffer_holds(struct display_class *dc, unsigned int i, struct display_node *dn) {
+	const struct display_buffer *buf;
 
-	return dc->backend->n_buffers > 1 && back->owner == dn->serial && back->owner_gen == dn->gen &&
-	       display_socket_n_mappers(dn->socket) == 0;
+	if (i == DISPLAY_NO_BUFFER || i == dc->backend->front)
+		return false;
+	buf = &dc->backend->buffers[i];
+	return buf->owner == dn->serial && buf->owner_gen == dn->gen && display_socket_n_mappers(dn->socket) == 0;
+}
+
+/* A buffer that holds the persona's frame already: the spare, or the back buffer. */
+static unsigned int buffer_holding(struct display_class *dc, struct display_node *dn) {
+	if (buffer_holds(dc, dc->backend->spare, dn))
+		return dc->backend->spare;
+	if (buffer_holds(dc, dc->backend->back, dn))
+		return dc->backend->back;
+	return DISPLAY_NO_BUFFER;
 }
 
 /*
@@ -119,6 +130,7 @@ static bool back_holds(struct display_class *dc, struct display_node *dn) {
  */
 static void flush(struct display_class *dc) {
 	struct display_node *dn = dc->active;
+	unsigned int held;
 	int r;
 
 	if (!dn) {
@@ -133,7 +145,8 @@ static void flush(struct display_class *dc) {
 		return;
 	dc->copy_owner = dn->serial;
 	dc->copy_gen = dn->gen;
-	if (dc->urgent && back_holds(dc, dn) && display_output_begin_reuse(dc->backend) == 0) {
+	held = dc->urgent ? buffer_holding(dc, dn) : DISPLAY_NO_BUFFER;
+	if (held != DISPLAY_NO_BUFFER && display_output_begin_reuse(dc->backend, held) == 0) {
 		dc->damage = (struct fb_rows){ 0, 0 };
 		dc->urgent = false;
 		finish_copy(dc, true);
@@ -247,12 +260,34 @@ static int node_may_open(void *userdata, pid_t pid) {
 	return manager_check_access(dn->class->base.manager, dn->persona, pid);
 }
 
-static void node_written(void *userdata, const struct fb_rows *rows) {
-	struct display_node *dn = userdata;
+/*
+ * A background persona wrote rows: when the spare keeps its frame, they go
+ * there too, so that switching to it stays a flip. Returns whether the
+ * spare holds the frame as written.
+ */
+static bool stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows) {
+	struct display_buffer *spare = display_output_spare(dc->backend);
 	struct fb_rows visible;
 
+	if (!spare || !buffer_holds(dc, dc->backend->spare, dn))
+		return false;
+	/* A blanked persona shows black whatever it writes. */
+	if (dn->fb->state.blank != FB_BLANK_UNBLANK || !fb_node_visible_rows(dn->fb, rows, &visible))
+		return true;
+	return display_output_stage(dc->backend, fb_node_visible(dn->fb), dn->fb->state.fix.line_length, visible.y0,
+				    visible.y1) == 0;
+}
+
+static void node_written(void *userdata, const struct fb_rows *rows) {
+	struct display_node *dn = userdata;
+	struct display_class *dc = dn->class;
+	struct fb_rows visible;
+	bool staged = dn != dc->active && stage_written(dc, dn, rows);
+
 	dn->gen++;
-	if (dn != dn->class->active || !fb_node_visible_rows(dn->fb, rows, &visible))
+	if (staged)
+		display_output_spare(dc->backend)->owner_gen = dn->gen;
+	if (dn != dc->active || !fb_node_visible_rows(dn->fb, rows, &visible))
 		return;
 	/* Writes come in 128 KiB pieces: they are shown together, at the latest one refresh later. */
 	add_damage(dn->class, visible.y0, visible.y1);
@@ -482,7 +517,7 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 	case DISPLAY_DRM:
 		device = device ? device : "/dev/dri/card0";
 		*ret_device = device;
-		r = display_drm_open(device, conf->display_width, conf->display_height, ret);
+		r = display_drm_open(device, conf->display_width, conf->display_height, conf->display_spare, ret);
 		if (r == -EBUSY)
 			return log_error_errno(r, "%s: another program is the DRM master", device);
 		if (r == -ENODEV)
@@ -497,7 +532,7 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 		return r < 0 ? log_error_errno(r, "%s: cannot open the framebuffer: %m", device) : 0;
 	default:
 		*ret_device = "headless";
-		r = display_headless_new(conf->display_width, conf->display_height, ret);
+		r = display_headless_new(conf->display_width, conf->display_height, conf->display_spare, ret);
 		return r < 0 ? log_error_errno(r, "headless display %ux%u: %m", conf->display_width,
 					       conf->display_height) :
 			       0;
@@ -558,8 +593,9 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 			return r;
 		}
 	}
-	log_info("%s: %s display, %ux%u at %u Hz", device, b->kind, b->mode.width, b->mode.height,
-		 b->mode.refresh_hz);
+	log_info("%s: %s display, %ux%u at %u Hz, %u buffers%s", device, b->kind, b->mode.width, b->mode.height,
+		 b->mode.refresh_hz, b->n_buffers,
+		 conf->display_spare && conf->display == DISPLAY_DRM && b->n_buffers < 3 ? " (no room for a spare)" : "");
 	*ret = &dc->base;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 #include "devns-fb.h"
@@ -129,6 +130,21 @@ static void socket_path(struct fb_ioctl_step *s, const struct fb_ioctl_file *f) 
 	done(s, 0, &sock, sizeof(sock));
 }
 
+/* count bytes at the stream position changed through the memfd. */
+static void wrote(struct fb_ioctl_step *s, const struct fb_state *st, const struct fb_ioctl_file *file,
+		  uint64_t count) {
+	uint64_t size = fb_state_mem_size(st), pos = *file->pos, line = st->fix.line_length;
+
+	if (pos > size || count > size - pos)
+		return done(s, -EINVAL, NULL, 0);
+	if (count > 0) {
+		s->effect = FB_EFFECT_WROTE;
+		s->rows = (struct fb_rows){ (uint32_t)(pos / line), (uint32_t)((pos + count + line - 1) / line) };
+		*file->pos = pos + count;
+	}
+	done(s, 0, NULL, 0);
+}
+
 void fb_ioctl(struct fb_state *st, const struct fb_ioctl_file *file, unsigned int cmd, void *arg, const void *in,
 	      size_t in_size, size_t out_size, struct fb_ioctl_step *s) {
 	uint64_t pos;
@@ -189,6 +205,13 @@ void fb_ioctl(struct fb_state *st, const struct fb_ioctl_file *file, unsigned in
 		memcpy(&pos, in, sizeof(pos));
 		*file->pos = pos;
 		return done(s, 0, NULL, 0);
+	case DEVNS_FBIO_TELL:
+		return done(s, *file->pos > INT_MAX ? -EOVERFLOW : (int)*file->pos, NULL, 0);
+	case DEVNS_FBIO_SEEK:
+		*file->pos = (uintptr_t)arg;
+		return done(s, 0, NULL, 0);
+	case DEVNS_FBIO_WROTE:
+		return wrote(s, st, file, (uintptr_t)arg);
 	case DEVNS_FBIOGET_SOCKET:
 		if (!need(s, arg, 0, sizeof(struct devns_fb_socket), in_size, out_size))
 			socket_path(s, file);

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 
 #include "fb-node.h"
+#include "fb-stream.h"
 #include "util.h"
 
 static int memfd_sized(const char *name, size_t size, unsigned int flags, int *ret_fd) {

@@ -173,27 +173,3 @@ int fb_state_cmap_range(uint32_t start, uint32_t len, uint32_t *ret_from, uint32
 void fb_state_blank(struct fb_state *s, unsigned long level) {
 	s->blank = level > FB_BLANK_POWERDOWN ? FB_BLANK_POWERDOWN : (int)level;
 }
-
-long fb_stream_clamp(size_t total, uint64_t pos, size_t count, bool write) {
-	long err = 0;
-
-	if (!write) {
-		if (pos >= total)
-			return 0;
-		if (count > total - pos)
-			count = total - (size_t)pos;
-		return (long)count;
-	}
-	if (pos > total)
-		return -EFBIG;
-	if (count > total) {
-		err = -EFBIG;
-		count = total;
-	}
-	if (count > total - pos) {
-		if (!err)
-			err = -ENOSPC;
-		count = total - (size_t)pos;
-	}
-	return count ? (long)count : err;
-}

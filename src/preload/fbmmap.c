@@ -8,11 +8,21 @@
  * Each mapping keeps its connection open until munmap(), so devnsd knows
  * the frame may change behind its back and refreshes the screen from it.
  * Every other mmap() goes straight to libc.
+ *
+ * A write() of more than one CUSE request (DEVNS_FB_FAST_WRITE_MIN bytes)
+ * to such an fd stores the data into the memfd with pwrite() and tells
+ * devnsd what changed (DEVNS_FBIO_TELL, DEVNS_FBIO_WROTE): two round trips
+ * instead of one per 128 KiB. Same bounds and errors as the node's own
+ * write(); whatever goes wrong before the data is stored falls back to it.
+ *
+ * CUSE nodes cannot seek either: lseek() of such an fd moves devnsd's
+ * stream position of the open file instead (DEVNS_FBIO_SEEK).
  */
 /* Both mmap and mmap64 are defined below, so the headers must not rename one into the other. */
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
+#include <linux/fb.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -27,12 +37,18 @@
 #include <unistd.h>
 
 #include "devns-fb.h"
+#include "fb-stream.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_MAPPINGS 64
+#define MAX_WRITERS 16
+/* CUSE hands a write to devnsd in requests of at most 128 KiB. */
+#define DEVNS_FB_FAST_WRITE_MIN (128u * 1024u + 1u)
 
 typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
 typedef int (*munmap_fn)(void *, size_t);
+typedef ssize_t (*write_fn)(int, const void *, size_t);
+typedef off_t (*lseek_fn)(int, off_t, int);
 
 static struct {
 	void *addr;
@@ -40,11 +56,43 @@ static struct {
 } mappings[MAX_MAPPINGS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Framebuffer nodes written to, by device and inode, with their memfd
+ * (-1: not a devns framebuffer). The memfd's own identity is kept too: a
+ * program may close descriptors it does not know about.
+ */
+static struct writer {
+	dev_t rdev;
+	ino_t ino;
+	int memfd;
+	dev_t memfd_dev;
+	ino_t memfd_ino;
+	uint64_t size;
+} writers[MAX_WRITERS];
+static unsigned int n_writers, next_writer;
+static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static mmap_fn real_mmap(void) {
 	static mmap_fn fn;
 
 	if (!fn)
 		fn = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
+	return fn;
+}
+
+static write_fn real_write(void) {
+	static write_fn fn;
+
+	if (!fn)
+		fn = (write_fn)dlsym(RTLD_NEXT, "write");
+	return fn;
+}
+
+static lseek_fn real_lseek(void) {
+	static lseek_fn fn;
+
+	if (!fn)
+		fn = (lseek_fn)dlsym(RTLD_NEXT, "lseek");
 	return fn;
 }
 
@@ -102,8 +150,11 @@ static int receive_memfd(int sock, struct devns_fb_grant *grant) {
 	return memfd;
 }
 
-/* Connects to the node's socket: the connection, and the memfd in *ret_memfd. -1 with errno on failure. */
-static int fetch(int fd, int *ret_memfd, struct devns_fb_grant *grant) {
+/*
+ * Connects to the node's socket and says what the memfd is for: the
+ * connection, and the memfd in *ret_memfd. -1 with errno on failure.
+ */
+static int fetch(int fd, char intent, int *ret_memfd, struct devns_fb_grant *grant) {
 	struct devns_fb_socket path;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int sock, saved;
@@ -116,7 +167,7 @@ static int fetch(int fd, int *ret_memfd, struct devns_fb_grant *grant) {
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -1;
-	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || send(sock, &intent, 1, MSG_NOSIGNAL) != 1)
 		goto fail;
 	*ret_memfd = receive_memfd(sock, grant);
 	if (*ret_memfd < 0)
@@ -134,7 +185,7 @@ static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, o
 	int memfd, sock, saved, slot = -1;
 	void *p;
 
-	sock = fetch(fd, &memfd, &grant);
+	sock = fetch(fd, DEVNS_FB_INTENT_MAP, &memfd, &grant);
 	if (sock < 0)
 		return errno == ENOTTY ? NULL : MAP_FAILED;
 	/* The kernel's fb_mmap(): nothing past the framebuffer. */
@@ -193,4 +244,139 @@ EXPORT int munmap(void *addr, size_t len) {
 	if (sock >= 0)
 		close(sock);
 	return real_munmap()(addr, len);
+}
+
+/* The writer entry for the node fd is open on, set up on first use; NULL: not a devns framebuffer. */
+static struct writer *writer_of(int fd, const struct stat *st) {
+	struct devns_fb_grant grant;
+	struct writer *w = NULL;
+	struct stat mst;
+	int memfd = -1, sock;
+
+	for (unsigned int i = 0; i < n_writers && !w; i++)
+		if (writers[i].rdev == st->st_rdev && writers[i].ino == st->st_ino)
+			w = &writers[i];
+	if (w && w->memfd < 0)
+		return NULL;
+	if (w && fstat(w->memfd, &mst) == 0 && mst.st_dev == w->memfd_dev && mst.st_ino == w->memfd_ino)
+		return w;
+	/* New, or its memfd was closed behind the library's back: fetch it (again). */
+	if (maybe_devns_fb(fd) && (sock = fetch(fd, DEVNS_FB_INTENT_WRITE, &memfd, &grant)) >= 0) {
+		close(sock);
+		if (fstat(memfd, &mst) < 0) {
+			close(memfd);
+			memfd = -1;
+		}
+	}
+	/* A refetched entry keeps its place; the number its memfd had is somebody else's now. */
+	if (!w && n_writers < MAX_WRITERS)
+		w = &writers[n_writers++];
+	else if (!w) {
+		w = &writers[next_writer];
+		next_writer = (next_writer + 1) % MAX_WRITERS;
+		if (w->memfd >= 0)
+			close(w->memfd);
+	}
+	*w = (struct writer){ .rdev = st->st_rdev, .ino = st->st_ino, .memfd = memfd };
+	if (memfd < 0)
+		return NULL;
+	w->memfd_dev = mst.st_dev;
+	w->memfd_ino = mst.st_ino;
+	w->size = grant.size;
+	return w;
+}
+
+/* 1 with *ret set when the write was done here, 0 to leave it to the node. */
+static int fast_write(int fd, const void *buf, size_t count, ssize_t *ret) {
+	struct writer *w;
+	struct stat st;
+	long len;
+	int pos, saved = errno, done = 0;
+	ssize_t n;
+
+	if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
+		errno = saved;
+		return 0;
+	}
+	/* A write from a signal handler, or from another thread meanwhile, takes the plain path. */
+	if (pthread_mutex_trylock(&writers_lock) != 0)
+		return 0;
+	w = writer_of(fd, &st);
+	pos = w ? ioctl(fd, DEVNS_FBIO_TELL) : -1;
+	if (pos >= 0) {
+		len = fb_stream_clamp(w->size, (uint64_t)pos, count, true);
+		done = 1;
+		if (len <= 0) {
+			*ret = len == 0 ? 0 : -1;
+			saved = (int)-len;
+		} else if ((n = pwrite(w->memfd, buf, (size_t)len, pos)) < 0) {
+			*ret = -1;
+			saved = errno;
+		} else if (n > 0 && ioctl(fd, DEVNS_FBIO_WROTE, (unsigned long)n) < 0) {
+			*ret = -1;
+			saved = errno;
+		} else
+			*ret = n;
+	}
+	pthread_mutex_unlock(&writers_lock);
+	errno = saved;
+	return done;
+}
+
+EXPORT ssize_t write(int fd, const void *buf, size_t count) {
+	ssize_t n;
+
+	if (count >= DEVNS_FB_FAST_WRITE_MIN && fast_write(fd, buf, count, &n))
+		return n;
+	return real_write()(fd, buf, count);
+}
+
+/* lseek() of a devns framebuffer: devnsd's stream position of the open file. */
+static off_t seek_devns_fb(int fd, off_t off, int whence) {
+	struct fb_fix_screeninfo fix;
+	off_t base = 0;
+
+	if (whence == SEEK_CUR) {
+		base = ioctl(fd, DEVNS_FBIO_TELL);
+		if (base < 0)
+			goto espipe;
+	} else if (whence == SEEK_END) {
+		if (ioctl(fd, FBIOGET_FSCREENINFO, &fix) < 0)
+			goto espipe;
+		base = fix.smem_len;
+	} else if (whence != SEEK_SET) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (off < -base) {
+		errno = EINVAL;
+		return -1;
+	}
+	if (ioctl(fd, DEVNS_FBIO_SEEK, (unsigned long)(base + off)) < 0)
+		goto espipe;
+	return base + off;
+espipe:
+	errno = ESPIPE;
+	return -1;
+}
+
+/*
+ * CUSE answers lseek() with 0 and moves nothing; other nodes that cannot
+ * seek fail with ESPIPE. Only then is the fd looked at.
+ */
+EXPORT off_t lseek(int fd, off_t off, int whence) {
+	int saved = errno;
+	off_t r = real_lseek()(fd, off, whence);
+	struct stat st;
+
+	if ((r == 0 || (r < 0 && errno == ESPIPE)) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
+	    maybe_devns_fb(fd)) {
+		errno = saved;
+		return seek_devns_fb(fd, off, whence);
+	}
+	return r;
+}
+
+EXPORT off_t lseek64(int fd, off_t off, int whence) {
+	return lseek(fd, off, whence);
 }

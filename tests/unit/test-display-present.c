@@ -34,7 +34,7 @@ static void test_partial_updates(void **state) {
 	struct display_output *b = NULL;
 
 	(void)state;
-	assert_int_equal(display_headless_new(W, H, &b), 0);
+	assert_int_equal(display_headless_new(W, H, false, &b), 0);
 	fill(1, 0, H);
 	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
 	assert_true(front_is_src(b));
@@ -56,14 +56,14 @@ static void test_flip_pending(void **state) {
 	struct display_output *b = NULL;
 
 	(void)state;
-	assert_int_equal(display_headless_new(W, H, &b), 0);
+	assert_int_equal(display_headless_new(W, H, false, &b), 0);
 	b->flip_pending = true;
 	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), -EBUSY);
 	display_output_flip_done(b);
 	assert_false(b->flip_pending);
 	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
 	display_output_free(b);
-	assert_int_equal(display_headless_new(0, H, &b), -EINVAL);
+	assert_int_equal(display_headless_new(0, H, false, &b), -EINVAL);
 }
 
 static void test_steps(void **state) {
@@ -71,18 +71,18 @@ static void test_steps(void **state) {
 	int r, steps = 0;
 
 	(void)state;
-	assert_int_equal(display_headless_new(W, H, &b), 0);
+	assert_int_equal(display_headless_new(W, H, false, &b), 0);
 	fill(3, 0, H);
 	assert_int_equal(display_output_begin(b, 0, H), 0);
 	/* One copy at a time, and nothing shown before the frame is whole. */
 	assert_int_equal(display_output_begin(b, 0, H), -EBUSY);
-	assert_int_equal(display_output_finish(b), -EINVAL);
+	assert_int_equal(display_output_finish(b, false), -EINVAL);
 	while ((r = display_output_copy(b, &src[0][0], W * 4, 5)) == 0)
 		steps++;
 	assert_int_equal(r, 1);
 	assert_int_equal(steps, (H + 4) / 5 - 1);
 	assert_int_equal(b->n_flips, 0);
-	assert_int_equal(display_output_finish(b), 0);
+	assert_int_equal(display_output_finish(b, false), 0);
 	assert_true(front_is_src(b));
 
 	/* An abandoned copy leaves its rows stale: the next present copies them. */
@@ -100,15 +100,16 @@ static void test_reuse_back(void **state) {
 	struct display_output *b = NULL;
 
 	(void)state;
-	assert_int_equal(display_headless_new(W, H, &b), 0);
+	assert_int_equal(display_headless_new(W, H, false, &b), 0);
 	/* Frame A, then frame B: the back buffer holds A. */
 	fill(7, 0, H);
 	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
 	fill(8, 0, H);
 	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
-	/* Back to A without copying. */
-	assert_int_equal(display_output_begin_reuse(b), 0);
-	assert_int_equal(display_output_finish(b), 0);
+	/* Back to A without copying; the front buffer is no buffer to flip to. */
+	assert_int_equal(display_output_begin_reuse(b, b->front), -EINVAL);
+	assert_int_equal(display_output_begin_reuse(b, b->back), 0);
+	assert_int_equal(display_output_finish(b, false), 0);
 	fill(7, 0, H);
 	assert_true(front_is_src(b));
 	/* The buffer that held B is stale as a whole: a one-row change of A brings all of A into it. */
@@ -118,12 +119,74 @@ static void test_reuse_back(void **state) {
 	display_output_free(b);
 }
 
+static bool buffer_is(const struct display_buffer *buf, uint8_t frame[H][W * 4]) {
+	for (uint32_t y = 0; y < H; y++)
+		if (memcmp(buf->map + (size_t)y * buf->stride, frame[y], W * 4) != 0)
+			return false;
+	return true;
+}
+
+static void test_spare(void **state) {
+	static uint8_t a[H][W * 4], bframe[H][W * 4];
+	struct display_output *b = NULL;
+	unsigned int a_buffer;
+
+	(void)state;
+	assert_int_equal(display_headless_new(W, H, true, &b), 0);
+	assert_int_equal(b->n_buffers, 3);
+	assert_true(b->front != b->back && b->back != b->spare && b->spare != b->front);
+	/* A is shown; a switch to B keeps A's buffer as the spare. */
+	fill(1, 0, H);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, H), 0);
+	a_buffer = b->front;
+	memcpy(a, src, sizeof(a));
+	fill(2, 0, H);
+	assert_int_equal(display_output_begin(b, 0, H), 0);
+	display_output_copy(b, &src[0][0], W * 4, UINT32_MAX);
+	assert_int_equal(display_output_finish(b, true), 0);
+	assert_true(front_is_src(b));
+	assert_int_equal(b->spare, a_buffer);
+	/* B draws on: the spare is left alone, the buffers B flips between catch up with each other. */
+	for (uint8_t i = 3; i < 6; i++) {
+		fill(i, i, i + 2);
+		assert_int_equal(display_output_present(b, &src[0][0], W * 4, i, i + 2), 0);
+		assert_true(front_is_src(b));
+		assert_int_equal(b->spare, a_buffer);
+	}
+	/* A writes rows in the background: they go to the spare. Not while a flip is pending. */
+	memset(a[4], 9, sizeof(a[4]));
+	b->flip_pending = true;
+	assert_int_equal(display_output_stage(b, &a[0][0], W * 4, 4, 5), -EBUSY);
+	b->flip_pending = false;
+	assert_int_equal(display_output_stage(b, &a[0][0], W * 4, 4, 5), 0);
+	/* Switching back to A is a flip to the spare, and B's frame becomes the spare. */
+	memcpy(bframe, src, sizeof(bframe));
+	assert_int_equal(display_output_begin_reuse(b, b->spare), 0);
+	assert_int_equal(display_output_finish(b, true), 0);
+	assert_int_equal(b->front, a_buffer);
+	assert_true(buffer_is(display_output_front(b), a));
+	assert_true(buffer_is(display_output_spare(b), bframe));
+	memcpy(src, a, sizeof(a));
+	/* The next frame of A goes into the third buffer, whole. */
+	fill(7, 0, 1);
+	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, 1), 0);
+	assert_true(front_is_src(b));
+	display_output_free(b);
+
+	/* Without a spare nothing is staged. */
+	assert_int_equal(display_headless_new(W, H, false, &b), 0);
+	assert_null(display_output_spare(b));
+	assert_int_equal(display_output_stage(b, &a[0][0], W * 4, 0, H), -ENOENT);
+	display_output_free(b);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_partial_updates),
 		cmocka_unit_test(test_flip_pending),
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_reuse_back),
+		cmocka_unit_test(test_spare),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

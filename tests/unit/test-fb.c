@@ -12,6 +12,7 @@
 #include "devns-fb.h"
 #include "fb-ioctl.h"
 #include "fb-node.h"
+#include "fb-stream.h"
 #include "util.h"
 
 #define W 64
@@ -227,6 +228,41 @@ static void test_read_write_position(void **state) {
 	assert_false(fb_node_visible_rows(n, &rows, &vis));
 }
 
+/* The by-value ioctls of a writer that stores through the memfd. */
+static void test_memfd_writer_ioctls(void **state) {
+	struct fb_node *n = *state;
+	uint64_t pos = 0;
+	static struct fb_ioctl_step step;
+	struct fb_ioctl_file file = { .pos = &pos };
+	uint32_t line = n->state.fix.line_length;
+
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)(line * 3 + 8), NULL, 0, 0, &step);
+	assert_int_equal(step.result, 0);
+	assert_int_equal(pos, line * 3 + 8);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, NULL, NULL, 0, 0, &step);
+	assert_int_equal(step.result, line * 3 + 8);
+	/* From the middle of row 3 into row 5: rows 3 to 5 changed. */
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, (void *)(uintptr_t)(line * 2), NULL, 0, 0, &step);
+	assert_int_equal(step.result, 0);
+	assert_int_equal(step.effect, FB_EFFECT_WROTE);
+	assert_int_equal(step.rows.y0, 3);
+	assert_int_equal(step.rows.y1, 6);
+	assert_int_equal(pos, line * 5 + 8);
+	/* Nothing changes without bytes; nothing past the end. */
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, NULL, NULL, 0, 0, &step);
+	assert_int_equal(step.effect, FB_EFFECT_NONE);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, (void *)(uintptr_t)n->size, NULL, 0, 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	assert_int_equal(pos, line * 5 + 8);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)n->size, NULL, 0, 0, &step);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, (void *)(uintptr_t)1, NULL, 0, 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	/* A position the result cannot carry. */
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)0x80000000u, NULL, 0, 0, &step);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, NULL, NULL, 0, 0, &step);
+	assert_int_equal(step.result, -EOVERFLOW);
+}
+
 static void test_other_ioctls(void **state) {
 	struct fb_node *n = *state;
 	struct devns_fb_socket sock;
@@ -257,6 +293,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_pan, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_cmap, node_setup, node_teardown),
 		cmocka_unit_test(test_stream_bounds),
+		cmocka_unit_test_setup_teardown(test_memfd_writer_ioctls, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_read_write_position, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_other_ioctls, node_setup, node_teardown),
 	};

@@ -96,7 +96,8 @@ class FramebufferPersonas(rig.PersonaTestCase):
 
     def test_switch_answer_means_on_screen(self):
         """Once SwitchTo answers, one screendump shows the persona: no waiting, also when switching back
-        to a frame shown before that changed meanwhile (by write() or through a mapping) or did not."""
+        to a frame shown before that changed meanwhile (by write() of whole frames or of a few rows,
+        through a mapping, by blanking) or did not."""
         frames = {
             "work": fbrig.frame(self.w, self.h, (120, 10, 10), band=(100, 140)),
             "personal": fbrig.frame(self.w, self.h, (10, 10, 120), band=(600, 640)),
@@ -106,7 +107,10 @@ class FramebufferPersonas(rig.PersonaTestCase):
         steps = [
             ("personal", None), ("work", None), ("personal", None),
             ("work", "write"), ("personal", None), ("work", "mmap"), ("personal", "write"), ("work", None),
+            ("personal", "rows"), ("work", "rows"), ("personal", "rows"), ("work", "blank"), ("personal", None),
+            ("work", "unblank"),
         ]
+        row = self.w * 4
         for i, (to, change) in enumerate(steps):
             if change == "write":
                 frames[to] = fbrig.frame(self.w, self.h, (30 * i % 256, 200, 40), band=(10 * i, 10 * i + 30))
@@ -114,7 +118,24 @@ class FramebufferPersonas(rig.PersonaTestCase):
             elif change == "mmap":
                 self.run_fbdraw(to, 20 + i)
                 frames[to] = fbrig.pattern_frame(self.w, self.h, 20 + i)
+            elif change == "rows":
+                # Two bands of rows, each by its own write() at its own position; the rest stays.
+                fd = self.open_fb(to)
+                for y0, n in ((37 * i % (self.h - 20), 7), (self.h - 3, 3)):
+                    band = fbrig.pixel((i * 20 % 256, 255 - i, 9)) * self.w * n
+                    fbrig.set_pos(fd, y0 * row)
+                    fbrig.write_all(fd, band)
+                    frames[to] = frames[to][:y0 * row] + band + frames[to][(y0 + n) * row:]
+                # The background persona's frame is kept ready off screen, never shown before the switch.
+                shown = steps[i - 1][0]
+                self.assert_screen(frames[shown], "step %d: %s wrote rows in the background" % (i, to), timeout=0)
+            elif change in ("blank", "unblank"):
+                fd = self.open_fb(to)
+                fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 4 if change == "blank" else 0)
             rig.devnsctl("switch", to)
+            if change == "blank":
+                self.assert_screen(bytes(self.frame_size), "step %d: switched to %s (blanked)" % (i, to), timeout=0)
+                continue
             self.assert_screen(frames[to], "step %d: switched to %s (%s)" % (i, to, change or "unchanged"),
                                timeout=0)
 
@@ -177,6 +198,73 @@ class FramebufferPersonas(rig.PersonaTestCase):
     def test_mmap_program_draws(self):
         self.run_fbdraw("work", 7)
         self.assert_screen(fbrig.pattern_frame(self.w, self.h, 7), "fbdraw through the preload library")
+
+    def run_fbwrite(self, persona, writes, preload=True, seek=False):
+        """writes: (position, bytes) pairs, each one write() by a separate program; its report as a dict of lists."""
+        args = []
+        for i, (pos, data) in enumerate(writes):
+            path = os.path.join("/tmp", "fbwrite-%d.raw" % i)
+            with open(path, "wb") as f:
+                f.write(data)
+            args += [str(pos), path]
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
+        if preload:
+            env["LD_PRELOAD"] = PRELOAD
+        p = subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fbwrite.py")]
+                           + (["--seek"] if seek else []) + [fbrig.fb_node(persona)] + args, env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        report = {}
+        for line in p.stdout.splitlines():
+            key, value = line.split()
+            report.setdefault(key, []).append(value)
+        return report
+
+    def test_write_through_preload(self):
+        """Large write()s under libdevns-fbmmap.so go through the memfd: same results, bounds and errors as
+        the node's own write(), on screen when active, kept back and shown at the switch when not.
+        lseek() moves the stream position."""
+        size = self.fix["smem_len"]
+        big = 256 * 1024
+        a = fbrig.frame(self.w, self.h, (222, 33, 44), band=(200, 260), band_color=(1, 250, 3))
+        r = self.run_fbwrite("work", [(0, a)])
+        self.assertEqual(r["memfd"], ["yes"], "the write did not take the memfd path")
+        self.assertEqual(r["n"], [str(len(a))])
+        self.assertEqual(r["pos"], [str(len(a))])
+        self.assert_screen(a, "one write() of a whole frame through the preload library")
+
+        # Rows in the middle, through the library and (for comparison) without it.
+        row = self.w * 4
+        band = fbrig.pixel((5, 6, 7)) * (big // 4)
+        expected = a[:300 * row] + band + a[300 * row + big:]
+        r = self.run_fbwrite("work", [(300 * row, band)])
+        self.assertEqual((r["n"], r["pos"]), ([str(big)], [str(300 * row + big)]))
+        self.assert_screen(expected, "a band of rows written at a position")
+
+        # lseek() works too under the library; SEEK_END is the end of the framebuffer.
+        band2 = fbrig.pixel((99, 0, 99)) * (big // 4)
+        expected = expected[:10 * row] + band2 + expected[10 * row + big:]
+        r = self.run_fbwrite("work", [(10 * row, band2)], seek=True)
+        self.assertEqual((r["n"], r["pos"], r["end"]), ([str(big)], [str(10 * row + big)], [str(size)]))
+        self.assert_screen(expected, "a band of rows written after lseek()")
+
+        # The kernel's bounds: cut short across the end, ENOSPC at the end, EFBIG past it.
+        for preload in (True, False):
+            r = self.run_fbwrite("work", [(size - 40, bytes(big)), (size, bytes(big)), (size + 4096, bytes(big))],
+                                 preload=preload)
+            self.assertEqual(r["n"], ["40"], "preload=%s" % preload)
+            self.assertEqual(r["errno"], [str(self.native["write_at_end"]), str(self.native["write_past_end"])],
+                             "preload=%s" % preload)
+            self.assertEqual(r["pos"], [str(size + 4096)])
+
+        # A background persona's write stays off screen until the switch.
+        b = fbrig.frame(self.w, self.h, (40, 41, 42), band=(0, 30), band_color=(200, 0, 200))
+        r = self.run_fbwrite("personal", [(0, b)])
+        self.assertEqual(r["memfd"], ["yes"])
+        self.assert_screen(expected, "personal wrote through the library in the background")
+        rig.devnsctl("switch", "personal")
+        self.assert_screen(b, "switched to personal", timeout=0)
+        rig.devnsctl("switch", "work")
+        self.assert_screen(expected, "switched back to work", timeout=0)
 
     def test_mmap_changes_reach_screen_without_pan(self):
         self.run_fbdraw("work", 11, "--no-pan", "--hold", "500")
