@@ -2,11 +2,11 @@
 /*
  * Framebuffer benchmark, run in the guest by bench/fb-bench.py. Prints one
  * "key value" line per measurement (times in microseconds, per operation).
- *   fb-bench write DEV N       N full-frame writes (position 0 each time)
+ *   fb-bench write DEV N       N full-frame writes (position 0 each time, lseek() where it works)
  *   fb-bench mmap DEV N        N full frames drawn through mmap, each followed by FBIOPAN_DISPLAY
- *   fb-bench switch A B N [redraw]
- *                              N SwitchTo calls alternating between personas A and B (median);
- *                              with redraw, each persona draws a new frame before it is switched to
+ *   fb-bench switch N static|redraw P1 P2 [P3...]
+ *                              N SwitchTo calls going round personas P1, P2, ... (median); with
+ *                              redraw, each persona draws a new frame before it is switched to
  */
 #include <fcntl.h>
 #include <linux/fb.h>
@@ -48,22 +48,28 @@ static int bench_write(const char *dev, int n) {
 	struct fb_fix_screeninfo fix;
 	int fd = open_fb(dev, &var, &fix);
 	size_t size;
-	uint8_t *buf;
+	uint8_t *buf[2];
 	double t0;
 	uint64_t zero = 0;
-	int devns;
+	bool seekable;
 
 	if (fd < 0)
 		return die(dev);
 	size = (size_t)fix.line_length * var.yres;
-	buf = malloc(size);
-	devns = ioctl(fd, DEVNS_FBIOSET_POS, &zero) == 0;
+	/* Two frames drawn beforehand, written in turns: only the write is timed. */
+	for (int i = 0; i < 2; i++) {
+		buf[i] = malloc(size);
+		if (!buf[i])
+			return die("malloc");
+		memset(buf[i], 0x25 + i * 0x50, size);
+	}
+	/* A CUSE node does not seek (lseek() answers 0) unless libdevns-fbmmap.so is loaded: its ioctl does. */
+	seekable = lseek(fd, 4096, SEEK_SET) == 4096;
 	t0 = now_us();
 	for (int i = 0; i < n; i++) {
-		memset(buf, i * 37, size);
-		if (devns ? ioctl(fd, DEVNS_FBIOSET_POS, &zero) < 0 : lseek(fd, 0, SEEK_SET) < 0)
+		if (seekable ? lseek(fd, 0, SEEK_SET) < 0 : ioctl(fd, DEVNS_FBIOSET_POS, &zero) < 0)
 			return die("position");
-		if (write(fd, buf, size) != (ssize_t)size)
+		if (write(fd, buf[i % 2], size) != (ssize_t)size)
 			return die("write");
 	}
 	printf("write_us %.1f\nframe_bytes %zu\n", (now_us() - t0) / n, size);
@@ -126,12 +132,12 @@ static int redraw(const char *p, int value) {
 }
 
 /*
- * SwitchTo calls alternating between a and b, timed until the answer
- * (devnsd answers once the new frame is on screen); prints the median.
- * With redraw, the persona switched to draws a new whole frame first
- * (untimed), so every switch shows a frame the display has not held.
+ * SwitchTo calls going round the personas, timed until the answer (devnsd
+ * answers once the new frame is on screen); prints the median. With
+ * redraw, the persona switched to draws a new whole frame first (untimed),
+ * so every switch shows a frame the screen has not shown.
  */
-static int bench_switch(const char *a, const char *b, int n, bool redraw_first) {
+static int bench_switch(char **names, int count, int n, bool redraw_first) {
 	sd_bus *bus = NULL;
 	double *t = calloc((size_t)n, sizeof(double));
 	int r;
@@ -141,7 +147,7 @@ static int bench_switch(const char *a, const char *b, int n, bool redraw_first) 
 		return die("bus");
 	for (int i = 0; i < n + 2; i++) {
 		sd_bus_error error = SD_BUS_ERROR_NULL;
-		const char *to = i % 2 ? a : b;
+		const char *to = names[(i + 1) % count];
 		double t0;
 
 		if (redraw_first && redraw(to, i * 37 + 1) < 0)
@@ -170,8 +176,8 @@ int main(int argc, char *argv[]) {
 		return bench_write(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "mmap") == 0)
 		return bench_mmap(argv[2], atoi(argv[3]));
-	if ((argc == 5 || argc == 6) && strcmp(argv[1], "switch") == 0)
-		return bench_switch(argv[2], argv[3], atoi(argv[4]), argc == 6 && strcmp(argv[5], "redraw") == 0);
-	fprintf(stderr, "usage: fb-bench write|mmap DEV N | switch A B N [redraw]\n");
+	if (argc >= 6 && strcmp(argv[1], "switch") == 0)
+		return bench_switch(argv + 4, argc - 4, atoi(argv[2]), strcmp(argv[3], "redraw") == 0);
+	fprintf(stderr, "usage: fb-bench write|mmap DEV N | switch N static|redraw P1 P2 [P3...]\n");
 	return 2;
 }
