@@ -105,8 +105,9 @@ def guest(frames, switches):
 
 def git_describe():
     rev = subprocess.run(["git", "-C", TOP, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout
-    dirty = subprocess.run(["git", "-C", TOP, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout
+    # The results file itself does not count: earlier runs rewrite it.
+    dirty = subprocess.run(["git", "-C", TOP, "status", "--porcelain", "--untracked-files=no", "--", ".",
+                            ":!bench/RESULTS.md"], capture_output=True, text=True).stdout
     return rev.strip() + (" (with uncommitted changes)" if dirty.strip() else "")
 
 
@@ -220,7 +221,7 @@ def write_section(text):
         content = content.rstrip("\n") + "\n\n" + text
     else:
         end = content.find("\n## ", start + len(SECTION))
-        content = content[:start] + text + (content[end + 1:] if end >= 0 else "")
+        content = content[:start] + text + ("\n" + content[end + 1:] if end >= 0 else "")
     with open(path, "w") as f:
         f.write(content)
 
