@@ -4,6 +4,7 @@
  * "key value" line per measurement (times in microseconds, per operation).
  *   fb-bench write DEV N       N full-frame writes (position 0 each time, lseek() where it works)
  *   fb-bench mmap DEV N        N full frames drawn through mmap, each followed by FBIOPAN_DISPLAY
+ *   fb-bench hold DEV MS ROWS  a mapped frame kept MS ms, its first ROWS rows changed every 16 ms
  *   fb-bench switch N static|redraw P1 P2 [P3...]
  *                              N SwitchTo calls going round personas P1, P2, ... (median); with
  *                              redraw, each persona draws a new frame before it is switched to
@@ -76,20 +77,34 @@ static int bench_write(const char *dev, int n) {
 	return 0;
 }
 
+/* Opens dev and maps its visible frame; -1 after saying why. */
+static int map_fb(const char *dev, struct fb_var_screeninfo *var, uint8_t **ret_mem, size_t *ret_size) {
+	struct fb_fix_screeninfo fix;
+	int fd = open_fb(dev, var, &fix);
+
+	if (fd < 0) {
+		die(dev);
+		return -1;
+	}
+	*ret_size = (size_t)fix.line_length * var->yres;
+	*ret_mem = mmap(NULL, *ret_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (*ret_mem == MAP_FAILED) {
+		die("mmap");
+		return -1;
+	}
+	return fd;
+}
+
 static int bench_mmap(const char *dev, int n) {
 	struct fb_var_screeninfo var;
-	struct fb_fix_screeninfo fix;
-	int fd = open_fb(dev, &var, &fix);
+	int fd;
 	size_t size;
 	uint8_t *mem;
 	double t0;
 
+	fd = map_fb(dev, &var, &mem, &size);
 	if (fd < 0)
-		return die(dev);
-	size = (size_t)fix.line_length * var.yres;
-	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED)
-		return die("mmap");
+		return 1;
 	t0 = now_us();
 	for (int i = 0; i < n; i++) {
 		memset(mem, i * 37, size);
@@ -97,6 +112,35 @@ static int bench_mmap(const char *dev, int n) {
 			return die("pan");
 	}
 	printf("mmap_us %.1f\n", (now_us() - t0) / n);
+	return 0;
+}
+
+/*
+ * Maps the frame, draws it whole and pans once; then for ms milliseconds
+ * changes the first `rows` rows through the mapping once every 16 ms,
+ * without panning (rows 0: draws nothing more).
+ */
+static int bench_hold(const char *dev, int ms, int rows) {
+	struct fb_var_screeninfo var;
+	struct timespec tick = { .tv_nsec = 16 * 1000 * 1000 };
+	int fd;
+	size_t size;
+	uint8_t *mem;
+	double end;
+
+	fd = map_fb(dev, &var, &mem, &size);
+	if (fd < 0)
+		return 1;
+	memset(mem, 0x40, size);
+	if (ioctl(fd, FBIOPAN_DISPLAY, &var) < 0)
+		return die("pan");
+	end = now_us() + ms * 1e3;
+	for (int i = 0; now_us() < end; i++) {
+		if (rows > 0)
+			memset(mem, i, size / var.yres * (size_t)rows);
+		nanosleep(&tick, NULL);
+	}
+	printf("held_ms %d\n", ms);
 	return 0;
 }
 
@@ -176,8 +220,10 @@ int main(int argc, char *argv[]) {
 		return bench_write(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "mmap") == 0)
 		return bench_mmap(argv[2], atoi(argv[3]));
+	if (argc == 5 && strcmp(argv[1], "hold") == 0)
+		return bench_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 6 && strcmp(argv[1], "switch") == 0)
 		return bench_switch(argv + 4, argc - 4, atoi(argv[2]), strcmp(argv[3], "redraw") == 0);
-	fprintf(stderr, "usage: fb-bench write|mmap DEV N | switch N static|redraw P1 P2 [P3...]\n");
+	fprintf(stderr, "usage: fb-bench write|mmap DEV N | hold DEV MS ROWS | switch N static|redraw P1 P2 [P3...]\n");
 	return 2;
 }

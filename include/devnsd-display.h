@@ -60,6 +60,16 @@ struct display_class {
 	/* Whose frame, and which version, the copy under way shows. */
 	uint64_t copy_owner, copy_gen;
 	uint64_t next_serial;
+	/*
+	 * A hash of each row of the active persona's mapped frame as the last
+	 * scan saw it (when scan_valid): a refresh hashes the rows again and
+	 * presents only those that changed.
+	 */
+	uint64_t *scan;
+	uint32_t scan_rows;
+	bool scan_valid;
+	/* A pan or blank presented the whole frame since the last refresh. */
+	bool presented_whole;
 };
 
 /* devnsd-display-socket.c: hands the persona's memfd to programs in that persona. */
@@ -70,6 +80,9 @@ unsigned int display_socket_n_mappers(const struct display_socket *s);
 
 /* A program connected to or left dn's socket. */
 void display_node_mappers_changed(struct display_node *dn);
+
+/* Frames the display has shown since devnsd started (flips); 0 without a display. */
+uint64_t display_frames_shown(struct manager *m);
 
 /*
  * A sealed memfd holding persona p's visible frame (XRGB8888), and its

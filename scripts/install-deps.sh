@@ -5,7 +5,7 @@ set -eu
 
 PKGS="build-essential meson ninja-build pkg-config scdoc
 libfuse3-dev fuse3 libevdev-dev libsystemd-dev libinih-dev libcmocka-dev
-libdrm-dev libpng-dev
+libdrm-dev libpng-dev libxxhash-dev
 dbus-daemon dbus-bin
 qemu-system-x86 busybox-static kmod cpio xz-utils
 evtest python3-evdev evemu-tools interception-tools fbset libinput-tools"

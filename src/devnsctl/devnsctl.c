@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -181,12 +182,18 @@ static int cmd_status(sd_bus *bus) {
 	const char *persona, *path, *kind, *source;
 	char last[NAME_MAX_LEN + 1] = "";
 	uint32_t opened;
+	uint64_t frames = 0;
 	int r;
 
 	r = sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ActivePersona", &error, &active);
 	if (r < 0)
 		return fail("status", r, &error);
 	printf("Active persona: %s\n", active);
+	r = sd_bus_get_property_trivial(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "FramesShown", &error, 't', &frames);
+	if (r < 0)
+		return fail("status", r, &error);
+	if (frames > 0)
+		printf("Frames shown: %" PRIu64 "\n", frames);
 
 	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListNodes", &error, &reply, NULL);
 	if (r < 0)

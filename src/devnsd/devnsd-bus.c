@@ -431,6 +431,16 @@ static int property_active(sd_bus *bus, const char *path, const char *interface,
 	return sd_bus_message_append(reply, "s", m->active->name);
 }
 
+static int property_frames_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
+				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	(void)bus;
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	return sd_bus_message_append(reply, "t", display_frames_shown(userdata));
+}
+
 /* The persona's visible frame as a sealed memfd; the caller writes the file. */
 static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct manager *m = userdata;
@@ -454,6 +464,7 @@ static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *
 static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("ActivePersona", "s", property_active, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("FramesShown", "t", property_frames_shown, 0, 0),
 	SD_BUS_METHOD_WITH_ARGS("SwitchTo", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_switch_to,
 				SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("ListPersonas", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sbas)", personas),

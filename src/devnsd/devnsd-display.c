@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "cuse-fb.h"
 #include "devnsd-display.h"
@@ -17,6 +18,14 @@
  * mapped frame at once. Their copy runs in steps between requests, so the
  * program that drew goes on drawing meanwhile. A switch presents the new
  * persona's whole visible frame in one go and one flip.
+ *
+ * Nothing says which rows a mapping changed: once a refresh, and at a vsync
+ * wait, each row of the mapped frame is hashed (XXH64) and compared with
+ * its hash of the last scan, and only changed rows are presented. A frame
+ * that does not change costs one read of it a refresh and no flip. A
+ * change whose row hashes the same as before (about one in 2^64) waits
+ * for the next change of that row or the next pan. Pans present the whole
+ * frame without hashing.
  */
 
 /* Bytes copied per step of an incremental present: short enough not to hold a request up. */
@@ -40,6 +49,42 @@ static void damage_all(struct display_class *dc) {
 }
 
 static void flush(struct display_class *dc);
+
+/*
+ * Rows of the active persona's mapped frame that changed since the last
+ * scan become damage. The first scan after a switch, pan, blank or new
+ * mapping takes the whole frame.
+ */
+static void scan_mapped(struct display_class *dc) {
+	const struct fb_node *fb = dc->active->fb;
+	uint32_t line = fb->state.fix.line_length, height = dc->backend->mode.height, y0 = height, y1 = 0;
+	size_t width = (size_t)dc->backend->mode.width * 4;
+	const uint8_t *src = fb_node_visible(fb);
+	uint64_t *hashes;
+
+	if (dc->scan_rows < height) {
+		hashes = reallocarray(dc->scan, height, sizeof(*hashes));
+		if (!hashes) {
+			/* Without room to compare, everything is new every time. */
+			dc->scan_valid = false;
+			damage_all(dc);
+			return;
+		}
+		dc->scan = hashes;
+		dc->scan_rows = height;
+		dc->scan_valid = false;
+	}
+	for (uint32_t y = 0; y < height; y++) {
+		uint64_t h = XXH64(src + (size_t)y * line, width, 0);
+		if (dc->scan_valid && h == dc->scan[y])
+			continue;
+		dc->scan[y] = h;
+		y0 = MIN(y0, y);
+		y1 = y + 1;
+	}
+	dc->scan_valid = true;
+	add_damage(dc, y0, y1);
+}
 
 /* The last switch is on screen (or cannot get there): its callers get their answers. */
 static void switch_shown(struct display_class *dc) {
@@ -199,8 +244,15 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
 	(void)s;
 	(void)usec;
-	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0)
-		damage_all(dc);
+	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0) {
+		/* While a program pans, each refresh presents its whole frame, as each pan does. */
+		if (dc->presented_whole) {
+			dc->presented_whole = false;
+			dc->scan_valid = false;
+			damage_all(dc);
+		} else
+			scan_mapped(dc);
+	}
 	flush(dc);
 	LIST_FOREACH(dn, &dc->nodes, link)
 		/* The active persona's waiters wake when the present under way completes. */
@@ -238,6 +290,7 @@ void display_node_mappers_changed(struct display_node *dn) {
 
 	dn->gen++;
 	if (dn == dc->active) {
+		dc->scan_valid = false;
 		damage_all(dc);
 		flush(dc);
 	}
@@ -312,8 +365,13 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 	 */
 	if (effect == FB_EFFECT_VIEW && dc->backend->copying && dc->copy_src != fb_node_visible(dn->fb))
 		complete_copy(dc, false);
-	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK || (effect == FB_EFFECT_VSYNC && mapped)) {
+	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK) {
+		dc->presented_whole = mapped;
+		dc->scan_valid = false;
 		damage_all(dc);
+		flush(dc);
+	} else if (effect == FB_EFFECT_VSYNC && mapped) {
+		scan_mapped(dc);
 		flush(dc);
 	}
 	if (effect == FB_EFFECT_VSYNC)
@@ -418,6 +476,8 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 		manager_switch_hold(base->manager);
 	}
 	dc->active = node_of(dc, to);
+	dc->scan_valid = false;
+	dc->presented_whole = false;
 	/* The new persona's whole frame, copied in one go and shown in one flip: now, or when the pending one completes. */
 	dc->urgent = true;
 	damage_all(dc);
@@ -451,6 +511,7 @@ static void display_class_free(struct device_class *base) {
 	sd_event_source_disable_unref(dc->copy);
 	sd_event_source_disable_unref(dc->backend_source);
 	display_output_free(dc->backend);
+	free(dc->scan);
 	free(dc->device);
 	free(dc);
 }
@@ -572,7 +633,8 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 			return log_error_errno(r, "%s: cannot watch the display: %m", device);
 		}
 	}
-	r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 0, on_tick, dc);
+	/* Accuracy 1 µs: sd-event's default (0) lets a timer slip by up to 250 ms. */
+	r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 1, on_tick, dc);
 	if (r < 0) {
 		display_class_free(&dc->base);
 		return log_error_errno(r, "cannot set up the refresh timer: %m");
@@ -607,6 +669,12 @@ static struct display_class *display_class_of(struct manager *m) {
 		if (dc->ops == &display_class_ops)
 			return to_display(dc);
 	return NULL;
+}
+
+uint64_t display_frames_shown(struct manager *m) {
+	struct display_class *dc = display_class_of(m);
+
+	return dc ? dc->backend->n_flips : 0;
 }
 
 int display_snapshot(struct manager *m, struct persona *p, int *ret_fd, uint32_t *ret_width, uint32_t *ret_height,

@@ -2,12 +2,15 @@
 /*
  * A plain fbdev client, the way programs draw: open the framebuffer device,
  * read its screen info, mmap it, draw, pan. Usage:
- *   fbdraw DEVICE SEED [--no-pan] [--hold MS]
+ *   fbdraw DEVICE SEED [--no-pan] [--change-on-signal SEED2 Y0 Y1] [--hold MS]
  * Pixel (x, y) becomes seed_color(x, y, SEED) (see fbrig.pattern_frame()).
- * Exit status 0, or 1 with a message.
+ * With --change-on-signal, once SIGUSR1 arrives rows [Y0, Y1) are drawn
+ * again with SEED2, through the mapping only. --hold keeps the mapping MS
+ * milliseconds longer. Exit status 0, or 1 with a message.
  */
 #include <fcntl.h>
 #include <linux/fb.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,23 @@
 #include <time.h>
 #include <unistd.h>
 
+static void sleep_ms(unsigned int ms) {
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void draw(uint8_t *mem, const struct fb_var_screeninfo *var, const struct fb_fix_screeninfo *fix,
+		 unsigned int seed, uint32_t y0, uint32_t y1) {
+	for (uint32_t y = y0; y < y1 && y < var->yres; y++) {
+		uint32_t *row = (uint32_t *)(void *)(mem + (size_t)(y + var->yoffset) * fix->line_length);
+		for (uint32_t x = 0; x < var->xres; x++) {
+			uint32_t r = (x + seed) & 0xff, g = (y + 2 * seed) & 0xff, b = ((x ^ y) + seed) & 0xff;
+			row[x] = r << var->red.offset | g << var->green.offset | b << var->blue.offset;
+		}
+	}
+}
+
 static int die(const char *what) {
 	perror(what);
 	return 1;
@@ -25,7 +45,8 @@ static int die(const char *what) {
 int main(int argc, char *argv[]) {
 	struct fb_var_screeninfo var;
 	struct fb_fix_screeninfo fix;
-	unsigned int seed, hold_ms = 0;
+	unsigned int seed, seed2 = 0, hold_ms = 0;
+	uint32_t change_y0 = 0, change_y1 = 0;
 	int pan = 1, fd;
 	uint8_t *mem;
 
@@ -39,6 +60,19 @@ int main(int argc, char *argv[]) {
 			pan = 0;
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--change-on-signal") == 0 && i + 3 < argc) {
+			seed2 = (unsigned int)strtoul(argv[++i], NULL, 0);
+			change_y0 = (uint32_t)strtoul(argv[++i], NULL, 0);
+			change_y1 = (uint32_t)strtoul(argv[++i], NULL, 0);
+		}
+	}
+	if (change_y1 > change_y0) {
+		sigset_t set;
+
+		/* Blocked before anyone can send it, so that sigwait() takes it. */
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
 	}
 	fd = open(argv[1], O_RDWR);
 	if (fd < 0)
@@ -52,19 +86,19 @@ int main(int argc, char *argv[]) {
 	mem = mmap(NULL, fix.smem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (mem == MAP_FAILED)
 		return die("mmap");
-	for (uint32_t y = 0; y < var.yres; y++) {
-		uint32_t *row = (uint32_t *)(void *)(mem + (size_t)(y + var.yoffset) * fix.line_length);
-		for (uint32_t x = 0; x < var.xres; x++) {
-			uint32_t r = (x + seed) & 0xff, g = (y + 2 * seed) & 0xff, b = ((x ^ y) + seed) & 0xff;
-			row[x] = r << var.red.offset | g << var.green.offset | b << var.blue.offset;
-		}
-	}
+	draw(mem, &var, &fix, seed, 0, var.yres);
 	if (pan && ioctl(fd, FBIOPAN_DISPLAY, &var) < 0)
 		return die("pan");
-	if (hold_ms) {
-		struct timespec ts = { .tv_sec = hold_ms / 1000, .tv_nsec = (long)(hold_ms % 1000) * 1000000L };
-		nanosleep(&ts, NULL);
+	if (change_y1 > change_y0) {
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigwait(&set, &sig);
+		draw(mem, &var, &fix, seed2, change_y0, change_y1);
 	}
+	sleep_ms(hold_ms);
 	munmap(mem, fix.smem_len);
 	close(fd);
 	return 0;
