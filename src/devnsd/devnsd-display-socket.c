@@ -15,8 +15,8 @@
 
 /*
  * A connection gets the memfd at once. Its first byte says what the
- * program does with it: DEVNS_FB_INTENT_MAP keeps the connection as a
- * mapping until it closes; anything else (a writer) ends it there.
+ * program does with it: with DEVNS_FB_INTENT_MAP the connection stands for
+ * a mapping until it closes; anything else (a writer) is not watched.
  */
 struct mapper {
 	struct display_socket *socket;
@@ -48,24 +48,25 @@ static int on_mapper(sd_event_source *s, int fd, uint32_t revents, void *userdat
 	struct mapper *mp = userdata;
 	struct display_node *dn = mp->socket->node;
 	char buf[64];
-	bool mapping = mp->mapping;
-	ssize_t n = 0;
+	bool mapping;
+	ssize_t n;
 
 	(void)s;
-	/* After the first byte data is dropped; EOF or an error ends the connection. */
-	if (!(revents & (EPOLLHUP | EPOLLERR)))
-		n = read(fd, buf, sizeof(buf));
+	(void)revents;
+	/* Read even after a hangup: the intent may have come just before it. */
+	n = read(fd, buf, sizeof(buf));
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return 0;
-	if (n > 0 && !mapping && buf[0] == DEVNS_FB_INTENT_MAP) {
+	if (n > 0 && !mp->mapping && buf[0] == DEVNS_FB_INTENT_MAP) {
 		mp->mapping = true;
 		mp->socket->n_mappers++;
 		log_debug("%s: a program maps the framebuffer", dn->socket_path);
 		display_node_mappers_changed(dn);
-		return 0;
 	}
-	if (n > 0 && mapping)
+	/* Anything after the first byte is dropped; a writer's connection ends when it hangs up. */
+	if (n > 0)
 		return 0;
+	mapping = mp->mapping;
 	mapper_free(mp);
 	if (mapping)
 		display_node_mappers_changed(dn);

@@ -348,13 +348,13 @@ static off_t seek_devns_fb(int fd, off_t off, int whence) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (off < -base) {
+	if (off < -base || __builtin_add_overflow(base, off, &base)) {
 		errno = EINVAL;
 		return -1;
 	}
-	if (ioctl(fd, DEVNS_FBIO_SEEK, (unsigned long)(base + off)) < 0)
+	if (ioctl(fd, DEVNS_FBIO_SEEK, (unsigned long)base) < 0)
 		goto espipe;
-	return base + off;
+	return base;
 espipe:
 	errno = ESPIPE;
 	return -1;
@@ -367,13 +367,14 @@ espipe:
 EXPORT off_t lseek(int fd, off_t off, int whence) {
 	int saved = errno;
 	off_t r = real_lseek()(fd, off, whence);
+	int err = r < 0 ? errno : saved;
 	struct stat st;
 
-	if ((r == 0 || (r < 0 && errno == ESPIPE)) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) &&
-	    maybe_devns_fb(fd)) {
+	if ((r == 0 || (r < 0 && err == ESPIPE)) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && maybe_devns_fb(fd)) {
 		errno = saved;
 		return seek_devns_fb(fd, off, whence);
 	}
+	errno = err;
 	return r;
 }
 

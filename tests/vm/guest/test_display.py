@@ -270,6 +270,10 @@ class FramebufferPersonas(rig.PersonaTestCase):
     def test_mmap_changes_reach_screen_without_pan(self):
         self.run_fbdraw("work", 11, "--no-pan", "--hold", "500")
         self.assert_screen(fbrig.pattern_frame(self.w, self.h, 11), "fbdraw --no-pan")
+        # Drawn, unmapped and gone at once: the frame is shown all the same.
+        for seed in (17, 18, 19):
+            self.run_fbdraw("work", seed, "--no-pan")
+            self.assert_screen(fbrig.pattern_frame(self.w, self.h, seed), "fbdraw --no-pan without holding")
 
     def frames_shown(self):
         out = rig.devnsctl("status").stdout
