@@ -22,19 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench-util.h"
 #include "devns-fb.h"
-
-static double now_us(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
-}
-
-static int die(const char *what) {
-	perror(what);
-	return 1;
-}
 
 static int open_fb(const char *dev, struct fb_var_screeninfo *var, struct fb_fix_screeninfo *fix) {
 	int fd = open(dev, O_RDWR);

@@ -218,7 +218,7 @@ def report(r, frames, switches):
         "transport's, not the copy's. With libdevns-fbmmap.so preloaded a large `write()` stores the data "
         "into the persona's memfd with one `pwrite()` and costs three round trips (`lseek()`, "
         "`DEVNS_FBIO_TELL`, `DEVNS_FBIO_WROTE`); `pwrite()` into a memfd is itself slower here than the "
-        "kernel's copy into its shadow buffer (about 3.5 against 2.8 ms per frame in a separate run).",
+        "kernel's copy into its shadow buffer (see \"Framebuffer: copy costs\").",
         "- **mmap + pan**: devnsd answers FBIOPAN_DISPLAY at once and copies the frame to the display in "
         "steps meanwhile; frames drawn faster than the display takes them are merged (the kernel's "
         "fbdev emulation merges them too, in its deferred I/O). The screen shows the latest frame one "
