@@ -17,15 +17,19 @@
 
 /*
  * For writers that store data through the persona's memfd themselves
- * (libdevns-fbmmap.so's write() and lseek()). None takes or gives memory:
- * each is one round trip. DEVNS_FBIO_TELL returns the stream position as the
- * ioctl's result (-EOVERFLOW past INT_MAX). DEVNS_FBIO_WROTE's argument is
- * a byte count, by value: that many bytes at the stream position changed,
- * and the position advances past them (-EINVAL past the end).
+ * (libdevns-fbmmap.so's write() and lseek()). DEVNS_FBIO_TELL returns the
+ * stream position as the ioctl's result (-EOVERFLOW past INT_MAX), and
+ * DEVNS_FBIO_SEEK sets it to its argument, passed by value: one round trip
+ * each. DEVNS_FBIO_WROTE says that count bytes at pos changed, as a write()
+ * there would have: they are shown, and the stream position moves past
+ * them (-EINVAL past the end).
  */
+struct devns_fb_wrote {
+	__u64 pos;
+	__u64 count;
+};
 #define DEVNS_FBIO_TELL _IO('F', 0xD3)
-#define DEVNS_FBIO_WROTE _IO('F', 0xD4)
-/* DEVNS_FBIOSET_POS in one round trip: the argument is the position, by value. */
+#define DEVNS_FBIO_WROTE _IOW('F', 0xD4, struct devns_fb_wrote)
 #define DEVNS_FBIO_SEEK _IO('F', 0xD5)
 
 /* Where the persona's framebuffer memory is handed out (libdevns-fbmmap.so). */

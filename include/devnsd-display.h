@@ -61,13 +61,17 @@ struct display_class {
 	uint64_t copy_owner, copy_gen;
 	uint64_t next_serial;
 	/*
-	 * A hash of each row of the active persona's mapped frame as the last
-	 * scan saw it (when scan_valid): a refresh hashes the rows again and
-	 * presents only those that changed.
+	 * The active persona's mapped frame as the last scan took it (snap),
+	 * and a hash of each of its rows (when scan_valid): a refresh hashes
+	 * the frame's rows again, takes those that changed into snap, and
+	 * presents them from there, so what is shown is what was hashed.
 	 */
 	uint64_t *scan;
+	uint8_t *snap;
 	uint32_t scan_rows;
 	bool scan_valid;
+	/* A scan ran since the last refresh. */
+	bool scanned;
 	/* A pan or blank presented the whole frame since the last refresh. */
 	bool presented_whole;
 };

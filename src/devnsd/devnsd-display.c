@@ -19,13 +19,15 @@
  * program that drew goes on drawing meanwhile. A switch presents the new
  * persona's whole visible frame in one go and one flip.
  *
- * Nothing says which rows a mapping changed: once a refresh, and at a vsync
- * wait, each row of the mapped frame is hashed (XXH64) and compared with
- * its hash of the last scan, and only changed rows are presented. A frame
- * that does not change costs one read of it a refresh and no flip. A
- * change whose row hashes the same as before (about one in 2^64) waits
- * for the next change of that row or the next pan. Pans present the whole
- * frame without hashing.
+ * Nothing says which rows a mapping changed: once a refresh (and at a
+ * vsync wait, when that refresh has not scanned yet) each row of the
+ * mapped frame is hashed (XXH64) and compared with the hash of the row as
+ * last taken; changed rows are taken into a copy of the frame and
+ * presented from that copy, so the screen shows exactly what was hashed
+ * even while the program goes on drawing. A frame that does not change
+ * costs one read of it a refresh and no flip. A change whose row hashes
+ * the same as before (about one in 2^64) waits for the next change of that
+ * row or the next pan. Pans present the whole frame without hashing.
  */
 
 /* Bytes copied per step of an incremental present: short enough not to hold a request up. */
@@ -52,8 +54,8 @@ static void flush(struct display_class *dc);
 
 /*
  * Rows of the active persona's mapped frame that changed since the last
- * scan become damage. The first scan after a switch, pan, blank or new
- * mapping takes the whole frame.
+ * scan are taken into dc->snap and become damage. The first scan after a
+ * switch, pan, blank, write or new mapping takes the whole frame.
  */
 static void scan_mapped(struct display_class *dc) {
 	const struct fb_node *fb = dc->active->fb;
@@ -61,24 +63,31 @@ static void scan_mapped(struct display_class *dc) {
 	size_t width = (size_t)dc->backend->mode.width * 4;
 	const uint8_t *src = fb_node_visible(fb);
 	uint64_t *hashes;
+	uint8_t *snap;
 
+	dc->scanned = true;
 	if (dc->scan_rows < height) {
 		hashes = reallocarray(dc->scan, height, sizeof(*hashes));
-		if (!hashes) {
+		if (hashes)
+			dc->scan = hashes;
+		snap = hashes ? reallocarray(dc->snap, height, line) : NULL;
+		if (!snap) {
 			/* Without room to compare, everything is new every time. */
 			dc->scan_valid = false;
 			damage_all(dc);
 			return;
 		}
-		dc->scan = hashes;
+		dc->snap = snap;
 		dc->scan_rows = height;
 		dc->scan_valid = false;
 	}
 	for (uint32_t y = 0; y < height; y++) {
-		uint64_t h = XXH64(src + (size_t)y * line, width, 0);
-		if (dc->scan_valid && h == dc->scan[y])
+		size_t off = (size_t)y * line;
+		if (dc->scan_valid && XXH64(src + off, width, 0) == dc->scan[y])
 			continue;
-		dc->scan[y] = h;
+		memcpy(dc->snap + off, src + off, width);
+		/* The program may be drawing: the hash is of what was taken. */
+		dc->scan[y] = XXH64(dc->snap + off, width, 0);
 		y0 = MIN(y0, y);
 		y1 = y + 1;
 	}
@@ -203,7 +212,13 @@ static void flush(struct display_class *dc) {
 	/* Until the copy completes the back buffer holds nobody's frame whole. */
 	display_output_back(dc->backend)->owner = 0;
 	dc->damage = (struct fb_rows){ 0, 0 };
-	dc->copy_src = dn->fb->state.blank == FB_BLANK_UNBLANK ? fb_node_visible(dn->fb) : NULL;
+	/* A scanned mapped frame is shown from what the scan took. */
+	if (dn->fb->state.blank != FB_BLANK_UNBLANK)
+		dc->copy_src = NULL;
+	else if (dc->scan_valid && display_socket_n_mappers(dn->socket) > 0)
+		dc->copy_src = dc->snap;
+	else
+		dc->copy_src = fb_node_visible(dn->fb);
 	dc->copy_stride = dn->fb->state.fix.line_length;
 	if (dc->urgent) {
 		dc->urgent = false;
@@ -237,13 +252,27 @@ static void update_tick(struct display_class *dc) {
 	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
 }
 
+/* The tick after the one due at usec: one period later, whatever the tick's own work took. */
+static void next_tick(struct display_class *dc, uint64_t usec) {
+	uint64_t now = 0, next = usec + dc->refresh_usec;
+
+	if (!tick_wanted(dc))
+		return;
+	sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now);
+	/* Behind by a period or more: the next period boundary after now. */
+	if (next <= now)
+		next += (now - next) / dc->refresh_usec * dc->refresh_usec + dc->refresh_usec;
+	sd_event_source_set_time(dc->tick, next);
+	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
+}
+
 /* Once a refresh: written and mapped changes of the active persona go to the screen, vsync waiters wake up. */
 static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 	struct display_class *dc = userdata;
 	struct display_node *dn;
 
 	(void)s;
-	(void)usec;
+	dc->scanned = false;
 	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0) {
 		/* While a program pans, each refresh presents its whole frame, as each pan does. */
 		if (dc->presented_whole) {
@@ -258,7 +287,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 		/* The active persona's waiters wake when the present under way completes. */
 		if (dn->cuse && !(dn == dc->active && (dc->backend->flip_pending || dc->backend->copying)))
 			cuse_fb_vsync(dn->cuse);
-	update_tick(dc);
+	next_tick(dc, usec);
 	return 0;
 }
 
@@ -342,6 +371,8 @@ static void node_written(void *userdata, const struct fb_rows *rows) {
 		display_output_spare(dc->backend)->owner_gen = dn->gen;
 	if (dn != dc->active || !fb_node_visible_rows(dn->fb, rows, &visible))
 		return;
+	/* What the last scan took lacks these rows: the next one takes the whole frame. */
+	dc->scan_valid = false;
 	/* Writes come in 128 KiB pieces: they are shown together, at the latest one refresh later. */
 	add_damage(dn->class, visible.y0, visible.y1);
 	update_tick(dn->class);
@@ -371,7 +402,9 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 		damage_all(dc);
 		flush(dc);
 	} else if (effect == FB_EFFECT_VSYNC && mapped) {
-		scan_mapped(dc);
+		/* At most one scan a refresh, however many wait. */
+		if (!dc->scanned)
+			scan_mapped(dc);
 		flush(dc);
 	}
 	if (effect == FB_EFFECT_VSYNC)
@@ -512,6 +545,7 @@ static void display_class_free(struct device_class *base) {
 	sd_event_source_disable_unref(dc->backend_source);
 	display_output_free(dc->backend);
 	free(dc->scan);
+	free(dc->snap);
 	free(dc->device);
 	free(dc);
 }

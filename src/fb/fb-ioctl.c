@@ -130,11 +130,15 @@ static void socket_path(struct fb_ioctl_step *s, const struct fb_ioctl_file *f) 
 	done(s, 0, &sock, sizeof(sock));
 }
 
-/* count bytes at the stream position changed through the memfd. */
+/* Bytes changed through the memfd, as a write() at their position would have. */
 static void wrote(struct fb_ioctl_step *s, const struct fb_state *st, const struct fb_ioctl_file *file,
-		  uint64_t count) {
-	uint64_t size = fb_state_mem_size(st), pos = *file->pos, line = st->fix.line_length;
+		  const void *in) {
+	struct devns_fb_wrote w;
+	uint64_t size = fb_state_mem_size(st), line = st->fix.line_length, pos, count;
 
+	memcpy(&w, in, sizeof(w));
+	pos = w.pos;
+	count = w.count;
 	if (pos > size || count > size - pos)
 		return done(s, -EINVAL, NULL, 0);
 	if (count > 0) {
@@ -211,7 +215,9 @@ void fb_ioctl(struct fb_state *st, const struct fb_ioctl_file *file, unsigned in
 		*file->pos = (uintptr_t)arg;
 		return done(s, 0, NULL, 0);
 	case DEVNS_FBIO_WROTE:
-		return wrote(s, st, file, (uintptr_t)arg);
+		if (!need(s, arg, sizeof(struct devns_fb_wrote), 0, in_size, out_size))
+			wrote(s, st, file, in);
+		return;
 	case DEVNS_FBIOGET_SOCKET:
 		if (!need(s, arg, 0, sizeof(struct devns_fb_socket), in_size, out_size))
 			socket_path(s, file);

@@ -11,7 +11,7 @@
  *
  * A write() of more than one CUSE request (DEVNS_FB_FAST_WRITE_MIN bytes)
  * to such an fd stores the data into the memfd with pwrite() and tells
- * devnsd what changed (DEVNS_FBIO_TELL, DEVNS_FBIO_WROTE): two round trips
+ * devnsd what changed (DEVNS_FBIO_TELL, DEVNS_FBIO_WROTE): three round trips
  * instead of one per 128 KiB. Same bounds and errors as the node's own
  * write(); whatever goes wrong before the data is stored falls back to it.
  *
@@ -22,9 +22,11 @@
 #undef _FILE_OFFSET_BITS
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/fb.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,10 +47,27 @@
 /* CUSE hands a write to devnsd in requests of at most 128 KiB. */
 #define DEVNS_FB_FAST_WRITE_MIN (128u * 1024u + 1u)
 
-typedef void *(*mmap_fn)(void *, size_t, int, int, int, off_t);
-typedef int (*munmap_fn)(void *, size_t);
-typedef ssize_t (*write_fn)(int, const void *, size_t);
-typedef off_t (*lseek_fn)(int, off_t, int);
+/* The functions this library stands in front of, resolved when it is loaded (not in a signal handler). */
+static struct {
+	void *(*mmap)(void *, size_t, int, int, int, off_t);
+	void *(*mmap64)(void *, size_t, int, int, int, off64_t);
+	int (*munmap)(void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	off_t (*lseek)(int, off_t, int);
+	off64_t (*lseek64)(int, off64_t, int);
+} real;
+
+__attribute__((constructor)) static void resolve(void) {
+	real.mmap = (__typeof__(real.mmap))dlsym(RTLD_NEXT, "mmap");
+	real.mmap64 = (__typeof__(real.mmap64))dlsym(RTLD_NEXT, "mmap64");
+	real.munmap = (__typeof__(real.munmap))dlsym(RTLD_NEXT, "munmap");
+	real.write = (__typeof__(real.write))dlsym(RTLD_NEXT, "write");
+	real.lseek = (__typeof__(real.lseek))dlsym(RTLD_NEXT, "lseek");
+	real.lseek64 = (__typeof__(real.lseek64))dlsym(RTLD_NEXT, "lseek64");
+}
+
+/* For calls that come before the constructor ran (from other libraries' constructors). */
+#define REAL(name) (real.name ? real.name : (resolve(), real.name))
 
 static struct {
 	void *addr;
@@ -71,38 +90,6 @@ static struct writer {
 } writers[MAX_WRITERS];
 static unsigned int n_writers, next_writer;
 static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static mmap_fn real_mmap(void) {
-	static mmap_fn fn;
-
-	if (!fn)
-		fn = (mmap_fn)dlsym(RTLD_NEXT, "mmap");
-	return fn;
-}
-
-static write_fn real_write(void) {
-	static write_fn fn;
-
-	if (!fn)
-		fn = (write_fn)dlsym(RTLD_NEXT, "write");
-	return fn;
-}
-
-static lseek_fn real_lseek(void) {
-	static lseek_fn fn;
-
-	if (!fn)
-		fn = (lseek_fn)dlsym(RTLD_NEXT, "lseek");
-	return fn;
-}
-
-static munmap_fn real_munmap(void) {
-	static munmap_fn fn;
-
-	if (!fn)
-		fn = (munmap_fn)dlsym(RTLD_NEXT, "munmap");
-	return fn;
-}
 
 /* A CUSE character device whose name ends in fbN, or one sysfs cannot tell about. */
 static int maybe_devns_fb(int fd) {
@@ -195,7 +182,7 @@ static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, o
 		errno = EINVAL;
 		return MAP_FAILED;
 	}
-	p = real_mmap()(addr, len, prot, flags, memfd, off);
+	p = REAL(mmap)(addr, len, prot, flags, memfd, off);
 	saved = errno;
 	close(memfd);
 	if (p != MAP_FAILED) {
@@ -224,11 +211,20 @@ EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off
 		/* Not a devns framebuffer after all. */
 		errno = saved;
 	}
-	return real_mmap()(addr, len, prot, flags, fd, off);
+	return REAL(mmap)(addr, len, prot, flags, fd, off);
 }
 
-EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-	return mmap(addr, len, prot, flags, fd, off);
+EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+	/* A devns framebuffer is far smaller than off_t can count. */
+	if ((off_t)off == off && !(flags & MAP_ANONYMOUS) && maybe_devns_fb(fd)) {
+		int saved = errno;
+		void *p = map_devns_fb(addr, len, prot, flags, fd, (off_t)off);
+
+		if (p)
+			return p;
+		errno = saved;
+	}
+	return REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
 EXPORT int munmap(void *addr, size_t len) {
@@ -243,7 +239,18 @@ EXPORT int munmap(void *addr, size_t len) {
 	pthread_mutex_unlock(&lock);
 	if (sock >= 0)
 		close(sock);
-	return real_munmap()(addr, len);
+	return REAL(munmap)(addr, len);
+}
+
+/* Whether fd is the memfd a writer entry stored (the program may have closed it and reused the number). */
+static bool writer_memfd_is(const struct writer *w, int fd, struct stat *ret) {
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_dev != w->memfd_dev || st.st_ino != w->memfd_ino)
+		return false;
+	if (ret)
+		*ret = st;
+	return true;
 }
 
 /* The writer entry for the node fd is open on, set up on first use; NULL: not a devns framebuffer. */
@@ -258,7 +265,7 @@ static struct writer *writer_of(int fd, const struct stat *st) {
 			w = &writers[i];
 	if (w && w->memfd < 0)
 		return NULL;
-	if (w && fstat(w->memfd, &mst) == 0 && mst.st_dev == w->memfd_dev && mst.st_ino == w->memfd_ino)
+	if (w && writer_memfd_is(w, w->memfd, NULL))
 		return w;
 	/* New, or its memfd was closed behind the library's back: fetch it (again). */
 	if (maybe_devns_fb(fd) && (sock = fetch(fd, DEVNS_FB_INTENT_WRITE, &memfd, &grant)) >= 0) {
@@ -274,7 +281,7 @@ static struct writer *writer_of(int fd, const struct stat *st) {
 	else if (!w) {
 		w = &writers[next_writer];
 		next_writer = (next_writer + 1) % MAX_WRITERS;
-		if (w->memfd >= 0)
+		if (writer_memfd_is(w, w->memfd, NULL))
 			close(w->memfd);
 	}
 	*w = (struct writer){ .rdev = st->st_rdev, .ino = st->st_ino, .memfd = memfd };
@@ -288,13 +295,16 @@ static struct writer *writer_of(int fd, const struct stat *st) {
 
 /* 1 with *ret set when the write was done here, 0 to leave it to the node. */
 static int fast_write(int fd, const void *buf, size_t count, ssize_t *ret) {
+	struct devns_fb_wrote wrote;
 	struct writer *w;
 	struct stat st;
 	long len;
-	int pos, saved = errno, done = 0;
+	int pos, mode, saved = errno, done = 0;
 	ssize_t n;
 
-	if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
+	/* Only an fd open for writing; the node itself answers the others (EBADF). */
+	mode = fcntl(fd, F_GETFL);
+	if (mode < 0 || (mode & O_ACCMODE) == O_RDONLY || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
 		errno = saved;
 		return 0;
 	}
@@ -306,17 +316,19 @@ static int fast_write(int fd, const void *buf, size_t count, ssize_t *ret) {
 	if (pos >= 0) {
 		len = fb_stream_clamp(w->size, (uint64_t)pos, count, true);
 		done = 1;
-		if (len <= 0) {
-			*ret = len == 0 ? 0 : -1;
+		*ret = -1;
+		if (len < 0)
 			saved = (int)-len;
-		} else if ((n = pwrite(w->memfd, buf, (size_t)len, pos)) < 0) {
-			*ret = -1;
+		else if ((n = pwrite(w->memfd, buf, (size_t)len, pos)) < 0)
 			saved = errno;
-		} else if (n > 0 && ioctl(fd, DEVNS_FBIO_WROTE, (unsigned long)n) < 0) {
-			*ret = -1;
-			saved = errno;
-		} else
-			*ret = n;
+		else {
+			/* Said with the position written at: another writer may have moved the stream meanwhile. */
+			wrote = (struct devns_fb_wrote){ .pos = (uint64_t)pos, .count = (uint64_t)n };
+			if (n > 0 && ioctl(fd, DEVNS_FBIO_WROTE, &wrote) < 0)
+				saved = errno;
+			else
+				*ret = n;
+		}
 	}
 	pthread_mutex_unlock(&writers_lock);
 	errno = saved;
@@ -328,56 +340,85 @@ EXPORT ssize_t write(int fd, const void *buf, size_t count) {
 
 	if (count >= DEVNS_FB_FAST_WRITE_MIN && fast_write(fd, buf, count, &n))
 		return n;
-	return real_write()(fd, buf, count);
+	return REAL(write)(fd, buf, count);
 }
 
-/* lseek() of a devns framebuffer: devnsd's stream position of the open file. */
-static off_t seek_devns_fb(int fd, off_t off, int whence) {
+/*
+ * lseek() of a devns framebuffer: devnsd's stream position of the open
+ * file. 0 when fd turns out not to be one (the caller keeps the original
+ * answer), 1 with the result in *ret.
+ */
+static int seek_devns_fb(int fd, int64_t off, int whence, int64_t *ret) {
 	struct fb_fix_screeninfo fix;
-	off_t base = 0;
+	int64_t base = 0;
+	int saved = errno;
 
 	if (whence == SEEK_CUR) {
 		base = ioctl(fd, DEVNS_FBIO_TELL);
-		if (base < 0)
-			goto espipe;
+		if (base < 0 && errno != EOVERFLOW)
+			goto not_ours;
 	} else if (whence == SEEK_END) {
 		if (ioctl(fd, FBIOGET_FSCREENINFO, &fix) < 0)
-			goto espipe;
+			goto not_ours;
 		base = fix.smem_len;
 	} else if (whence != SEEK_SET) {
-		errno = EINVAL;
-		return -1;
+		/* SEEK_DATA, SEEK_HOLE: not for a device, ours or not. */
+		goto not_ours;
 	}
-	if (off < -base || __builtin_add_overflow(base, off, &base)) {
+	*ret = -1;
+	if (base < 0)
+		return 1; /* EOVERFLOW from DEVNS_FBIO_TELL */
+	if (off < -base || __builtin_add_overflow(base, off, &base) || (unsigned long)base != (uint64_t)base) {
 		errno = EINVAL;
-		return -1;
+		return 1;
 	}
-	if (ioctl(fd, DEVNS_FBIO_SEEK, (unsigned long)base) < 0)
-		goto espipe;
-	return base;
-espipe:
-	errno = ESPIPE;
-	return -1;
+	if (ioctl(fd, DEVNS_FBIO_SEEK, (unsigned long)base) < 0) {
+		if (errno == ENOTTY)
+			goto not_ours;
+		return 1;
+	}
+	*ret = base;
+	return 1;
+not_ours:
+	errno = saved;
+	return 0;
 }
 
 /*
  * CUSE answers lseek() with 0 and moves nothing; other nodes that cannot
  * seek fail with ESPIPE. Only then is the fd looked at.
  */
-EXPORT off_t lseek(int fd, off_t off, int whence) {
-	int saved = errno;
-	off_t r = real_lseek()(fd, off, whence);
-	int err = r < 0 ? errno : saved;
+static bool may_seek_devns_fb(int fd, int64_t r, int err) {
 	struct stat st;
 
-	if ((r == 0 || (r < 0 && err == ESPIPE)) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && maybe_devns_fb(fd)) {
-		errno = saved;
-		return seek_devns_fb(fd, off, whence);
+	return (r == 0 || (r < 0 && err == ESPIPE)) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && maybe_devns_fb(fd);
+}
+
+EXPORT off_t lseek(int fd, off_t off, int whence) {
+	int saved = errno;
+	off_t r = REAL(lseek)(fd, off, whence);
+	int err = r < 0 ? errno : saved;
+	int64_t pos;
+
+	if (may_seek_devns_fb(fd, r, err) && seek_devns_fb(fd, off, whence, &pos)) {
+		if (pos >= 0 && (off_t)pos != pos) {
+			errno = EOVERFLOW;
+			return -1;
+		}
+		return (off_t)pos;
 	}
 	errno = err;
 	return r;
 }
 
-EXPORT off_t lseek64(int fd, off_t off, int whence) {
-	return lseek(fd, off, whence);
+EXPORT off64_t lseek64(int fd, off64_t off, int whence) {
+	int saved = errno;
+	off64_t r = REAL(lseek64)(fd, off, whence);
+	int err = r < 0 ? errno : saved;
+	int64_t pos;
+
+	if (may_seek_devns_fb(fd, r, err) && seek_devns_fb(fd, off, whence, &pos))
+		return pos;
+	errno = err;
+	return r;
 }

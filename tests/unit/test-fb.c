@@ -228,35 +228,46 @@ static void test_read_write_position(void **state) {
 	assert_false(fb_node_visible_rows(n, &rows, &vis));
 }
 
-/* The by-value ioctls of a writer that stores through the memfd. */
+/* The ioctls of a writer that stores through the memfd. */
 static void test_memfd_writer_ioctls(void **state) {
 	struct fb_node *n = *state;
 	uint64_t pos = 0;
 	static struct fb_ioctl_step step;
 	struct fb_ioctl_file file = { .pos = &pos };
 	uint32_t line = n->state.fix.line_length;
+	struct devns_fb_wrote w = { .pos = line * 3 + 8, .count = line * 2 };
 
-	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)(line * 3 + 8), NULL, 0, 0, &step);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)(line * 7), NULL, 0, 0, &step);
 	assert_int_equal(step.result, 0);
-	assert_int_equal(pos, line * 3 + 8);
+	assert_int_equal(pos, line * 7);
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, NULL, NULL, 0, 0, &step);
-	assert_int_equal(step.result, line * 3 + 8);
-	/* From the middle of row 3 into row 5: rows 3 to 5 changed. */
-	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, (void *)(uintptr_t)(line * 2), NULL, 0, 0, &step);
+	assert_int_equal(step.result, line * 7);
+	/* The range comes through memory: the first step asks for it. */
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, NULL, 0, 0, &step);
+	assert_true(step.retry);
+	assert_int_equal(step.n_in, 1);
+	assert_int_equal(step.in_iov[0].iov_len, sizeof(w));
+	/* From the middle of row 3 into row 5: rows 3 to 5 changed, whatever the position was. */
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
 	assert_int_equal(step.result, 0);
 	assert_int_equal(step.effect, FB_EFFECT_WROTE);
 	assert_int_equal(step.rows.y0, 3);
 	assert_int_equal(step.rows.y1, 6);
 	assert_int_equal(pos, line * 5 + 8);
 	/* Nothing changes without bytes; nothing past the end. */
-	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, NULL, NULL, 0, 0, &step);
+	w.count = 0;
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
 	assert_int_equal(step.effect, FB_EFFECT_NONE);
-	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, (void *)(uintptr_t)n->size, NULL, 0, 0, &step);
+	w = (struct devns_fb_wrote){ .pos = 0, .count = n->size + 1 };
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	w = (struct devns_fb_wrote){ .pos = n->size, .count = 1 };
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	w = (struct devns_fb_wrote){ .pos = UINT64_MAX, .count = UINT64_MAX };
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
 	assert_int_equal(step.result, -EINVAL);
 	assert_int_equal(pos, line * 5 + 8);
-	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)n->size, NULL, 0, 0, &step);
-	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, (void *)(uintptr_t)1, NULL, 0, 0, &step);
-	assert_int_equal(step.result, -EINVAL);
 	/* A position the result cannot carry. */
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)0x80000000u, NULL, 0, 0, &step);
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, NULL, NULL, 0, 0, &step);

@@ -2,8 +2,10 @@
 /*
  * A plain fbdev client, the way programs draw: open the framebuffer device,
  * read its screen info, mmap it, draw, pan. Usage:
- *   fbdraw DEVICE SEED [--no-pan] [--change-on-signal SEED2 Y0 Y1] [--hold MS]
+ *   fbdraw DEVICE SEED [--no-pan] [--flicker MS] [--change-on-signal SEED2 Y0 Y1] [--hold MS]
  * Pixel (x, y) becomes seed_color(x, y, SEED) (see fbrig.pattern_frame()).
+ * --flicker first clears the frame and draws it again, over and over, for
+ * MS milliseconds (the way a program without double buffering redraws).
  * With --change-on-signal, once SIGUSR1 arrives rows [Y0, Y1) are drawn
  * again with SEED2, through the mapping only. --hold keeps the mapping MS
  * milliseconds longer. Exit status 0, or 1 with a message.
@@ -45,7 +47,7 @@ static int die(const char *what) {
 int main(int argc, char *argv[]) {
 	struct fb_var_screeninfo var;
 	struct fb_fix_screeninfo fix;
-	unsigned int seed, seed2 = 0, hold_ms = 0;
+	unsigned int seed, seed2 = 0, hold_ms = 0, flicker_ms = 0;
 	uint32_t change_y0 = 0, change_y1 = 0;
 	int pan = 1, fd;
 	uint8_t *mem;
@@ -60,6 +62,8 @@ int main(int argc, char *argv[]) {
 			pan = 0;
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--flicker") == 0 && i + 1 < argc)
+			flicker_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--change-on-signal") == 0 && i + 3 < argc) {
 			seed2 = (unsigned int)strtoul(argv[++i], NULL, 0);
 			change_y0 = (uint32_t)strtoul(argv[++i], NULL, 0);
@@ -86,6 +90,16 @@ int main(int argc, char *argv[]) {
 	mem = mmap(NULL, fix.smem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (mem == MAP_FAILED)
 		return die("mmap");
+	if (flicker_ms) {
+		struct timespec start, now;
+
+		clock_gettime(CLOCK_MONOTONIC, &start);
+		do {
+			memset(mem + (size_t)var.yoffset * fix.line_length, 0, (size_t)var.yres * fix.line_length);
+			draw(mem, &var, &fix, seed, 0, var.yres);
+			clock_gettime(CLOCK_MONOTONIC, &now);
+		} while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < (long)flicker_ms);
+	}
 	draw(mem, &var, &fix, seed, 0, var.yres);
 	if (pan && ioctl(fd, FBIOPAN_DISPLAY, &var) < 0)
 		return die("pan");

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""fbwrite.py [--seek] NODE POS FILE [POS FILE ...]: a plain fbdev writer.
+"""fbwrite.py [--seek] [--read-only] NODE POS FILE [POS FILE ...]: a plain fbdev writer.
 For each pair it sets the open file's stream position (devns' ioctl, or
 lseek() with --seek) and writes FILE's bytes with one write(). Prints one
 line per write ("n N" or "errno E"), then "pos P" (the stream position at
@@ -15,10 +15,10 @@ import fbrig
 
 def main():
     args = sys.argv[1:]
-    seek = args[0] == "--seek"
-    if seek:
-        args = args[1:]
-    fd = os.open(args[0], os.O_RDWR)
+    seek = "--seek" in args
+    read_only = "--read-only" in args
+    args = [a for a in args if a not in ("--seek", "--read-only")]
+    fd = os.open(args[0], os.O_RDONLY if read_only else os.O_RDWR)
     args = args[1:]
     for pos, path in zip(args[0::2], args[1::2]):
         with open(path, "rb") as f:

@@ -200,7 +200,7 @@ class FramebufferPersonas(rig.PersonaTestCase):
         self.run_fbdraw("work", 7)
         self.assert_screen(fbrig.pattern_frame(self.w, self.h, 7), "fbdraw through the preload library")
 
-    def run_fbwrite(self, persona, writes, preload=True, seek=False):
+    def run_fbwrite(self, persona, writes, preload=True, seek=False, read_only=False):
         """writes: (position, bytes) pairs, each one write() by a separate program; its report as a dict of lists."""
         args = []
         for i, (pos, data) in enumerate(writes):
@@ -212,7 +212,8 @@ class FramebufferPersonas(rig.PersonaTestCase):
         if preload:
             env["LD_PRELOAD"] = PRELOAD
         p = subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fbwrite.py")]
-                           + (["--seek"] if seek else []) + [fbrig.fb_node(persona)] + args, env=env, capture_output=True, text=True, timeout=120)
+                           + (["--seek"] if seek else []) + (["--read-only"] if read_only else [])
+                           + [fbrig.fb_node(persona)] + args, env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         report = {}
         for line in p.stdout.splitlines():
@@ -256,6 +257,9 @@ class FramebufferPersonas(rig.PersonaTestCase):
             self.assertEqual(r["errno"], [str(self.native["write_at_end"]), str(self.native["write_past_end"])],
                              "preload=%s" % preload)
             self.assertEqual(r["pos"], [str(size + 4096)])
+            # An fd open only for reading cannot write, large write or not.
+            r = self.run_fbwrite("work", [(0, bytes(big))], preload=preload, read_only=True)
+            self.assertEqual(r["errno"], [str(errno.EBADF)], "preload=%s" % preload)
 
         # A background persona's write stays off screen until the switch.
         b = fbrig.frame(self.w, self.h, (40, 41, 42), band=(0, 30), band_color=(200, 0, 200))
@@ -299,6 +303,16 @@ class FramebufferPersonas(rig.PersonaTestCase):
         row = self.w * 4
         changed[300 * row:340 * row] = fbrig.pattern_frame(self.w, self.h, 14)[300 * row:340 * row]
         self.assert_screen(bytes(changed), "fbdraw changed rows 300 to 339 through the mapping")
+        p.kill()
+        p.wait()
+
+    def test_mmap_redrawn_in_place_settles(self):
+        """A program that clears and redraws its mapped frame over and over (no pan, no double buffering)
+        leaves the screen showing its last frame, not rows caught half redrawn."""
+        p = self.start_fbdraw("work", 21, "--no-pan", "--flicker", "2500", "--hold", "8000")
+        time.sleep(3.5)
+        self.assertIsNone(p.poll(), "fbdraw stopped early")
+        self.assert_screen(fbrig.pattern_frame(self.w, self.h, 21), "after the redrawing stopped", timeout=2)
         p.kill()
         p.wait()
 
