@@ -348,10 +348,9 @@ static int node_may_open(void *userdata, pid_t pid) {
  * spare holds the frame as written.
  */
 static bool stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows) {
-	struct display_buffer *spare = display_output_spare(dc->backend);
 	struct fb_rows visible;
 
-	if (!spare || !buffer_holds(dc, dc->backend->spare, dn))
+	if (!buffer_holds(dc, dc->backend->spare, dn))
 		return false;
 	/* A blanked persona shows black whatever it writes. */
 	if (dn->fb->state.blank != FB_BLANK_UNBLANK || !fb_node_visible_rows(dn->fb, rows, &visible))
