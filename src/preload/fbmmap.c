@@ -201,30 +201,30 @@ static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, o
 	return p;
 }
 
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-	if (!(flags & MAP_ANONYMOUS) && maybe_devns_fb(fd)) {
-		int saved = errno;
-		void *p = map_devns_fb(addr, len, prot, flags, fd, off);
+/* The mapping of a devns framebuffer, MAP_FAILED with errno, or NULL (errno kept) for any other fd. */
+static void *try_map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+	int saved = errno;
+	void *p;
 
-		if (p)
-			return p;
-		/* Not a devns framebuffer after all. */
-		errno = saved;
-	}
-	return REAL(mmap)(addr, len, prot, flags, fd, off);
+	/* A devns framebuffer is far smaller than off_t can count. */
+	if ((off_t)off != off || (flags & MAP_ANONYMOUS) || !maybe_devns_fb(fd))
+		return NULL;
+	p = map_devns_fb(addr, len, prot, flags, fd, (off_t)off);
+	if (!p)
+		errno = saved; /* not a devns framebuffer after all */
+	return p;
+}
+
+EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+	void *p = try_map_devns_fb(addr, len, prot, flags, fd, off);
+
+	return p ? p : REAL(mmap)(addr, len, prot, flags, fd, off);
 }
 
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
-	/* A devns framebuffer is far smaller than off_t can count. */
-	if ((off_t)off == off && !(flags & MAP_ANONYMOUS) && maybe_devns_fb(fd)) {
-		int saved = errno;
-		void *p = map_devns_fb(addr, len, prot, flags, fd, (off_t)off);
+	void *p = try_map_devns_fb(addr, len, prot, flags, fd, off);
 
-		if (p)
-			return p;
-		errno = saved;
-	}
-	return REAL(mmap64)(addr, len, prot, flags, fd, off);
+	return p ? p : REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
 
 EXPORT int munmap(void *addr, size_t len) {

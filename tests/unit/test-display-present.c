@@ -21,13 +21,15 @@ static void fill(uint8_t v, uint32_t y0, uint32_t y1) {
 		memset(src[y], v, sizeof(src[y]));
 }
 
-static bool front_is_src(struct display_output *b) {
-	const struct display_buffer *f = display_output_front(b);
-
+static bool buffer_is(const struct display_buffer *buf, uint8_t frame[H][W * 4]) {
 	for (uint32_t y = 0; y < H; y++)
-		if (memcmp(f->map + (size_t)y * f->stride, src[y], W * 4) != 0)
+		if (memcmp(buf->map + (size_t)y * buf->stride, frame[y], W * 4) != 0)
 			return false;
 	return true;
+}
+
+static bool front_is_src(struct display_output *b) {
+	return buffer_is(display_output_front(b), src);
 }
 
 static void test_partial_updates(void **state) {
@@ -117,13 +119,6 @@ static void test_reuse_back(void **state) {
 	assert_int_equal(display_output_present(b, &src[0][0], W * 4, 0, 1), 0);
 	assert_true(front_is_src(b));
 	display_output_free(b);
-}
-
-static bool buffer_is(const struct display_buffer *buf, uint8_t frame[H][W * 4]) {
-	for (uint32_t y = 0; y < H; y++)
-		if (memcmp(buf->map + (size_t)y * buf->stride, frame[y], W * 4) != 0)
-			return false;
-	return true;
 }
 
 static void test_spare(void **state) {
