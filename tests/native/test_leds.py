@@ -304,6 +304,10 @@ class Views(unittest.TestCase):
         base = {"work": 10000, "personal": 20000, "games": 30000}
         last = {}
         count = 400
+        # Every persona's state starts as a value of its own, so that a switch to one that has not
+        # written yet shows a value that names its owner (a leftover 0 would name nobody).
+        for p in PERSONAS:
+            self.put(self.led(p, name), "%d\n" % base[p])
 
         def writer(p):
             for i in range(1, count + 1):
