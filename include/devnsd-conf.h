@@ -29,6 +29,16 @@ struct conf_map {
 	char *path;
 };
 
+/*
+ * A group a persona's nodes get inside its container: a name looked up in
+ * the container's /etc/group, a number, or both ("input:1004", the number
+ * used when the container has no such group).
+ */
+struct conf_group {
+	char name[NAME_MAX_LEN + 1]; /* "" for a number alone */
+	int64_t gid;                 /* the container's gid; -1: its root group */
+};
+
 struct conf_persona {
 	char name[NAME_MAX_LEN + 1];
 	bool active;
@@ -39,6 +49,8 @@ struct conf_persona {
 	bool allow_request_active;
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;
+	/* InputGroup=, VideoGroup=: the groups of input nodes and of fb0 (and its socket). */
+	struct conf_group input_group, video_group;
 };
 
 /* A hotkey: the keys held together, and the persona they bring forward. */

@@ -14,11 +14,27 @@
 struct manager;
 struct devnum;
 
+/*
+ * Who owns a persona's nodes, in the host's ids: the container's root user
+ * and the groups its nodes get there (InputGroup=, VideoGroup=), mapped
+ * through the container's user namespace. Host root (all 0) while the
+ * persona is not attached.
+ */
+struct persona_owner {
+	uid_t uid;
+	gid_t gid;
+	gid_t input_gid;
+	gid_t video_gid;
+};
+
 struct persona {
 	struct manager *manager;
 	char name[NAME_MAX_LEN + 1];
 	/* The container's pid namespace, once attached; fd -1 before. */
 	struct pidns ns;
+	struct persona_owner owner;
+	/* Groups the nodes get in the container. */
+	struct conf_group input_group, video_group;
 	bool allow_request_active;
 	/* Where nodes appear inside the container: node name -> path. */
 	struct conf_map maps[CONF_MAX_MAPS];
@@ -61,6 +77,14 @@ struct device_class_ops {
 	void (*switch_to)(struct device_class *dc, struct persona *from, struct persona *to);
 	/* Calls fn for each node persona p has. */
 	void (*foreach_node)(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata);
+	/*
+	 * p's container changed: p->owner is set, and the persona's nodes,
+	 * sockets and views take it. With revoke, p left a container
+	 * (attached to another, detached): every handle opened before on
+	 * p's nodes, views and sockets stops working (ENODEV), as logind
+	 * revokes a session's devices.
+	 */
+	void (*rebind)(struct device_class *dc, struct persona *p, bool revoke);
 	void (*free)(struct device_class *dc);
 };
 
@@ -158,6 +182,10 @@ int manager_route(struct manager *m, const char *path, pid_t pid, struct persona
 
 /* Binds persona p to the pid namespace of process pid. */
 int manager_attach(struct manager *m, struct persona *p, pid_t pid);
+/* Unbinds p from its container and revokes what was opened there. -ENOENT when p is not attached. */
+int manager_detach(struct manager *m, struct persona *p);
+/* Gives p->owner to every class's nodes; with revoke, revokes every handle opened before. */
+void manager_rebind(struct manager *m, struct persona *p, bool revoke);
 
 /* Stable device numbers for /dev/DEVNAME (0, 0 when none can be kept). */
 void manager_node_numbers(struct manager *m, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);

@@ -111,7 +111,21 @@ int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
 			pidns_close(&ns);
 			return -EBUSY;
 		}
+	if (p->ns.fd >= 0 && !pidns_equal(&p->ns, &ns)) {
+		pidns_close(&p->ns);
+		manager_rebind(m, p, true);
+	}
 	pidns_close(&p->ns);
 	p->ns = ns;
+	return 0;
+}
+
+int manager_detach(struct manager *m, struct persona *p) {
+	if (p->ns.fd < 0)
+		return -ENOENT;
+	pidns_close(&p->ns);
+	p->owner = (struct persona_owner){ 0 };
+	manager_rebind(m, p, true);
+	log_info("persona %s detached from its container", p->name);
 	return 0;
 }

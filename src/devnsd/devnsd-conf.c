@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <ctype.h>
+#include <errno.h>
 #include <ini.h>
 #include <libevdev/libevdev.h>
 #include <limits.h>
@@ -79,6 +80,8 @@ static void on_persona_section(struct parser *p, const char *header, const char 
 	p->persona = &c->personas[c->n_personas++];
 	snprintf(p->persona->name, sizeof(p->persona->name), "%s", pname);
 	p->persona->line = p->line;
+	p->persona->input_group = (struct conf_group){ .name = "input", .gid = -1 };
+	p->persona->video_group = (struct conf_group){ .name = "video", .gid = -1 };
 	p->section = SECTION_PERSONA;
 }
 
@@ -346,6 +349,37 @@ static int daemon_key(struct parser *p, const char *name, const char *v, const c
 	return parse_error(p, "[Daemon] %s: unknown key", name);
 }
 
+/* NAME, GID or NAME:GID; a name as groupadd takes them. */
+static int parse_group(struct parser *p, const char *key, const char *v, struct conf_group *ret) {
+	const char *colon = strchr(v, ':');
+	size_t len = colon ? (size_t)(colon - v) : strlen(v);
+	const char *num = colon ? colon + 1 : v;
+	bool numeric = len > 0 && strspn(v, "0123456789") == len;
+	struct conf_group g = { .gid = -1 };
+
+	if (numeric && !colon)
+		len = 0;
+	else if (len == 0 || len > NAME_MAX_LEN || v[0] == '-' ||
+		 strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-") < len)
+		return parse_error(p, "[Persona %s] %s=%s: expected a group name, a gid, or NAME:GID", p->persona->name,
+				   key, v);
+	if (colon || numeric) {
+		char *end;
+		unsigned long long gid;
+
+		errno = 0;
+		gid = strtoull(num, &end, 10);
+		if (!*num || *end || errno || !isdigit((unsigned char)*num) || gid >= UINT32_MAX)
+			return parse_error(p, "[Persona %s] %s=%s: not a gid (0 to %u)", p->persona->name, key, v,
+					   UINT32_MAX - 1);
+		g.gid = (int64_t)gid;
+	}
+	memcpy(g.name, v, len);
+	g.name[len] = '\0';
+	*ret = g;
+	return 1;
+}
+
 static int persona_key(struct parser *p, const char *name, const char *v, const char *raw) {
 	struct conf_persona *cp = p->persona;
 
@@ -381,6 +415,10 @@ static int persona_key(struct parser *p, const char *name, const char *v, const 
 	}
 	if (streq(name, "DeviceMap"))
 		return for_each_word(p, name, raw, add_map);
+	if (streq(name, "InputGroup"))
+		return parse_group(p, name, v, &cp->input_group);
+	if (streq(name, "VideoGroup"))
+		return parse_group(p, name, v, &cp->video_group);
 	return parse_error(p, "[Persona %s] %s: unknown key", cp->name, name);
 }
 

@@ -595,11 +595,18 @@ static int add_routed(struct display_class *dc) {
 	return 0;
 }
 
+static void display_rebind(struct device_class *dc, struct persona *p, bool revoke) {
+	(void)dc;
+	(void)p;
+	(void)revoke;
+}
+
 static const struct device_class_ops display_class_ops = {
 	.add_persona = display_add_persona,
 	.remove_persona = display_remove_persona,
 	.switch_to = display_switch_to,
 	.foreach_node = display_foreach_node,
+	.rebind = display_rebind,
 	.free = display_class_free,
 };
 

@@ -434,11 +434,18 @@ static void input_class_free(struct device_class *dc) {
 	free(ic);
 }
 
+static void input_rebind(struct device_class *dc, struct persona *p, bool revoke) {
+	(void)dc;
+	(void)p;
+	(void)revoke;
+}
+
 static const struct device_class_ops input_class_ops = {
 	.add_persona = input_add_persona,
 	.remove_persona = input_remove_persona,
 	.switch_to = input_switch_to,
 	.foreach_node = input_foreach_node,
+	.rebind = input_rebind,
 	.free = input_class_free,
 };
 

@@ -297,11 +297,18 @@ static void leds_class_free(struct device_class *dc) {
 	free(lc);
 }
 
+static void leds_rebind(struct device_class *dc, struct persona *p, bool revoke) {
+	(void)dc;
+	(void)p;
+	(void)revoke;
+}
+
 static const struct device_class_ops leds_class_ops = {
 	.add_persona = leds_add_persona,
 	.remove_persona = leds_remove_persona,
 	.switch_to = leds_switch_to,
 	.foreach_node = leds_foreach_node,
+	.rebind = leds_rebind,
 	.free = leds_class_free,
 };
 

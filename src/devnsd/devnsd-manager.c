@@ -29,8 +29,12 @@ static int persona_new(struct manager *m, const char *name, const struct conf_pe
 	p->manager = m;
 	p->ns = PIDNS_NULL;
 	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->input_group = (struct conf_group){ .name = "input", .gid = -1 };
+	p->video_group = (struct conf_group){ .name = "video", .gid = -1 };
 	if (cp) {
 		p->allow_request_active = cp->allow_request_active;
+		p->input_group = cp->input_group;
+		p->video_group = cp->video_group;
 		for (size_t i = 0; i < cp->n_maps; i++) {
 			p->maps[i] = cp->maps[i];
 			p->maps[i].path = strdup(cp->maps[i].path);
@@ -172,6 +176,13 @@ int manager_switch(struct manager *m, struct persona *p) {
 	log_info("switched from %s to %s", old->name, p->name);
 	bus_emit_active_changed(m);
 	return 1;
+}
+
+void manager_rebind(struct manager *m, struct persona *p, bool revoke) {
+	struct device_class *dc;
+
+	LIST_FOREACH(dc, &m->classes, link)
+		dc->ops->rebind(dc, p, revoke);
 }
 
 void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn, void *userdata) {
