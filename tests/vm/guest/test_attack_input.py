@@ -1,0 +1,487 @@
+#!/usr/bin/python3
+"""Input nodes and LED/backlight views against hostile users: `nobody` on the
+host, an app's uid inside a container, a container that loses its persona
+to another one, one uid that opens everything it can. Real uinput, CUSE and
+the i8042 keyboard's caps lock LED; a backlight of plain files. After each
+attack devnsd still answers D-Bus within a second."""
+
+import errno
+import fcntl
+import glob
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from evdev import ecodes as e
+
+import devnsrig as rig
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBE = os.path.join(HERE, "nsprobe.py")
+VIEWS = "/run/devns"
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+USERNS = ["--user", "--map-users=100000,0,65536", "--map-groups=100000,0,65536"]
+# The limits devnsd(8) names.
+NODE_CLIENTS_PER_UID = 16
+VIEW_FILES_PER_UID = 64
+
+# Tries a write() of argv[2] to argv[1]; prints "ok" or "errno N".
+WRITE = r"""
+import os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_TRUNC)
+    os.write(fd, sys.argv[2].encode())
+    os.close(fd)
+    print("ok")
+except OSError as err:
+    print("errno %d" % err.errno)
+"""
+
+# Opens argv[1] up to argv[2] times and keeps what it got until stdin closes:
+# prints "opened N errno E" (E 0 when every open worked).
+FILL = r"""
+import os, sys
+fds, err = [], 0
+while len(fds) < int(sys.argv[2]):
+    try:
+        fds.append(os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK))
+    except OSError as ex:
+        err = ex.errno
+        break
+print("opened %d errno %d" % (len(fds), err), flush=True)
+sys.stdin.read()
+"""
+
+# A container's program holding a persona's event node: a blocking reader
+# (grabbing, and having written a key press into the node), a poller, and
+# extra handles (more nodes, a view file). Prints what each gets; once the
+# reader fails, tries every handle, and again after a line on stdin.
+HOLD = r"""
+import fcntl, os, select, struct, sys, threading
+EV = struct.Struct("llHHi")
+EVIOCGRAB = (1 << 30) | (4 << 16) | (ord("E") << 8) | 0x90
+EVIOCGNAME = (2 << 30) | (64 << 16) | (ord("E") << 8) | 0x06
+node, view, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+fd = os.open(node, os.O_RDWR)
+fcntl.ioctl(fd, EVIOCGRAB, 1)
+os.write(fd, EV.pack(0, 0, 1, 46, 1) + EV.pack(0, 0, 0, 0, 0))  # KEY_C down, into the persona's node
+polled = os.open(node, os.O_RDONLY)
+others = [os.open(p, os.O_RDONLY | os.O_NONBLOCK) for p in extra]
+vfd = os.open(view, os.O_RDWR)
+
+def poller():
+    p = select.poll()
+    p.register(polled, 0)
+    print("poll %d" % p.poll()[0][1], flush=True)
+
+def attempts():
+    for i, o in enumerate(others):
+        try:
+            got = os.read(o, EV.size * 64)
+            print("other%d read %d bytes" % (i, len(got)), flush=True)
+        except OSError as err:
+            print("other%d errno %d" % (i, err.errno), flush=True)
+    for name, call in (("ioctl", lambda: fcntl.ioctl(fd, EVIOCGNAME, bytearray(64))),
+                       ("write", lambda: os.write(fd, EV.pack(0, 0, 0, 0, 0))),
+                       ("view read", lambda: os.pread(vfd, 64, 0)),
+                       ("view write", lambda: os.write(vfd, b"0"))):
+        try:
+            call()
+            print("%s ok" % name, flush=True)
+        except OSError as err:
+            print("%s errno %d" % (name, err.errno), flush=True)
+
+threading.Thread(target=poller, daemon=True).start()
+print("ready", flush=True)
+while True:
+    try:
+        data = os.read(fd, EV.size * 64)
+    except OSError as err:
+        print("read errno %d" % err.errno, flush=True)
+        break
+    for off in range(0, len(data), EV.size):
+        print("ev %d %d %d" % EV.unpack_from(data, off)[2:], flush=True)
+attempts()
+sys.stdin.readline()
+print("again", flush=True)
+attempts()
+"""
+
+# name: (max_brightness, brightness)
+BACKLIGHT = ("panel", 1000, 500)
+
+
+def find_capslock():
+    """The caps lock LED class device of a keyboard, and that keyboard's /dev/input/eventN."""
+    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
+        events = glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*"))
+        if events:
+            return led, "/dev/input/" + os.path.basename(events[0])
+    raise unittest.SkipTest("no keyboard with a caps lock LED")
+
+
+def read_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+def put(path, text):
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def python(*args, prefix=(), container=None, **kw):
+    """Runs python3 with args (after the prefix, e.g. setpriv), in the container if given."""
+    cmd = list(prefix) + [sys.executable] + list(args)
+    if container:
+        return container.run(*cmd, check=False, **kw)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw)
+
+
+def responsive(seconds=1.0):
+    """devnsd answers `devnsctl list` within seconds (best of three: a slow start of
+    devnsctl under emulation is not devnsd's)."""
+    took = []
+    for _ in range(3):
+        t = time.monotonic()
+        p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=30)
+        took.append(time.monotonic() - t)
+        if p.returncode == 0 and took[-1] < seconds:
+            return True
+    print("devnsctl list took", took, file=sys.stderr)
+    return False
+
+
+class Box(rig.Container):
+    """A container sharing the host's /dev and /run (so it sees /dev/devns and
+    /run/devns where the host does), optionally in a user namespace that maps
+    its root to host uid 100000."""
+
+    def __init__(self, userns=False):
+        self.userns = userns
+        if not userns:
+            super().__init__()
+            return
+        self.proc = subprocess.Popen(["unshare"] + USERNS + ["--pid", "--mount", "--fork", "--mount-proc",
+                                                             "sleep", "100000"])
+        self.pid = None
+        for _ in range(200):
+            try:
+                with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                    kids = f.read().split()
+                if kids:
+                    with open("/proc/%s/comm" % kids[0]) as f:
+                        if f.read().strip() == "sleep":
+                            self.pid = int(kids[0])
+                            return
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+            time.sleep(0.05)
+        raise RuntimeError("container did not start")
+
+    def enter(self):
+        return (["nsenter", "-t", str(self.pid)] + (["--user"] if self.userns else []) +
+                ["--pid", "--mount", "--root", "--wd", "--"])
+
+    def run(self, *cmd, check=True, **kw):
+        p = subprocess.run(self.enter() + list(cmd), capture_output=True, text=True, timeout=60, **kw)
+        if check and p.returncode != 0:
+            raise RuntimeError("%s failed (%d): %s%s" % (cmd, p.returncode, p.stdout, p.stderr))
+        return p
+
+    def popen(self, *cmd, **kw):
+        return subprocess.Popen(self.enter() + list(cmd), **kw)
+
+    def stop(self):
+        # The container's init first: with it the whole pid namespace goes.
+        try:
+            os.kill(self.pid, 9)
+        except ProcessLookupError:
+            pass
+        super().stop()
+
+
+class InputAndViewAttacks(rig.PersonaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.led, cls.i8042 = find_capslock()
+        cls.led_name = os.path.basename(cls.led)
+        cls.kbd = rig.make_keyboard()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.name = os.path.basename(cls.kbd_hw)
+        cls.dir = tempfile.mkdtemp(prefix="devns-attack-input-")
+        os.chmod(cls.dir, 0o755)
+        bl = os.path.join(cls.dir, "backlight", BACKLIGHT[0])
+        os.makedirs(bl)
+        for attr, value in (("max_brightness", BACKLIGHT[1]), ("brightness", BACKLIGHT[2]),
+                            ("actual_brightness", BACKLIGHT[2]), ("bl_power", 0)):
+            with open(os.path.join(bl, attr), "w") as f:
+                f.write("%d\n" % value)
+        cls.bl_hw = bl
+        cls.bus = rig.Bus()
+        conf = "\n".join([
+            "[Daemon]", "Routed=yes",
+            "[Input]", "Devices=%s %s" % (cls.kbd_hw, cls.i8042),
+            "[Leds]", "Devices=" + cls.led,
+            "[Backlight]", "Devices=%s/backlight/*" % cls.dir,
+            "[Persona work]", "Active=yes",
+            "[Persona personal]",
+            "[Persona spare]",
+            "",
+        ])
+        cls.daemon = rig.Daemon(conf)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+        cls.kbd.close()
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def setUp(self):
+        super().setUp()
+        self.boxes = []
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for b in self.boxes:
+            b.stop()
+        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+        self.assertTrue(responsive(), "devnsd does not answer D-Bus within a second")
+        super().tearDown()
+
+    # --- helpers ---
+
+    def box(self, userns=False):
+        b = Box(userns)
+        self.boxes.append(b)
+        return b
+
+    def attach(self, persona, box):
+        rig.devnsctl("attach", persona, "--pid", str(box.pid))
+
+    def view(self, persona, kind, attr="brightness"):
+        name = self.led_name if kind == "leds" else BACKLIGHT[0]
+        return os.path.join(VIEWS, persona, "sys", "class", kind, name, attr)
+
+    def hw_bl(self, attr="brightness"):
+        return read_file(os.path.join(self.bl_hw, attr))
+
+    def hw_led(self):
+        return read_file(os.path.join(self.led, "brightness"))
+
+    def node(self, persona, hw=None):
+        return rig.persona_node(persona, hw or self.kbd_hw)
+
+    def tap(self, code):
+        rig.press(self.kbd, code, 1)
+        rig.press(self.kbd, code, 0)
+
+    def start(self, proc):
+        self.procs.append(proc)
+        return rig.Output(proc)
+
+    def assert_owned(self, path, uid, gid, mode):
+        st = os.stat(path)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (uid, gid, mode), path)
+
+    # --- the views: who may write ---
+
+    def test_views_have_sysfs_modes_and_owners(self):
+        """Unattached, a persona's view belongs to host root, with sysfs' modes."""
+        for kind, attrs in (("leds", {"brightness": 0o644, "max_brightness": 0o444, "trigger": 0o644}),
+                            ("backlight", {"brightness": 0o644, "max_brightness": 0o444,
+                                           "actual_brightness": 0o444, "bl_power": 0o644})):
+            for attr, mode in attrs.items():
+                self.assert_owned(self.view("spare", kind, attr), 0, 0, mode)
+            self.assert_owned(os.path.dirname(self.view("spare", kind)), 0, 0, 0o755)
+        self.assert_owned(os.path.join(VIEWS, "spare"), 0, 0, 0o755)
+
+    def test_host_nobody_cannot_write_views(self):
+        put(self.view("work", "backlight"), "500")
+        put(self.view("work", "leds"), "1")
+        self.assertEqual((self.hw_bl(), self.hw_led()), ("500\n", "1\n"))
+        for kind, attr, text in (("backlight", "brightness", "0"), ("backlight", "bl_power", "4"),
+                                 ("leds", "brightness", "0"), ("leds", "trigger", "none")):
+            for persona in ("work", "personal"):
+                out = python("-c", WRITE, self.view(persona, kind, attr), text, prefix=NOBODY).stdout.strip()
+                self.assertEqual(out, "errno %d" % errno.EACCES, "nobody wrote %s/%s of %s" % (kind, attr, persona))
+        self.assertEqual((self.hw_bl(), self.hw_bl("bl_power"), self.hw_led()), ("500\n", "0\n", "1\n"))
+        self.assertEqual(read_file(self.view("work", "backlight")), "500\n")
+        # Reading stays open to everyone, as in sysfs.
+        out = python("-c", "print(open(%r).read().strip())" % self.view("work", "backlight"), prefix=NOBODY)
+        self.assertEqual(out.stdout.strip(), "500", out.stderr)
+        # Root on the host still can.
+        put(self.view("work", "backlight"), "400")
+        self.assertEqual(self.hw_bl(), "400\n")
+
+    def test_container_app_uid_cannot_write_views_but_its_root_can(self):
+        c = self.box(userns=True)
+        self.attach("personal", c)
+        rig.devnsctl("switch", "personal")
+        bl, led = self.view("personal", "backlight"), self.view("personal", "leds")
+        # The container's root (host uid 100000) owns its persona's view.
+        st = os.stat(bl)
+        self.assertEqual(st.st_uid, 100000)
+        self.assertEqual(stat.S_IMODE(st.st_mode), 0o644)
+        self.assertEqual(c.run("stat", "-c", "%u %a", bl).stdout.split(), ["0", "644"])
+
+        self.assertEqual(python("-c", WRITE, bl, "300", container=c).stdout.strip(), "ok")
+        self.assertEqual(python("-c", WRITE, led, "1", container=c).stdout.strip(), "ok")
+        self.assertEqual((self.hw_bl(), self.hw_led()), ("300\n", "1\n"))
+        app = ["setpriv", "--reuid=10050", "--regid=10050", "--clear-groups"]
+        for path, text in ((bl, "0"), (led, "0"), (self.view("personal", "backlight", "bl_power"), "4")):
+            out = python("-c", WRITE, path, text, prefix=app, container=c)
+            self.assertEqual(out.stdout.strip(), "errno %d" % errno.EACCES, (path, out.stderr))
+        self.assertEqual((self.hw_bl(), self.hw_bl("bl_power"), self.hw_led()), ("300\n", "0\n", "1\n"))
+        # Another persona's view stays closed to the container, its root included.
+        out = python("-c", WRITE, self.view("work", "backlight"), "1", container=c)
+        self.assertEqual(out.stdout.strip(), "errno %d" % errno.EACCES)
+
+    # --- the nodes on the host ---
+
+    def test_host_nodes_belong_to_their_container(self):
+        for persona in ("work", "personal", "spare"):
+            self.assertEqual(stat.S_IMODE(os.stat(self.node(persona)).st_mode), 0o660, persona)
+        out = python(PROBE, self.node("spare"), "0", prefix=NOBODY).stdout.strip()
+        self.assertEqual(out, "open errno %d" % errno.EACCES)
+
+        c = self.box(userns=True)
+        self.attach("personal", c)
+        for hw in (self.kbd_hw, self.i8042):
+            st = os.stat(self.node("personal", hw))
+            self.assertEqual(st.st_uid, 100000, hw)
+            self.assertTrue(100000 <= st.st_gid < 165536, st.st_gid)
+            self.assertEqual(stat.S_IMODE(st.st_mode), 0o660)
+        # Its root opens them through the user namespace; its apps do not.
+        self.assertEqual(python(PROBE, self.node("personal"), "0", container=c).stdout.strip(), "open ok")
+        app = ["setpriv", "--reuid=10050", "--regid=10050", "--clear-groups"]
+        out = python(PROBE, self.node("personal"), "0", prefix=app, container=c).stdout.strip()
+        self.assertEqual(out, "open errno %d" % errno.EACCES)
+
+    # --- re-attach revokes ---
+
+    def test_reattach_revokes_the_old_containers_handles(self):
+        old, new = self.box(), self.box()
+        self.attach("work", old)
+        routed = "/dev/devns/" + self.name
+        view = self.view("work", "backlight")
+        put(view, "600")
+        hold = self.start(old.popen(sys.executable, "-c", HOLD, self.node("work"), view,
+                                    self.node("work"), routed,
+                                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True))
+        self.assertTrue(hold.wait_for(r"ready"), hold.text)
+        self.tap(e.KEY_A)
+        self.assertTrue(hold.wait_for(r"ev 1 30 0"), "the old container did not read before:\n" + hold.text)
+
+        self.attach("work", new)
+        self.assertTrue(hold.wait_for(r"read errno %d" % errno.ENODEV, 10),
+                        "the blocked reader was not revoked:\n" + hold.text)
+        self.assertTrue(hold.wait_for(r"poll \d+", 10), "the poller was not woken:\n" + hold.text)
+        revents = int(hold.text.split("poll ")[1].split()[0])
+        self.assertEqual(revents & (0x8 | 0x10), 0x8 | 0x10, "poll reported %#x" % revents)  # POLLERR|POLLHUP
+        self.assertTrue(hold.wait_for(r"view write errno"), hold.text)
+        for what in ("other0", "other1", "ioctl", "write", "view read", "view write"):
+            self.assertIn("%s errno %d" % (what, errno.ENODEV), hold.text, what)
+        self.assertEqual(self.hw_bl(), "600\n")
+
+        # New input goes to the new container alone; the old grab holds nothing back.
+        res, events = self.probe(new, self.node("work"), lambda: self.tap(e.KEY_B))
+        self.assertEqual(res, "open ok")
+        self.assertIn((e.EV_KEY, e.KEY_B, 1), events)
+        hold.proc.stdin.write("\n")
+        hold.proc.stdin.flush()
+        text = hold.finish()
+        self.assertNotIn("ev 1 48", text, "the old container saw new input")
+        again = text.split("again")[1]
+        self.assertIn("other0 errno %d" % errno.ENODEV, again)
+        self.assertIn("other1 errno %d" % errno.ENODEV, again)
+        # The key the old container wrote into its node is not left held for the new one.
+        fd = rig.open_node(self.node("work"))
+        self.fds.append(fd)
+        self.assertNotIn(e.KEY_C, rig.key_state(fd))
+        # The old container can no longer reach the view either.
+        out = python("-c", WRITE, view, "1", container=old).stdout.strip()
+        self.assertEqual(out, "errno %d" % errno.EACCES)
+        self.assertEqual(self.hw_bl(), "600\n")
+
+    def probe(self, container, path, action, seconds=2.0):
+        p = container.popen(sys.executable, PROBE, path, str(seconds), stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        first = p.stdout.readline().strip()
+        if first == "open ok":
+            time.sleep(0.3)
+            action()
+        out = p.communicate(timeout=60)[0]
+        return first, [tuple(int(x) for x in line.split()[1:]) for line in out.splitlines() if line.startswith("ev ")]
+
+    # --- limits ---
+
+    def fill(self, path, count, uid, gid, container):
+        """Opens path count times as uid (with group gid) inside the container; keeps them open."""
+        prefix = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid, "--groups=%d" % gid]
+        proc = container.popen(*prefix, sys.executable, "-c", FILL, path, str(count),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.procs.append(proc)
+        words = proc.stdout.readline().split()
+        return int(words[1]), int(words[3])
+
+    def test_one_uid_cannot_take_every_client_slot(self):
+        c = self.box(userns=True)
+        self.attach("spare", c)
+        node = self.node("spare")
+        self.assertEqual(os.stat(node).st_uid, 100000, "the node does not belong to the container")
+        gid = os.stat(node).st_gid - 100000  # the node's group, as the container numbers it
+        opened, err = self.fill(node, 200, 10050, gid, c)
+        self.assertEqual((opened, err), (NODE_CLIENTS_PER_UID, errno.EMFILE))
+        # Other apps and the container's root still get in.
+        self.assertEqual(self.fill(node, 4, 10051, gid, c), (4, 0))
+        self.assertEqual(self.fill(node, 1, 0, gid, c), (1, 0))
+        # The routed node counts on the same persona's node: no way around through it.
+        routed = "/dev/devns/" + self.name
+        os.chmod(routed, 0o666)
+        try:
+            self.assertEqual(self.fill(routed, 4, 10050, gid, c), (0, errno.EMFILE))
+            self.assertEqual(self.fill(routed, 1, 10052, gid, c), (1, 0))
+        finally:
+            os.chmod(routed, 0o600)
+
+    def test_one_uid_cannot_take_every_view_file(self):
+        c = self.box(userns=True)
+        self.attach("spare", c)
+        path = self.view("spare", "backlight")
+        self.assertEqual(self.fill(path, 1000, 10050, 10050, c), (VIEW_FILES_PER_UID, errno.EMFILE))
+        self.assertEqual(self.fill(path, 4, 10051, 10051, c), (4, 0))
+        self.assertEqual(read_file(path), read_file(path))
+
+    # --- routed handles of removed personas ---
+
+    def test_routed_handles_survive_their_personas_removal(self):
+        """A routed handle whose persona went away, then another removal: devnsd must not trip over it."""
+        rig.devnsctl("create", "gone1")
+        rig.devnsctl("create", "gone2")
+        c = self.box()
+        self.attach("gone1", c)
+        hold = self.start(c.popen(sys.executable, "-c", FILL, "/dev/devns/" + self.name, "1",
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True))
+        self.assertTrue(hold.wait_for(r"opened 1 errno 0"), hold.text)
+        rig.devnsctl("remove", "gone1")
+        rig.devnsctl("remove", "gone2")
+        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+        self.assertRegex(rig.devnsctl("list").stdout, r"work")
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
