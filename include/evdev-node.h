@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -19,8 +20,11 @@ struct libevdev;
  * CUSE frontend maps requests onto it, and unit tests drive it directly.
  */
 
-/* Open handles one node accepts. */
-#define EVDEV_NODE_MAX_CLIENTS 64
+/* Open handles one node accepts, and how many of them one user may hold. */
+#define EVDEV_NODE_MAX_CLIENTS 128
+#define EVDEV_NODE_MAX_CLIENTS_PER_UID 16
+/* The owner of handles opened without one: they count only towards EVDEV_NODE_MAX_CLIENTS. */
+#define EVDEV_UID_NONE ((uid_t)-1)
 
 /* A device's capabilities as bitmaps, the layout EVIOCGBIT returns. */
 struct evdev_caps {
@@ -55,6 +59,7 @@ struct evdev_client {
 	struct evdev_queue queue;
 	unsigned long *masks[EV_CNT]; /* NULL: nothing of that type filtered */
 	clockid_t clock;
+	uid_t uid; /* who opened it: EVDEV_NODE_MAX_CLIENTS_PER_UID counts by it */
 	bool revoked;
 	bool wake;  /* new data or a state change since the last wakeup() */
 	void *data; /* the transport's, per open */
@@ -99,9 +104,32 @@ static inline void evdev_node_freep(struct evdev_node **n) {
 	evdev_node_free(*n);
 }
 
-/* A new open handle. -EMFILE past EVDEV_NODE_MAX_CLIENTS, -ENODEV when the device is gone. */
+/*
+ * A new open handle for user uid. -EMFILE past EVDEV_NODE_MAX_CLIENTS, or
+ * when uid holds EVDEV_NODE_MAX_CLIENTS_PER_UID of them already; -ENODEV
+ * when the device is gone.
+ */
+int evdev_node_open_as(struct evdev_node *n, uid_t uid, struct evdev_client **ret);
+/* A new open handle of no particular user (EVDEV_UID_NONE). */
 int evdev_node_open(struct evdev_node *n, struct evdev_client **ret);
 void evdev_node_close(struct evdev_node *n, struct evdev_client *c);
+
+/*
+ * Revokes one handle, as EVIOCREVOKE does: from now on it gets ENODEV and
+ * no events, and its grab is let go. Its wakeup comes with the next flush.
+ */
+void evdev_client_revoke(struct evdev_node *n, struct evdev_client *c);
+
+/*
+ * Revokes every handle on the node (the persona left its container), and
+ * forgets what they pressed or touched: the view's keys, buttons, switches,
+ * axes and slots become the hardware's (hw) while the node is active; in
+ * the background its keys and buttons are released and its touches lifted.
+ * No events are sent for that: the
+ * next opener learns the state through EVIOCGKEY and EVIOCGMTSLOTS. The
+ * persona's LEDs, sounds and repeat rate stay.
+ */
+void evdev_node_revoke(struct evdev_node *n, const struct evdev_state *hw);
 
 /* Events from the hardware: folded into the view and passed to the clients. */
 void evdev_node_deliver(struct evdev_node *n, const struct input_event *evs, size_t count);

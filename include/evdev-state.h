@@ -51,6 +51,9 @@ void evdev_state_apply(struct evdev_state *s, const struct input_event *ev);
  */
 size_t evdev_state_release(const struct evdev_state *s, struct input_event *out);
 
+/* Releases every key and button and lifts every touch in s itself. */
+void evdev_state_release_all(struct evdev_state *s);
+
 /* True when keys, switches, axes and slots agree (LEDs and sounds are not compared). */
 bool evdev_state_input_equal(const struct evdev_state *a, const struct evdev_state *b);
 

@@ -196,10 +196,7 @@ static void grab_node(struct evdev_ioctl_step *s, struct evdev_node *n, struct e
 static void revoke_client(struct evdev_ioctl_step *s, struct evdev_node *n, struct evdev_client *c, uintptr_t arg) {
 	if (arg)
 		return fail(s, -EINVAL);
-	if (n->grab == c)
-		n->grab = NULL;
-	c->revoked = true;
-	c->wake = true;
+	evdev_client_revoke(n, c);
 	evdev_node_flush_wakeups(n);
 	done(s, 0, NULL, 0);
 }

@@ -45,13 +45,24 @@ struct evdev_node *evdev_node_free(struct evdev_node *n) {
 	return NULL;
 }
 
-int evdev_node_open(struct evdev_node *n, struct evdev_client **ret) {
+static unsigned int clients_of(const struct evdev_node *n, uid_t uid) {
+	const struct evdev_client *c;
+	unsigned int count = 0;
+
+	LIST_FOREACH(c, &n->clients, link)
+		count += c->uid == uid;
+	return count;
+}
+
+int evdev_node_open_as(struct evdev_node *n, uid_t uid, struct evdev_client **ret) {
 	struct evdev_client *c;
 	int r;
 
 	if (n->gone)
 		return -ENODEV;
 	if (n->n_clients >= EVDEV_NODE_MAX_CLIENTS)
+		return -EMFILE;
+	if (uid != EVDEV_UID_NONE && clients_of(n, uid) >= EVDEV_NODE_MAX_CLIENTS_PER_UID)
 		return -EMFILE;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -63,10 +74,15 @@ int evdev_node_open(struct evdev_node *n, struct evdev_client **ret) {
 	}
 	c->node = n;
 	c->clock = CLOCK_REALTIME;
+	c->uid = uid;
 	LIST_INSERT_HEAD(&n->clients, c, link);
 	n->n_clients++;
 	*ret = c;
 	return 0;
+}
+
+int evdev_node_open(struct evdev_node *n, struct evdev_client **ret) {
+	return evdev_node_open_as(n, EVDEV_UID_NONE, ret);
 }
 
 void evdev_node_close(struct evdev_node *n, struct evdev_client *c) {
@@ -322,6 +338,25 @@ void evdev_node_activate(struct evdev_node *n, const struct evdev_state *hw) {
 		forward(n, EV_SYN, SYN_REPORT, 0);
 	if (bit_test(n->caps.ev, EV_REP))
 		set_repeat(n);
+	evdev_node_flush_wakeups(n);
+}
+
+void evdev_client_revoke(struct evdev_node *n, struct evdev_client *c) {
+	if (n->grab == c)
+		n->grab = NULL;
+	c->revoked = true;
+	c->wake = true;
+}
+
+void evdev_node_revoke(struct evdev_node *n, const struct evdev_state *hw) {
+	struct evdev_client *c;
+
+	LIST_FOREACH(c, &n->clients, link)
+		evdev_client_revoke(n, c);
+	if (n->active)
+		evdev_state_copy_input(&n->view, hw);
+	else
+		evdev_state_release_all(&n->view);
 	evdev_node_flush_wakeups(n);
 }
 

@@ -98,6 +98,14 @@ bool evdev_state_input_equal(const struct evdev_state *a, const struct evdev_sta
 	       memcmp(a->mt, b->mt, sizeof(a->mt[0]) * a->n_slots) == 0;
 }
 
+void evdev_state_release_all(struct evdev_state *s) {
+	struct input_event evs[EVDEV_RELEASE_MAX];
+	size_t n = evdev_state_release(s, evs);
+
+	for (size_t i = 0; i < n; i++)
+		evdev_state_apply(s, &evs[i]);
+}
+
 void evdev_state_copy_input(struct evdev_state *dst, const struct evdev_state *src) {
 	memcpy(dst->key, src->key, sizeof(dst->key));
 	memcpy(dst->sw, src->sw, sizeof(dst->sw));

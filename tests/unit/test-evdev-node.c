@@ -230,6 +230,78 @@ static void test_revoked_client(void **state) {
 	EXPECT_READ(other, EV(EV_KEY, KEY_A, 1), SYN_EV, EV(EV_KEY, KEY_A, 0), SYN_EV);
 }
 
+static void test_open_limit_per_uid(void **state) {
+	struct fixture *f = *state;
+	struct evdev_client *mine[EVDEV_NODE_MAX_CLIENTS_PER_UID], *c = NULL;
+
+	for (unsigned int i = 0; i < EVDEV_NODE_MAX_CLIENTS_PER_UID; i++)
+		assert_int_equal(evdev_node_open_as(f->node, 1000, &mine[i]), 0);
+	assert_int_equal(evdev_node_open_as(f->node, 1000, &c), -EMFILE);
+	/* Others still get in: another user, and handles of no user. */
+	assert_int_equal(evdev_node_open_as(f->node, 1001, &c), 0);
+	assert_int_equal(c->uid, 1001u);
+	assert_int_equal(evdev_node_open(f->node, &c), 0);
+	evdev_node_close(f->node, mine[3]);
+	assert_int_equal(evdev_node_open_as(f->node, 1000, &mine[3]), 0);
+	assert_int_equal(evdev_node_open_as(f->node, 1000, &c), -EMFILE);
+}
+
+/* Every client of the node: ENODEV, woken once, no events from now on. */
+static void expect_revoked(struct fixture *f, struct evdev_client *c) {
+	struct input_event ev[4];
+	int version;
+
+	assert_int_equal(recorder_wakeups(&f->rec, c), 1);
+	assert_true(evdev_client_ready(c));
+	assert_int_equal(evdev_client_read(c, ev, ELEMENTSOF(ev)), -ENODEV);
+	assert_int_equal(evdev_node_write(f->node, c, EVENTS(EV(EV_KEY, KEY_A, 0)), 1), -ENODEV);
+	assert_int_equal(do_ioctl(f->node, c, EVIOCGVERSION, &version), -ENODEV);
+}
+
+static void test_revoke_background(void **state) {
+	struct fixture *f = *state;
+	struct evdev_client *grabber = fixture_open(f), *late;
+	struct evdev_state hw = f->node->view;
+
+	assert_int_equal(do_ioctl(f->node, grabber, EVIOCGRAB, (void *)1), 0);
+	/* What the old container wrote into the persona's node: a key held, caps lock on. */
+	WRITE(f->node, grabber, EV(EV_KEY, KEY_D, 1), EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	assert_true(evdev_state_value(&f->node->view, EV_KEY, KEY_D));
+	recorder_clear(&f->rec);
+
+	evdev_node_revoke(f->node, &hw);
+	expect_revoked(f, f->client);
+	expect_revoked(f, grabber);
+	assert_null(f->node->grab);
+	assert_false(evdev_state_value(&f->node->view, EV_KEY, KEY_D));
+	assert_true(evdev_state_value(&f->node->view, EV_LED, LED_CAPSL));
+
+	/* A new opener gets the node's events; the revoked ones never again. */
+	late = fixture_open(f);
+	DELIVER(f->node, EV(EV_KEY, KEY_A, 1), SYN_EV);
+	EXPECT_READ(late, EV(EV_KEY, KEY_A, 1), SYN_EV);
+	assert_int_equal(recorder_wakeups(&f->rec, grabber), 1);
+	expect_revoked(f, grabber);
+}
+
+static void test_revoke_active_takes_the_hardware_state(void **state) {
+	struct fixture *f = *state;
+	struct evdev_state hw;
+
+	make_active(f);
+	hw = f->node->view;
+	WRITE(f->node, f->client, EV(EV_KEY, KEY_D, 1), SYN_EV);
+	/* Held on the real keyboard meanwhile. */
+	bit_assign(hw.key, KEY_B, true);
+	recorder_clear(&f->rec);
+
+	evdev_node_revoke(f->node, &hw);
+	expect_revoked(f, f->client);
+	assert_false(evdev_state_value(&f->node->view, EV_KEY, KEY_D));
+	assert_true(evdev_state_value(&f->node->view, EV_KEY, KEY_B));
+	assert_int_equal(f->rec.n_forwarded, 0);
+}
+
 #define KBD(name) cmocka_unit_test_setup_teardown(name, fixture_keyboard_setup, fixture_teardown)
 
 int main(void) {
@@ -249,6 +321,9 @@ int main(void) {
 		KBD(test_write_repeat),
 		KBD(test_gone),
 		KBD(test_revoked_client),
+		KBD(test_open_limit_per_uid),
+		KBD(test_revoke_background),
+		KBD(test_revoke_active_takes_the_hardware_state),
 	};
 
 	return cmocka_run_group_tests_name("evdev node", tests, NULL, NULL);
