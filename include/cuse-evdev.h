@@ -24,7 +24,11 @@ struct cuse_evdev_hooks {
 	int (*route)(void *userdata, pid_t pid, struct evdev_node **ret);
 };
 
-/* Creates /dev/DEVNAME with the given numbers (0, 0: any). node NULL makes a routed node. */
+/*
+ * Creates /dev/DEVNAME with the given numbers (0, 0: any). node NULL makes a
+ * routed node. Each open is a client of the evdev node opened as the
+ * request's uid, so EVDEV_NODE_MAX_CLIENTS_PER_UID holds per user.
+ */
 int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, unsigned int major,
 		   unsigned int minor, struct evdev_node *node, const struct cuse_evdev_hooks *hooks, void *userdata);
 /*
@@ -37,8 +41,18 @@ static inline void cuse_evdev_freep(struct cuse_evdev **ce) {
 	cuse_evdev_free(*ce);
 }
 
-/* Ends every handle this CUSE node holds on evdev node n (which is going away). */
+/*
+ * Ends every handle this CUSE node holds on evdev node n (which is going
+ * away, or whose persona left its container): blocked reads get ENODEV,
+ * poll waiters are woken and see POLLERR|POLLHUP, and from then on read,
+ * write and ioctl get ENODEV. Their evdev clients are closed (a grab goes
+ * with them), so they take no place on n any more. The handles stay open
+ * until their owners close them.
+ */
 void cuse_evdev_close_node(struct cuse_evdev *ce, struct evdev_node *n);
+
+/* The node's owner and mode in /dev; see cuse_device_set_owner(). */
+int cuse_evdev_set_owner(struct cuse_evdev *ce, uid_t uid, gid_t gid, mode_t mode);
 
 /* The evdev node's wakeup(): answers blocked reads and poll waiters of that client. */
 void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c);

@@ -1,17 +1,32 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 
 #include "cuse-device.h"
 #include "util.h"
 
 /* Requests handled per wakeup before other sources get their turn. */
 #define CUSE_BATCH 32
+/* How often a node that is not in /dev yet is looked for. */
+#define OWNER_POLL_USEC (20 * 1000ULL)
 
 struct cuse_device {
 	struct fuse_session *se;
 	sd_event_source *source;
+	sd_event *event;
+	char devname[256];
+	unsigned int major, minor;
+	/* The node's owner and mode, while waiting for it to appear. */
+	uid_t uid;
+	gid_t gid;
+	mode_t mode;
+	sd_event_source *owner_retry;
+	uint64_t owner_deadline;
 };
 
 /* One receive buffer serves every session: the loop handles one request at a time. */
@@ -62,6 +77,10 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	if (!d)
 		return -ENOMEM;
 	shared_users++;
+	d->event = event;
+	d->major = major;
+	d->minor = minor;
+	snprintf(d->devname, sizeof(d->devname), "%s", devname);
 
 	fd = open("/dev/cuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
@@ -83,9 +102,72 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	return 0;
 }
 
+/* The node below /dev, never through a symlink; checked to be this device's. */
+static int apply_owner(struct cuse_device *d) {
+	struct open_how how = {
+		.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	_cleanup_(closep) int dev = -1, fd = -1;
+	char proc[64];
+	struct stat st;
+
+	dev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dev < 0)
+		return -errno;
+	fd = (int)syscall(SYS_openat2, dev, d->devname, &how, sizeof(how));
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* With a number the kernel chose (major 0), any character device there is taken for ours. */
+	if (!S_ISCHR(st.st_mode) || (d->major && st.st_rdev != makedev(d->major, d->minor)))
+		return -ENODEV;
+	if (fchownat(fd, "", d->uid, d->gid, AT_EMPTY_PATH) < 0)
+		return -errno;
+	/* An O_PATH fd cannot be fchmod()ed; its /proc link names this very inode. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return chmod(proc, d->mode) < 0 ? -errno : 0;
+}
+
+static int on_owner_retry(sd_event_source *s, uint64_t usec, void *userdata) {
+	struct cuse_device *d = userdata;
+
+	if (apply_owner(d) != -ENOENT || usec >= d->owner_deadline)
+		return 0;
+	(void)sd_event_source_set_time_relative(s, OWNER_POLL_USEC);
+	return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+}
+
+int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mode) {
+	uint64_t now;
+	int r;
+
+	d->uid = uid;
+	d->gid = gid;
+	d->mode = mode & 07777;
+	if (d->owner_retry)
+		(void)sd_event_source_set_enabled(d->owner_retry, SD_EVENT_OFF);
+	r = apply_owner(d);
+	if (r != -ENOENT)
+		return r;
+	if (sd_event_now(d->event, CLOCK_MONOTONIC, &now) < 0)
+		now = 0;
+	d->owner_deadline = now + CUSE_OWNER_RETRY_USEC;
+	if (!d->owner_retry) {
+		int q = sd_event_add_time_relative(d->event, &d->owner_retry, CLOCK_MONOTONIC, OWNER_POLL_USEC, 0,
+						   on_owner_retry, d);
+		return q < 0 ? q : r;
+	}
+	(void)sd_event_source_set_time_relative(d->owner_retry, OWNER_POLL_USEC);
+	(void)sd_event_source_set_enabled(d->owner_retry, SD_EVENT_ONESHOT);
+	return r;
+}
+
 struct cuse_device *cuse_device_free(struct cuse_device *d) {
 	if (!d)
 		return NULL;
+	sd_event_source_disable_unref(d->owner_retry);
 	sd_event_source_disable_unref(d->source);
 	if (d->se)
 		fuse_session_destroy(d->se);

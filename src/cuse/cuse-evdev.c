@@ -127,7 +127,8 @@ static void ce_init_done(void *userdata) {
 static void ce_open(fuse_req_t req, struct fuse_file_info *fi) {
 	struct cuse_evdev *ce = fuse_req_userdata(req);
 	struct evdev_node *node = ce->node;
-	pid_t pid = fuse_req_ctx(req)->pid;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	pid_t pid = ctx->pid;
 	struct open_file *f;
 	int r = 0;
 
@@ -144,7 +145,7 @@ static void ce_open(fuse_req_t req, struct fuse_file_info *fi) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	r = evdev_node_open(node, &f->client);
+	r = evdev_node_open_as(node, ctx->uid, &f->client);
 	if (r < 0) {
 		free(f);
 		fuse_reply_err(req, -r);
@@ -318,12 +319,17 @@ int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname
 	return 0;
 }
 
+int cuse_evdev_set_owner(struct cuse_evdev *ce, uid_t uid, gid_t gid, mode_t mode) {
+	return cuse_device_set_owner(ce->dev, uid, gid, mode);
+}
+
 void cuse_evdev_close_node(struct cuse_evdev *ce, struct evdev_node *n) {
 	struct open_file *f, *next;
 
 	for (f = LIST_FIRST(&ce->files); f; f = next) {
 		next = LIST_NEXT(f, link);
-		if (f->client->node == n) {
+		/* Handles ended before (client NULL) stay listed until their release. */
+		if (f->client && f->client->node == n) {
 			/* The handle stays open for the client but answers ENODEV. */
 			file_detach(f);
 		}

@@ -52,6 +52,16 @@ static const struct evdev_node_ops node_ops = {
 	.wakeup = node_wakeup,
 };
 
+/* The host's node belongs to the persona's container: its root, and its input group. */
+static void node_set_owner(struct input_node *in) {
+	const struct persona_owner *o = &in->persona->owner;
+	int r = cuse_evdev_set_owner(in->cuse, o->uid, o->input_gid, 0660);
+
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", in->path, (unsigned int)o->uid,
+				  (unsigned int)o->input_gid);
+}
+
 static void node_ready(void *userdata) {
 	struct input_node *in = userdata;
 
@@ -59,6 +69,7 @@ static void node_ready(void *userdata) {
 		return;
 	in->ready = true;
 	log_debug("%s: ready", in->path);
+	node_set_owner(in);
 	manager_node_ready(in->device->class->base.manager);
 }
 
@@ -279,13 +290,8 @@ static int input_device_add_persona(struct input_device *d, struct persona *p) {
 	snprintf(in->path, sizeof(in->path), "/dev/%s/%s/%s", DEVNS_DEV_DIR, p->name, d->backend->name);
 
 	/* A background persona starts with nothing held. */
-	if (p != m->active) {
-		struct input_event evs[EVDEV_RELEASE_MAX];
-		size_t n = evdev_state_release(&view, evs);
-
-		for (size_t i = 0; i < n; i++)
-			evdev_state_apply(&view, &evs[i]);
-	}
+	if (p != m->active)
+		evdev_state_release_all(&view);
 	r = evdev_node_new(&in->evdev, d->backend->desc, &view, &node_ops, in);
 	if (r < 0)
 		goto fail;
@@ -435,9 +441,25 @@ static void input_class_free(struct device_class *dc) {
 }
 
 static void input_rebind(struct device_class *dc, struct persona *p, bool revoke) {
-	(void)dc;
-	(void)p;
-	(void)revoke;
+	struct input_device *d;
+
+	LIST_FOREACH(d, &to_input(dc)->devices, link) {
+		struct input_node *in = node_of(d, p);
+
+		if (!in)
+			continue;
+		if (in->ready)
+			node_set_owner(in);
+		if (!revoke)
+			continue;
+		/* Every handle on p's node, also those opened through the routed node, and what they held. */
+		cuse_evdev_close_node(in->cuse, in->evdev);
+		if (d->routed)
+			cuse_evdev_close_node(d->routed, in->evdev);
+		evdev_node_revoke(in->evdev, &d->hw);
+	}
+	if (revoke)
+		log_info("persona %s: every handle on its input nodes revoked", p->name);
 }
 
 static const struct device_class_ops input_class_ops = {
