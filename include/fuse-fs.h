@@ -16,7 +16,9 @@ struct fuse_fs;
  * Mounts a filesystem with the given low-level operations at mountpoint
  * (created if missing; a stale mount of a previous run is detached first).
  * fuse_req_userdata() returns userdata. Other users may enter it when devnsd
- * runs as root (allow_other); the operations do all permission checks.
+ * runs as root (allow_other). The kernel checks every access against the
+ * owners and modes the operations report (default_permissions); the
+ * operations check the rest.
  */
 int fuse_fs_new(struct fuse_fs **ret, sd_event *event, const char *mountpoint, const struct fuse_lowlevel_ops *ops,
 		void *userdata);

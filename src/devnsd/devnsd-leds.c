@@ -238,6 +238,8 @@ static int leds_add_persona(struct device_class *dc, struct persona *p) {
 		r = sysfs_dir_add(lc->view, cls, kind_dir[k], NULL, &lp->class_dir[k]);
 	for (size_t i = 0; i < lc->n_lights && r >= 0; i++)
 		r = add_light_view(lc, lp, i);
+	if (r >= 0)
+		sysfs_node_set_owner(lc->view, lp->root, p->owner.uid, p->owner.gid);
 	if (r < 0) {
 		leds_remove_persona(dc, p);
 		return log_error_errno(r, "%s/%s: cannot create the persona's view: %m", lc->mountpoint, p->name);
@@ -297,10 +299,18 @@ static void leds_class_free(struct device_class *dc) {
 	free(lc);
 }
 
+/* As in sysfs, the attributes belong to root: here the container's. */
 static void leds_rebind(struct device_class *dc, struct persona *p, bool revoke) {
-	(void)dc;
-	(void)p;
-	(void)revoke;
+	struct leds_class *lc = to_leds(dc);
+	struct leds_persona *lp = persona_of(lc, p);
+
+	if (!lp)
+		return;
+	sysfs_node_set_owner(lc->view, lp->root, p->owner.uid, p->owner.gid);
+	if (revoke) {
+		sysfs_node_revoke(lc->view, lp->root);
+		log_info("persona %s: every file open in its sysfs view revoked", p->name);
+	}
 }
 
 static const struct device_class_ops leds_class_ops = {

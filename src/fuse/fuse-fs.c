@@ -57,7 +57,8 @@ int fuse_fs_new(struct fuse_fs **ret, sd_event *event, const char *mountpoint, c
 	struct fuse_args args = FUSE_ARGS_INIT(3, argv);
 	int fd, flags, r;
 
-	argv[2] = geteuid() == 0 ? (char *)"fsname=devns,subtype=devns,allow_other" : (char *)"fsname=devns,subtype=devns";
+	argv[2] = geteuid() == 0 ? (char *)"fsname=devns,subtype=devns,default_permissions,allow_other"
+				 : (char *)"fsname=devns,subtype=devns,default_permissions";
 	r = prepare_mountpoint(mountpoint);
 	if (r < 0)
 		return r;

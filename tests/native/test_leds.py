@@ -7,9 +7,12 @@ import errno
 import os
 import random
 import shutil
+import stat
+import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 
 HERE = os.path.dirname(os.path.realpath(__file__))
@@ -17,6 +20,42 @@ sys.path.insert(0, os.path.join(HERE, "..", "vm", "guest"))
 import devnsrig as rig  # noqa: E402
 
 PERSONAS = ("work", "personal", "games")
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+# Files one uid may hold open in one persona's view (devnsd(8)).
+VIEW_FILES_PER_UID = 64
+
+# Run as another user or in a container: tries what argv names and prints one line per step.
+TRY = r"""
+import os, sys
+path, what = sys.argv[1], sys.argv[2:]
+def step(name, call):
+    try:
+        call()
+        print(name, "ok", flush=True)
+    except OSError as err:
+        print(name, "errno", err.errno, flush=True)
+fds = []
+for w in what:
+    if w == "write":
+        step("write", lambda: os.write(os.open(path, os.O_WRONLY | os.O_TRUNC), b"7"))
+    elif w == "read":
+        step("read", lambda: os.read(os.open(path, os.O_RDONLY), 64))
+    elif w == "fill":
+        try:
+            while len(fds) < 1000:
+                fds.append(os.open(path, os.O_RDONLY))
+            print("opened", len(fds), "errno 0", flush=True)
+        except OSError as err:
+            print("opened", len(fds), "errno", err.errno, flush=True)
+    elif w == "hold":
+        fd = os.open(path, os.O_RDWR)
+        print("holding", flush=True)
+        sys.stdin.readline()
+        step("held read", lambda: os.pread(fd, 64, 0))
+        step("held write", lambda: os.write(fd, b"9"))
+    elif w == "wait":
+        sys.stdin.readline()
+"""
 
 # name: (max_brightness, brightness, trigger list)
 LEDS = {
@@ -60,6 +99,7 @@ class Views(unittest.TestCase):
         if not os.access("/dev/fuse", os.R_OK | os.W_OK) or os.geteuid() != 0:
             raise unittest.SkipTest("needs root and /dev/fuse")
         cls.dir = tempfile.mkdtemp(prefix="devns-leds-")
+        os.chmod(cls.dir, 0o755)  # other users reach the views below it
         cls.hw = os.path.join(cls.dir, "sys")
         cls.views = os.path.join(cls.dir, "run")
         make_tree(cls.hw)
@@ -129,6 +169,23 @@ class Views(unittest.TestCase):
     def switch(self, persona):
         rig.devnsctl("switch", persona)
 
+    def try_as(self, prefix, path, *what, container=None, **kw):
+        cmd = list(prefix) + [sys.executable, "-c", TRY, path] + list(what)
+        if container:
+            return container.run(*cmd, check=False, **kw).stdout
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw).stdout
+
+    def container(self):
+        c = rig.Container()
+        self.addCleanup(self.end_container, c)
+        return c
+
+    @staticmethod
+    def end_container(c):
+        # The container's init first: with it the whole pid namespace goes.
+        os.kill(c.pid, 9)
+        c.stop()
+
     # --- tests ---
 
     def test_layout(self):
@@ -144,6 +201,93 @@ class Views(unittest.TestCase):
         st = os.stat(self.led("work", "white:status", "max_brightness"))
         self.assertEqual(st.st_mode & 0o777, 0o444)
         self.assertEqual(os.stat(self.led("work", "white:status")).st_mode & 0o777, 0o644)
+
+    def test_owners_and_modes(self):
+        """Unattached, a persona's view belongs to root, with the modes sysfs gives."""
+        for path, mode in ((self.led("games", "white:status"), 0o644),
+                           (self.led("games", "white:status", "trigger"), 0o644),
+                           (self.led("games", "white:status", "max_brightness"), 0o444),
+                           (self.bl("games", "actual_brightness"), 0o444),
+                           (self.bl("games", "bl_power"), 0o644),
+                           (os.path.dirname(self.bl("games")), 0o755),
+                           (os.path.join(self.views, "games"), 0o755)):
+            st = os.stat(path)
+            self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 0, mode), path)
+
+    def test_nobody_reads_but_cannot_write(self):
+        self.put(self.bl("work"), "321")
+        self.put(self.led("work", "white:status"), "9")
+        for path in (self.bl("work"), self.bl("work", "bl_power"), self.led("work", "white:status"),
+                     self.led("work", "white:status", "trigger"), self.bl("personal")):
+            self.assertEqual(self.try_as(NOBODY, path, "write", "read"),
+                             "write errno %d\nread ok\n" % errno.EACCES, path)
+        self.assertEqual(self.hw_bl(), "321\n")
+        self.assertEqual(self.hw_bl("bl_power"), "0\n")
+        self.assertEqual(self.hw_led("white:status"), "9\n")
+        # Root can.
+        self.put(self.bl("work"), "322")
+        self.assertEqual(self.hw_bl(), "322\n")
+
+    def test_app_uid_in_a_container_cannot_write(self):
+        c = self.container()
+        rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+        app = ["setpriv", "--reuid=10050", "--regid=10050", "--clear-groups"]
+        before = read_file(self.bl("personal"))
+        self.assertEqual(self.try_as(app, self.bl("personal"), "write", container=c), "write errno %d\n" % errno.EACCES)
+        self.assertEqual(read_file(self.bl("personal")), before)
+        # The container's root (host root here: no user namespace) can.
+        self.assertEqual(self.try_as([], self.bl("personal"), "write", container=c), "write ok\n")
+        self.assertEqual(read_file(self.bl("personal")), "7\n")
+        # Another persona's view stays closed to it.
+        self.assertEqual(self.try_as([], self.bl("work"), "write", container=c), "write errno %d\n" % errno.EACCES)
+
+    def test_root_hands_an_attribute_over_until_rebind(self):
+        """As with sysfs, root may chown an attribute to a service; attaching the persona again gives it back."""
+        path = self.bl("games")
+        os.chown(path, 65534, 65534)
+        os.chmod(path, 0o600)
+        st = os.stat(path)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (65534, 0o600))
+        self.assertEqual(self.try_as(NOBODY, path, "write", "read"), "write ok\nread ok\n")
+        self.assertEqual(read_file(path), "7\n")
+        other = ["setpriv", "--reuid=65533", "--regid=65533", "--clear-groups"]
+        self.assertEqual(self.try_as(other, path, "read"), "read errno %d\n" % errno.EACCES)
+        c = self.container()
+        rig.devnsctl("attach", "games", "--pid", str(c.pid))
+        st = os.stat(path)
+        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o644))
+        self.assertEqual(self.try_as(NOBODY, path, "write"), "write errno %d\n" % errno.EACCES)
+
+    def test_reattach_revokes_open_files(self):
+        old, new = self.container(), self.container()
+        rig.devnsctl("attach", "personal", "--pid", str(old.pid))
+        self.put(self.bl("personal"), "444")
+        hold = old.popen(sys.executable, "-c", TRY, self.bl("personal"), "hold",
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(hold.kill)
+        self.assertEqual(hold.stdout.readline(), "holding\n")
+        rig.devnsctl("attach", "personal", "--pid", str(new.pid))
+        out = hold.communicate("\n", timeout=30)[0]
+        self.assertEqual(out, "held read errno %d\nheld write errno %d\n" % (errno.ENODEV, errno.ENODEV))
+        self.assertEqual(read_file(self.bl("personal")), "444\n")
+        # The new container works; the old one is refused at the door.
+        self.assertEqual(self.try_as([], self.bl("personal"), "read", container=new), "read ok\n")
+        self.assertEqual(self.try_as([], self.bl("personal"), "read", container=old), "read errno %d\n" % errno.EACCES)
+
+    def test_one_uid_cannot_hold_every_file(self):
+        c = self.container()
+        rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+        path = self.bl("personal", "max_brightness")
+        app = ["setpriv", "--reuid=10050", "--regid=10050", "--clear-groups"]
+        hog = c.popen(*app, sys.executable, "-c", TRY, path, "fill", "wait",
+                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.addCleanup(hog.kill)
+        self.assertEqual(hog.stdout.readline(), "opened %d errno %d\n" % (VIEW_FILES_PER_UID, errno.EMFILE))
+        other = ["setpriv", "--reuid=10051", "--regid=10051", "--clear-groups"]
+        self.assertEqual(self.try_as(other, path, "read", container=c), "read ok\n")
+        self.assertEqual(read_file(path), "1000\n")
+        hog.communicate("\n", timeout=30)
+        self.assertEqual(self.try_as(app, path, "read", container=c), "read ok\n")
 
     def test_text_format(self):
         p = "games"
