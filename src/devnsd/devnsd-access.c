@@ -156,6 +156,7 @@ int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
 int manager_detach(struct manager *m, struct persona *p) {
 	if (p->ns.fd < 0)
 		return -ENOENT;
+	populate_cancel(p);
 	pidns_close(&p->ns);
 	p->owner = (struct persona_owner){ 0 };
 	manager_rebind(m, p, true);

@@ -68,9 +68,11 @@ class PhoneContainer(rig.Container):
             try:
                 with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
                     kids = f.read().split()
-                if kids and open("/proc/%s/comm" % kids[0]).read().strip() == "sleep":
-                    self.pid = int(kids[0])
-                    break
+                if kids:
+                    with open("/proc/%s/comm" % kids[0]) as f:
+                        if f.read().strip() == "sleep":
+                            self.pid = int(kids[0])
+                            break
             except (FileNotFoundError, ProcessLookupError):
                 pass
             if self.proc.poll() is not None:
@@ -122,6 +124,10 @@ class Phone(rig.PersonaTestCase):
             out = subprocess.run([rig.DEVNSCTL, "attach", p, "--pid", str(c.pid)], capture_output=True,
                                  text=True, timeout=30)
             cls.attach_out[p] = out
+        if not answers_within(1.0):
+            cls.stop_daemon()
+            raise AssertionError("devnsd stopped answering after attach: %s\n%s" % (
+                {p: o.stderr for p, o in cls.attach_out.items()}, cls.daemon.output()))
         fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
         try:
             cls.var = fbrig.get_var(fd)
