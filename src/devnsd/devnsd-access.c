@@ -2,7 +2,8 @@
 /*
  * Who may open a persona's nodes. A persona is bound to its container's pid
  * namespace; a process may open the persona's nodes when it lives in that
- * namespace or in one nested inside it, or in devnsd's own namespace.
+ * namespace or in one nested inside it, or when it is root in devnsd's own
+ * namespace (other host users get nothing, whatever a node's mode says).
  *
  * The opener is looked up from the pid in its request, through
  * /proc/PID/ns/pid. The pid cannot be stale: once devnsd has read a request,
@@ -13,9 +14,10 @@
  * bound to is held open by devnsd, so no other namespace can take its
  * identity.
  */
-#include <unistd.h>
-
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
@@ -30,8 +32,28 @@ static void log_denied(struct manager *m, const struct persona *p, pid_t pid) {
 		if (m->denials[i].persona == p && m->denials[i].pid == pid)
 			return;
 	m->denials[m->n_denials++ % DENIALS_REMEMBERED] = (struct denial){ .persona = p, .pid = pid };
-	log_notice("refused pid %d access to persona %s's nodes: it is not in that persona's container", (int)pid,
-		   p->name);
+	log_notice("refused pid %d access to persona %s's nodes: it is not in that persona's container, nor root on "
+		   "the host", (int)pid, p->name);
+}
+
+/* Whether process pid acts on files as the host's root (its filesystem uid, as the host numbers it). */
+static bool acts_as_root(pid_t pid) {
+	char path[64], buf[1024];
+	_cleanup_(closep) int fd = -1;
+	unsigned int ruid, euid, suid, fsuid;
+	const char *line;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	line = strstr(buf, "\nUid:");
+	return line && sscanf(line, "\nUid: %u %u %u %u", &ruid, &euid, &suid, &fsuid) == 4 && fsuid == 0;
 }
 
 int manager_check_access(struct manager *m, struct persona *p, pid_t pid) {
@@ -43,8 +65,12 @@ int manager_check_access(struct manager *m, struct persona *p, pid_t pid) {
 		log_denied(m, p, pid);
 		return -EACCES;
 	}
-	if (pidns_equal(&opener, &m->self_ns))
-		return 0;
+	if (pidns_equal(&opener, &m->self_ns)) {
+		if (acts_as_root(pid))
+			return 0;
+		log_denied(m, p, pid);
+		return -EACCES;
+	}
 	if (p->ns.fd >= 0 && pidns_find_ancestor(&opener, same_ns, &p->ns) >= 0)
 		return 0;
 	log_denied(m, p, pid);
@@ -93,6 +119,10 @@ int manager_route(struct manager *m, const char *path, pid_t pid, struct persona
 		log_notice("%s: refused pid %d: it is in no persona's container", path, (int)pid);
 		return -EACCES;
 	}
+	if (!p && !acts_as_root(pid)) {
+		log_notice("%s: refused pid %d: on the host, only root may open persona nodes", path, (int)pid);
+		return -EACCES;
+	}
 	*ret = p ?: m->active;
 	return 0;
 }
@@ -126,6 +156,7 @@ int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
 int manager_detach(struct manager *m, struct persona *p) {
 	if (p->ns.fd < 0)
 		return -ENOENT;
+	populate_cancel(p);
 	pidns_close(&p->ns);
 	p->owner = (struct persona_owner){ 0 };
 	manager_rebind(m, p, true);

@@ -5,14 +5,18 @@ nodes (an NSS module of its own, symlinks out of its tree, a FIFO, the
 host's own /dev/input). After each: nothing outside the container
 changed, none of its code ran in devnsd, and devnsd answers D-Bus at once."""
 
+import errno
 import os
 import stat
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 
 import devnsrig as rig
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nsprobe.py")
 
 # An NSS module: if any process loads it, it leaves a note in its /run.
 EVIL_NSS = r"""
@@ -29,14 +33,19 @@ HESIOD = "/usr/lib/x86_64-linux-gnu/libnss_hesiod.so.2"
 class Hostile:
     """A container (own pid and mount namespaces, own tmpfs /dev and /run)
     whose root ran `plant` (shell) inside before devnsd looks at it. The
-    plant script also sees the host's /dev at /mnt/hostdev."""
+    plant script also sees the host's /dev at /mnt/hostdev. With userns,
+    the container has a user namespace mapping its root to host uid 100000
+    (and its tmpfs /dev, mounted inside it, is nodev to the kernel)."""
 
-    def __init__(self, plant):
-        script = ("mkdir -p /mnt/hostdev && mount --bind /dev /mnt/hostdev && "
-                  "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
+    USERNS = ["--user", "--map-users=100000,0,65536", "--map-groups=100000,0,65536"]
+
+    def __init__(self, plant, userns=False):
+        self.userns = userns
+        hostdev = "" if userns else "mkdir -p /mnt/hostdev && mount --bind /dev /mnt/hostdev && "
+        script = (hostdev + "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
                   "(%s) && touch /run/planted && exec sleep 100000") % plant
-        self.proc = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--mount-proc",
-                                      "sh", "-c", script])
+        self.proc = subprocess.Popen(["unshare"] + (self.USERNS if userns else []) +
+                                     ["--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script])
         self.pid = None
         for _ in range(200):
             try:
@@ -57,7 +66,8 @@ class Hostile:
         return "/proc/%d/root%s" % (self.pid, p)
 
     def run(self, *cmd, check=True):
-        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
+        full = (["nsenter", "-t", str(self.pid)] + (["--user"] if self.userns else []) +
+                ["--pid", "--mount", "--root", "--wd", "--"] + list(cmd))
         return subprocess.run(full, capture_output=True, text=True, timeout=60, check=check)
 
     def stop(self):
@@ -99,7 +109,7 @@ class PopulateAttacks(rig.PersonaTestCase):
         cls.name = os.path.basename(cls.kbd_hw)
         cls.bus = rig.Bus()
         cls.daemon = rig.Daemon(rig.conf_for([cls.kbd_hw], personas=("work", "personal", "evil"),
-                                             active="work"))
+                                             active="work", daemon={"Routed": "yes"}))
         cls.victim = tempfile.mkdtemp(prefix="host-victim-")
         # An NSS module of the container's, compiled here.
         cls.evil_so = os.path.join(cls.victim, "..", "evil-nss.so")
@@ -130,8 +140,8 @@ class PopulateAttacks(rig.PersonaTestCase):
         self.assertTrue(answers_within(1.0), "devnsd does not answer D-Bus within a second")
         super().tearDown()
 
-    def hostile(self, plant):
-        c = Hostile(plant)
+    def hostile(self, plant, userns=False):
+        c = Hostile(plant, userns)
         self.containers.append(c)
         return c
 
@@ -207,7 +217,9 @@ class PopulateAttacks(rig.PersonaTestCase):
         c = self.hostile("mkdir /dev/input && echo mine > /dev/input/%s" % self.name)
         p, _ = self.attach(c)
         self.assertEqual(p.returncode, 0, p.stderr)
-        with open(c.path("/dev/input/" + self.name)) as f:
+        mine = c.path("/dev/input/" + self.name)
+        self.assertTrue(stat.S_ISREG(os.lstat(mine).st_mode), "the container's file was replaced")
+        with open(mine) as f:
             self.assertEqual(f.read(), "mine\n")
 
     def test_reattach_to_the_same_container_keeps_its_nodes(self):
@@ -219,6 +231,38 @@ class PopulateAttacks(rig.PersonaTestCase):
         self.assertEqual(first.stdout, again.stdout)
         node = c.path("/dev/input/" + self.name)
         self.assertEqual(os.stat(node).st_rdev, os.stat(rig.persona_node("evil", self.kbd_hw)).st_rdev)
+
+    def test_user_namespaced_container_root_opens_its_nodes(self):
+        c = self.hostile("true", userns=True)
+        self.assertEqual(c.run("cat", "/proc/self/uid_map").stdout.split(), ["0", "100000", "65536"])
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        node = "/dev/input/" + self.name
+        # The container's root and its input group own the node, through the user namespace.
+        inside = c.run("stat", "-c", "%u %G %a %F", node).stdout.split()
+        self.assertEqual(inside[:3], ["0", "input", "660"], inside)
+        st = os.stat(c.path(node))
+        self.assertEqual(st.st_uid, 100000)
+        self.assertEqual(c.run(sys.executable, PROBE, node, "0").stdout.strip(), "open ok")
+        # An app's uid in the container is not in the group: the kernel refuses it.
+        app = c.run("setpriv", "--reuid=10050", "--regid=10050", "--clear-groups", sys.executable, PROBE, node, "0")
+        self.assertEqual(app.stdout.strip(), "open errno %d" % errno.EACCES)
+
+    def test_host_users_never_open_persona_nodes(self):
+        c = self.hostile("true")
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # The node's group is the container's input group, which is a host group too: still refused,
+        # and so is anyone when the node's mode would let everyone in.
+        host_node = rig.persona_node("evil", self.kbd_hw)
+        gid = os.stat(host_node).st_gid
+        routed = "/dev/devns/" + self.name
+        for node in (host_node, routed):
+            os.chmod(node, 0o666)
+        for node in (host_node, routed):
+            out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--groups=%d" % gid,
+                                  sys.executable, PROBE, node, "0"], capture_output=True, text=True).stdout
+            self.assertEqual(out.strip(), "open errno %d" % errno.EACCES, node)
 
 
 if __name__ == "__main__":
