@@ -214,13 +214,14 @@ class Views(unittest.TestCase):
             st = os.stat(path)
             self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 0, mode), path)
 
-    def test_nobody_reads_but_cannot_write(self):
+    def test_nobody_on_the_host_cannot_write(self):
         self.put(self.bl("work"), "321")
         self.put(self.led("work", "white:status"), "9")
         for path in (self.bl("work"), self.bl("work", "bl_power"), self.led("work", "white:status"),
                      self.led("work", "white:status", "trigger"), self.bl("personal")):
+            # Host users other than root get nothing at all, not even a read.
             self.assertEqual(self.try_as(NOBODY, path, "write", "read"),
-                             "write errno %d\nread ok\n" % errno.EACCES, path)
+                             "write errno %d\nread errno %d\n" % (errno.EACCES, errno.EACCES), path)
         self.assertEqual(self.hw_bl(), "321\n")
         self.assertEqual(self.hw_bl("bl_power"), "0\n")
         self.assertEqual(self.hw_led("white:status"), "9\n")
@@ -242,21 +243,29 @@ class Views(unittest.TestCase):
         self.assertEqual(self.try_as([], self.bl("work"), "write", container=c), "write errno %d\n" % errno.EACCES)
 
     def test_root_hands_an_attribute_over_until_rebind(self):
-        """As with sysfs, root may chown an attribute to a service; attaching the persona again gives it back."""
+        """As in sysfs, the container's root may chown an attribute to a service (Android's init does);
+        attaching the persona again gives it back."""
         path = self.bl("games")
-        os.chown(path, 65534, 65534)
-        os.chmod(path, 0o600)
-        st = os.stat(path)
-        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (65534, 0o600))
-        self.assertEqual(self.try_as(NOBODY, path, "write", "read"), "write ok\nread ok\n")
-        self.assertEqual(read_file(path), "7\n")
-        other = ["setpriv", "--reuid=65533", "--regid=65533", "--clear-groups"]
-        self.assertEqual(self.try_as(other, path, "read"), "read errno %d\n" % errno.EACCES)
         c = self.container()
         rig.devnsctl("attach", "games", "--pid", str(c.pid))
+        service = ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"]
+        other = ["setpriv", "--reuid=10050", "--regid=10050", "--clear-groups"]
+        self.assertEqual(self.try_as(service, path, "write", container=c), "write errno %d\n" % errno.EACCES)
+        c.run("chown", "1000:1000", path)
+        c.run("chmod", "0600", path)
         st = os.stat(path)
-        self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (0, 0o644))
-        self.assertEqual(self.try_as(NOBODY, path, "write"), "write errno %d\n" % errno.EACCES)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (1000, 1000, 0o600))
+        self.assertEqual(self.try_as(service, path, "write", "read", container=c), "write ok\nread ok\n")
+        self.assertEqual(read_file(path), "7\n")
+        self.assertEqual(self.try_as(other, path, "read", container=c), "read errno %d\n" % errno.EACCES)
+        # A service cannot give it away further.
+        p = c.run(*service, "chown", "10050", path, check=False)
+        self.assertNotEqual(p.returncode, 0)
+        again = self.container()
+        rig.devnsctl("attach", "games", "--pid", str(again.pid))
+        st = os.stat(path)
+        self.assertEqual((st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)), (0, 0, 0o644))
+        self.assertEqual(self.try_as(service, path, "write", container=again), "write errno %d\n" % errno.EACCES)
 
     def test_reattach_revokes_open_files(self):
         old, new = self.container(), self.container()

@@ -235,6 +235,7 @@ class InputAndViewAttacks(rig.PersonaTestCase):
             "[Persona work]", "Active=yes",
             "[Persona personal]",
             "[Persona spare]",
+            "[Persona idle]",  # never attached
             "",
         ])
         cls.daemon = rig.Daemon(conf)
@@ -304,9 +305,9 @@ class InputAndViewAttacks(rig.PersonaTestCase):
                             ("backlight", {"brightness": 0o644, "max_brightness": 0o444,
                                            "actual_brightness": 0o444, "bl_power": 0o644})):
             for attr, mode in attrs.items():
-                self.assert_owned(self.view("spare", kind, attr), 0, 0, mode)
-            self.assert_owned(os.path.dirname(self.view("spare", kind)), 0, 0, 0o755)
-        self.assert_owned(os.path.join(VIEWS, "spare"), 0, 0, 0o755)
+                self.assert_owned(self.view("idle", kind, attr), 0, 0, mode)
+            self.assert_owned(os.path.dirname(self.view("idle", kind)), 0, 0, 0o755)
+        self.assert_owned(os.path.join(VIEWS, "idle"), 0, 0, 0o755)
 
     def test_host_nobody_cannot_write_views(self):
         put(self.view("work", "backlight"), "500")
@@ -319,9 +320,9 @@ class InputAndViewAttacks(rig.PersonaTestCase):
                 self.assertEqual(out, "errno %d" % errno.EACCES, "nobody wrote %s/%s of %s" % (kind, attr, persona))
         self.assertEqual((self.hw_bl(), self.hw_bl("bl_power"), self.hw_led()), ("500\n", "0\n", "1\n"))
         self.assertEqual(read_file(self.view("work", "backlight")), "500\n")
-        # Reading stays open to everyone, as in sysfs.
+        # Host users other than root get nothing, not even a read.
         out = python("-c", "print(open(%r).read().strip())" % self.view("work", "backlight"), prefix=NOBODY)
-        self.assertEqual(out.stdout.strip(), "500", out.stderr)
+        self.assertIn("PermissionError", out.stderr)
         # Root on the host still can.
         put(self.view("work", "backlight"), "400")
         self.assertEqual(self.hw_bl(), "400\n")
@@ -352,9 +353,11 @@ class InputAndViewAttacks(rig.PersonaTestCase):
     # --- the nodes on the host ---
 
     def test_host_nodes_belong_to_their_container(self):
-        for persona in ("work", "personal", "spare"):
+        for persona in ("work", "personal", "spare", "idle"):
             self.assertEqual(stat.S_IMODE(os.stat(self.node(persona)).st_mode), 0o660, persona)
-        out = python(PROBE, self.node("spare"), "0", prefix=NOBODY).stdout.strip()
+        st = os.stat(self.node("idle"))
+        self.assertEqual((st.st_uid, st.st_gid), (0, 0))
+        out = python(PROBE, self.node("idle"), "0", prefix=NOBODY).stdout.strip()
         self.assertEqual(out, "open errno %d" % errno.EACCES)
 
         c = self.box(userns=True)
