@@ -318,11 +318,16 @@ class InputPersonas(rig.PersonaTestCase):
         mon = subprocess.Popen(["dbus-monitor", "--system",
                                 "type='signal',interface='org.freedesktop.DBus.Properties'"],
                                stdout=subprocess.PIPE, text=True)
-        time.sleep(0.5)
+        # dbus-monitor gives its name up once it is a monitor: from then on it sees every signal.
+        seen = ""
+        while "member=NameLost" not in seen:
+            line = mon.stdout.readline()
+            self.assertTrue(line, "dbus-monitor ended: " + seen)
+            seen += line
         rig.devnsctl("switch", "personal")
         time.sleep(0.5)
         mon.terminate()
-        out = mon.communicate()[0]
+        out = seen + mon.communicate()[0]
         self.assertIn("ActivePersona", out)
         self.assertIn('"personal"', out)
 
