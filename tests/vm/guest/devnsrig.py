@@ -305,12 +305,18 @@ def rss_kib(pid):
 
 class Container:
     """A process in new pid and mount namespaces (unshare), as a container's init.
-    With private_dev, it gets its own empty /dev and /run, as real containers do."""
+    With private_dev, it gets its own empty /dev and /run, as real containers do.
+    With userns, also a user namespace that maps its root to host uid 100000."""
 
-    def __init__(self, private_dev=False):
+    USERNS = ["--user", "--map-users=100000,0,65536", "--map-groups=100000,0,65536"]
+
+    def __init__(self, private_dev=False, userns=False):
         setup = "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && " if private_dev else ""
+        self.enter = ["nsenter", "-t", None] + (["--user"] if userns else []) + [
+            "--pid", "--mount", "--root", "--wd", "--"]
         self.proc = subprocess.Popen(
-            ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", setup + "exec sleep 100000"])
+            ["unshare"] + (self.USERNS if userns else []) +
+            ["--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", setup + "exec sleep 100000"])
         self.pid = None
         for _ in range(200):
             try:
@@ -330,23 +336,45 @@ class Container:
             time.sleep(0.05)
         else:
             raise RuntimeError("container did not start")
+        self.enter[2] = str(self.pid)
 
     def run(self, *cmd, check=True, env=None, **kw):
-        """Runs a command inside (its pid and mount namespaces)."""
-        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
+        """Runs a command inside (its pid and mount namespaces, and user namespace if it has one)."""
+        full = self.enter + list(cmd)
         p = subprocess.run(full, capture_output=True, text=True, timeout=60, env=env or os.environ, **kw)
         if check and p.returncode != 0:
             raise RuntimeError("%s failed (%d): %s%s" % (cmd, p.returncode, p.stdout, p.stderr))
         return p
 
     def popen(self, *cmd, **kw):
-        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
-        return subprocess.Popen(full, **kw)
+        return subprocess.Popen(self.enter + list(cmd), **kw)
 
     def stop(self):
+        # The init first: the whole pid namespace goes with it.
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, TypeError):
+            pass
         self.proc.kill()
         self.proc.wait()
         subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], check=False)
+
+
+def answers_within(seconds):
+    """devnsd answers `devnsctl list` within seconds: the time of the call less that of
+    `devnsctl --version` just before it (starting a program under emulation on a busy
+    machine can take a second by itself), the best of three."""
+    took = []
+    for _ in range(3):
+        start = time.monotonic()
+        subprocess.run([DEVNSCTL, "--version"], capture_output=True, timeout=30)
+        middle = time.monotonic()
+        p = subprocess.run([DEVNSCTL, "list"], capture_output=True, text=True, timeout=30)
+        took.append((time.monotonic() - middle) - (middle - start))
+        if p.returncode == 0 and took[-1] < seconds:
+            return True
+    print("devnsctl list took, beyond starting devnsctl:", took)
+    return False
 
 
 class Output:

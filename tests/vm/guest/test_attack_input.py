@@ -6,8 +6,6 @@ the i8042 keyboard's caps lock LED; a backlight of plain files. After each
 attack devnsd still answers D-Bus within a second."""
 
 import errno
-import fcntl
-import glob
 import os
 import shutil
 import stat
@@ -20,12 +18,12 @@ import unittest
 from evdev import ecodes as e
 
 import devnsrig as rig
+from test_leds import find_capslock, put, read_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "nsprobe.py")
 VIEWS = "/run/devns"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-USERNS = ["--user", "--map-users=100000,0,65536", "--map-groups=100000,0,65536"]
 # The limits devnsd(8) names.
 NODE_CLIENTS_PER_UID = 16
 VIEW_FILES_PER_UID = 64
@@ -116,97 +114,12 @@ attempts()
 BACKLIGHT = ("panel", 1000, 500)
 
 
-def find_capslock():
-    """The caps lock LED class device of a keyboard, and that keyboard's /dev/input/eventN."""
-    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
-        events = glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*"))
-        if events:
-            return led, "/dev/input/" + os.path.basename(events[0])
-    raise unittest.SkipTest("no keyboard with a caps lock LED")
-
-
-def read_file(path):
-    with open(path) as f:
-        return f.read()
-
-
-def put(path, text):
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
-
-
 def python(*args, prefix=(), container=None, **kw):
     """Runs python3 with args (after the prefix, e.g. setpriv), in the container if given."""
     cmd = list(prefix) + [sys.executable] + list(args)
     if container:
         return container.run(*cmd, check=False, **kw)
     return subprocess.run(cmd, capture_output=True, text=True, timeout=60, **kw)
-
-
-def responsive(seconds=1.0):
-    """devnsd answers `devnsctl list` within seconds (best of three: a slow start of
-    devnsctl under emulation is not devnsd's)."""
-    took = []
-    for _ in range(3):
-        t = time.monotonic()
-        p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=30)
-        took.append(time.monotonic() - t)
-        if p.returncode == 0 and took[-1] < seconds:
-            return True
-    print("devnsctl list took", took, file=sys.stderr)
-    return False
-
-
-class Box(rig.Container):
-    """A container sharing the host's /dev and /run (so it sees /dev/devns and
-    /run/devns where the host does), optionally in a user namespace that maps
-    its root to host uid 100000."""
-
-    def __init__(self, userns=False):
-        self.userns = userns
-        if not userns:
-            super().__init__()
-            return
-        self.proc = subprocess.Popen(["unshare"] + USERNS + ["--pid", "--mount", "--fork", "--mount-proc",
-                                                             "sleep", "100000"])
-        self.pid = None
-        for _ in range(200):
-            try:
-                with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
-                    kids = f.read().split()
-                if kids:
-                    with open("/proc/%s/comm" % kids[0]) as f:
-                        if f.read().strip() == "sleep":
-                            self.pid = int(kids[0])
-                            return
-            except (FileNotFoundError, ProcessLookupError):
-                pass
-            time.sleep(0.05)
-        raise RuntimeError("container did not start")
-
-    def enter(self):
-        return (["nsenter", "-t", str(self.pid)] + (["--user"] if self.userns else []) +
-                ["--pid", "--mount", "--root", "--wd", "--"])
-
-    def run(self, *cmd, check=True, **kw):
-        p = subprocess.run(self.enter() + list(cmd), capture_output=True, text=True, timeout=60, **kw)
-        if check and p.returncode != 0:
-            raise RuntimeError("%s failed (%d): %s%s" % (cmd, p.returncode, p.stdout, p.stderr))
-        return p
-
-    def popen(self, *cmd, **kw):
-        return subprocess.Popen(self.enter() + list(cmd), **kw)
-
-    def stop(self):
-        # The container's init first: with it the whole pid namespace goes.
-        try:
-            os.kill(self.pid, 9)
-        except ProcessLookupError:
-            pass
-        super().stop()
 
 
 class InputAndViewAttacks(rig.PersonaTestCase):
@@ -259,13 +172,13 @@ class InputAndViewAttacks(rig.PersonaTestCase):
         for b in self.boxes:
             b.stop()
         self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
-        self.assertTrue(responsive(), "devnsd does not answer D-Bus within a second")
+        self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
         super().tearDown()
 
     # --- helpers ---
 
     def box(self, userns=False):
-        b = Box(userns)
+        b = rig.Container(userns=userns)
         self.boxes.append(b)
         return b
 
