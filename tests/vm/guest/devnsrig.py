@@ -326,7 +326,9 @@ class Container:
     container's root mounts them from inside its user namespace, as real
     unprivileged runtimes do: the kernel then marks those tmpfs SB_I_NODEV,
     and no device node on them can be opened, whoever made it (device nodes
-    have to be bind-mounted in from a filesystem of the host's). With
+    have to be bind-mounted in from a filesystem of the host's); host root's
+    own mknod there even fails with EOVERFLOW, its uid 0 having no id on that
+    filesystem (make_node() makes nodes owned by the container's root). With
     dev_from_host, host root mounts them, entering only the container's mount
     namespace: the tmpfs belong to the host's user namespace and nodes made on
     them open (subject to their modes). Without a user namespace both are the
@@ -356,7 +358,10 @@ class Container:
 
     def _wait_for_init(self):
         """unshare's child once it runs sleep (unshare may fork a helper for newuidmap first)."""
-        for _ in range(200):
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("container did not start: unshare exited with %d" % self.proc.returncode)
             try:
                 with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
                     kids = [int(pid) for pid in f.read().split()]
