@@ -21,6 +21,8 @@ struct display_node {
 	struct cuse_fb *cuse;
 	struct display_socket *socket;
 	char path[64 + NAME_MAX_LEN];
+	/* The node's device number, when devnsd chose it (0 otherwise). */
+	dev_t rdev;
 	char socket_path[108];
 	/* The socket's directory: containers get it bound at the same path. */
 	char socket_dir[108];
@@ -76,11 +78,24 @@ struct display_class {
 	bool presented_whole;
 };
 
-/* devnsd-display-socket.c: hands the persona's memfd to programs in that persona. */
+/*
+ * devnsd-display-socket.c: hands the persona's memfd to programs that
+ * bring a ticket of an open fb0 file (devns-fb.h). The socket is made
+ * 0660, owned by the persona's owner uid and video group.
+ */
 int display_socket_new(struct display_socket **ret, struct display_node *dn);
 struct display_socket *display_socket_free(struct display_socket *s);
 /* Connected programs: each holds a mapping of the framebuffer. */
 unsigned int display_socket_n_mappers(const struct display_socket *s);
+/* Closes every connection, mappings included, without calling display_node_mappers_changed(). */
+void display_socket_revoke(struct display_socket *s);
+/* Gives the socket file to uid:gid, mode 0660; -ESTALE when it is no longer the socket devnsd bound. */
+int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
+
+/* An O_PATH fd of path, refusing symbolic links in every component. */
+int display_open_nofollow(const char *path, int *ret_fd);
+/* chown and chmod of what an O_PATH fd names. */
+int display_fd_set_owner(int fd, uid_t uid, gid_t gid, mode_t mode);
 
 /* A program connected to or left dn's socket. */
 void display_node_mappers_changed(struct display_node *dn);

@@ -2,12 +2,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <xxhash.h>
 
 #include "cuse-fb.h"
 #include "devnsd-display.h"
 #include "display-backend.h"
 #include "log.h"
+#include "util.h"
 
 /*
  * Every persona draws into its own shadow framebuffer (a memfd); only the
@@ -326,6 +329,39 @@ void display_node_mappers_changed(struct display_node *dn) {
 	update_tick(dc);
 }
 
+/* The host's node (devtmpfs, made by CUSE) to the persona's owner and video group, 0660. */
+static int node_set_owner(struct display_node *dn) {
+	const struct persona_owner *o = &dn->persona->owner;
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+	int r;
+
+	r = display_open_nofollow(dn->path, &fd);
+	if (r < 0)
+		return r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode) || (dn->rdev && st.st_rdev != dn->rdev))
+		return -ESTALE;
+	return display_fd_set_owner(fd, o->uid, o->video_gid, 0660);
+}
+
+/* The node and the socket take the persona's owner. */
+static void apply_owner(struct display_node *dn) {
+	const struct persona_owner *o = &dn->persona->owner;
+	int r;
+
+	r = display_socket_set_owner(dn->socket, o->uid, o->video_gid);
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot give the socket to %u:%u: %m", dn->socket_path, (unsigned int)o->uid,
+				  (unsigned int)o->video_gid);
+	/* A node not there yet gets its owner when it appears. */
+	r = dn->ready ? node_set_owner(dn) : 0;
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", dn->path, (unsigned int)o->uid,
+				  (unsigned int)o->video_gid);
+}
+
 static void node_ready(void *userdata) {
 	struct display_node *dn = userdata;
 
@@ -333,6 +369,7 @@ static void node_ready(void *userdata) {
 		return;
 	dn->ready = true;
 	log_debug("%s: ready", dn->path);
+	apply_owner(dn);
 	manager_node_ready(dn->class->base.manager);
 }
 
@@ -426,8 +463,7 @@ static void display_node_free(struct display_node *dn) {
 	}
 	LIST_REMOVE(dn, link);
 	display_socket_free(dn->socket);
-	if (dn->class->routed && dn->cuse)
-		cuse_fb_detach(dn->class->routed, dn->cuse);
+	/* Files routed to the node answer ENODEV from now on. */
 	cuse_fb_free(dn->cuse);
 	fb_node_free(dn->fb);
 	free(dn);
@@ -471,6 +507,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		goto fail;
 	}
 	manager_node_numbers(m, dn->path + strlen("/dev/"), &major, &minor);
+	dn->rdev = major ? makedev(major, minor) : 0;
 	r = cuse_fb_new(&dn->cuse, m->event, dn->path + strlen("/dev/"), major, minor, dn->fb, dn->socket_path,
 			&node_hooks, dn);
 	if (r < 0) {
@@ -595,10 +632,48 @@ static int add_routed(struct display_class *dc) {
 	return 0;
 }
 
-static void display_rebind(struct device_class *dc, struct persona *p, bool revoke) {
-	(void)dc;
-	(void)p;
-	(void)revoke;
+/*
+ * dn's persona left its container: every file, ticket and mapping of the
+ * old one stops working, and the persona starts over on fresh memory, so
+ * what old mappings draw is neither shown nor seen by the new container.
+ */
+static void revoke_node(struct display_class *dc, struct display_node *dn) {
+	int r;
+
+	cuse_fb_revoke(dn->cuse);
+	display_socket_revoke(dn->socket);
+	/* A copy under way reads memory about to go. */
+	if (dc->backend->copying && dc->copy_owner == dn->serial)
+		abort_copy(dc);
+	r = fb_node_renew(dn->fb);
+	if (r < 0) {
+		log_error_errno(r, "%s: no fresh memory for the persona, the old container's mappings still reach it: %m",
+				dn->path);
+		memset(dn->fb->mem, 0, dn->fb->size);
+		fb_state_init(&dn->fb->state, &dn->fb->mode, "devns");
+	}
+	/* No buffer holds this persona's frame any more, the spare included. */
+	dn->serial = ++dc->next_serial;
+	dn->gen++;
+	if (dn == dc->active) {
+		dc->scan_valid = false;
+		dc->presented_whole = false;
+		damage_all(dc);
+		flush(dc);
+	}
+	update_tick(dc);
+	log_info("%s: revoked what was opened and mapped before; the persona has fresh memory", dn->path);
+}
+
+static void display_rebind(struct device_class *base, struct persona *p, bool revoke) {
+	struct display_class *dc = to_display(base);
+	struct display_node *dn = node_of(dc, p);
+
+	if (!dn)
+		return;
+	if (revoke)
+		revoke_node(dc, dn);
+	apply_owner(dn);
 }
 
 static const struct device_class_ops display_class_ops = {
