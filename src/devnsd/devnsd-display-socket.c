@@ -145,7 +145,7 @@ static void handle_request(struct conn *c) {
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n != (ssize_t)sizeof(req))
-		return refuse(c, n == 0 ? "no request" : "a malformed request");
+		return refuse(c, n <= 0 ? "no request" : "a malformed request");
 	memcpy(&req, buf, sizeof(req));
 	if (req.magic != DEVNS_FB_REQUEST_MAGIC ||
 	    (req.intent != DEVNS_FB_INTENT_MAP && req.intent != DEVNS_FB_INTENT_WRITE))
