@@ -82,6 +82,25 @@ class AttackDisplay(rig.PersonaTestCase):
             self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         return p.stdout.splitlines()
 
+    def hold_probe(self, container, user, steps):
+        """Starts a probe whose steps end with "held", "wait": its output up to "held", while it holds on."""
+        p = container.popen(*user, *FBRIG, *steps, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=HERE))
+        self.addCleanup(p.kill)
+        lines = []
+        while not (lines and lines[-1].startswith("held")):
+            line = p.stdout.readline()
+            self.assertTrue(line, "the probe ended early:\n" + "\n".join(lines))
+            lines.append(line.strip())
+        return p, lines
+
+    @staticmethod
+    def release(p):
+        p.stdin.write("\n")
+        p.stdin.close()
+        p.wait(60)
+        p.stdout.close()
+
     def assert_screen(self, data, what, timeout=10.0):
         type(self).n_dumps += 1
         name = "attack-%s-%02d" % (self.id().split(".")[-1], self.n_dumps)
@@ -95,18 +114,22 @@ class AttackDisplay(rig.PersonaTestCase):
 
     def assert_bus_answers(self):
         """devnsd answers D-Bus within a second: `devnsctl list` takes at most a second longer than
-        starting devnsctl without a bus call (which the emulated machine makes slow)."""
-        start = time.monotonic()
-        subprocess.run([rig.DEVNSCTL, "--help"], capture_output=True, timeout=30)
-        spawn = time.monotonic() - start
-        start = time.monotonic()
-        try:
-            p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=spawn + 1)
-        except subprocess.TimeoutExpired:
-            self.fail("devnsd did not answer `devnsctl list` within a second (starting devnsctl: %.2f s)" % spawn)
-        print("devnsctl list: %.2f s, starting devnsctl: %.2f s" % (time.monotonic() - start, spawn),
-              file=sys.stderr)
-        self.assertEqual(p.returncode, 0, p.stderr)
+        starting devnsctl without a bus call. The emulated machine shares its host with other work and
+        stalls now and then, so one answer in three tries counts; a devnsd that is stuck fails all three."""
+        times = []
+        for _ in range(3):
+            start = time.monotonic()
+            subprocess.run([rig.DEVNSCTL, "--help"], capture_output=True, timeout=30)
+            spawn = time.monotonic() - start
+            start = time.monotonic()
+            try:
+                p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=spawn + 1)
+            except subprocess.TimeoutExpired:
+                times.append("over %.2f s (starting devnsctl: %.2f s)" % (spawn + 1, spawn))
+                continue
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return
+        self.fail("devnsd did not answer `devnsctl list` within a second: " + ", ".join(times))
 
     def assert_untouched(self, screen=True):
         """Nothing outside the attacked persona changed, and devnsd answers."""
@@ -209,49 +232,55 @@ class AttackDisplay(rig.PersonaTestCase):
         # The refusals are logged, once.
         self.assertEqual(self.daemon.output().count("tickets/fb0: refused") - before, 1, self.daemon.output())
 
-        # Read-only memory stays read-only: a uid that may open the node cannot reopen it for writing.
-        gid = self.assert_private(node).st_gid
-        self.assertEqual(self.assert_private(sock).st_gid, gid, "the node and its socket have different groups")
-        lines = self.probe("open", "r", node, "r", "ticket", "r", "t", "redeem", sock, "t", "m", "reopen-rw",
-                           "mapwrite", user=as_user(APP_UID, [gid]))
-        self.assertEqual(lines[-3:], ["redeem t memfd ro", "reopen-rw errno %d" % EACCES, "mapwrite errno %d" % EACCES])
+        # Read-only memory stays read-only: an app of the video group in the persona's container, which may
+        # open /dev/fb0, cannot reopen the memory it got for a read-only file for writing.
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "tickets", "--pid", str(c.pid))
+            gid = self.assert_private(node).st_gid
+            self.assertEqual(self.assert_private(sock).st_gid, gid, "the node and its socket have different groups")
+            lines = self.probe("open", "r", "/dev/fb0", "r", "ticket", "r", "t", "redeem", sock, "t", "m",
+                               "reopen-rw", "mapwrite", user=as_user(APP_UID, [gid]), container=c)
+            self.assertEqual(lines[-3:], ["redeem t memfd ro", "reopen-rw errno %d" % EACCES,
+                                          "mapwrite errno %d" % EACCES], "\n".join(lines))
+        finally:
+            c.stop()
         self.assert_untouched()
 
     # --- limits -------------------------------------------------------------------------------
 
     def test_one_uid_cannot_take_every_slot(self):
-        """One uid gets at most a quarter of a persona's mappings and open files; another uid still
-        gets its own."""
-        node, sock = fbrig.fb_node("limits"), fbrig.socket_path("limits")
-        gid = self.assert_private(node).st_gid
-        steps = ["open", "a", node, "rw"]
-        for i in range(MAPPINGS_PER_UID + 1):
-            steps += ["ticket", "a", "t%d" % i, "redeem", sock, "t%d" % i, "m"]
-        steps += ["held", "wait"]
-        hoarder = subprocess.Popen(as_user(APP_UID, [gid]) + FBRIG + steps, stdin=subprocess.PIPE,
-                                   stdout=subprocess.PIPE, text=True, env=dict(os.environ, PYTHONPATH=HERE))
-        self.addCleanup(hoarder.kill)
-        lines = []
-        while not (lines and lines[-1].startswith("held")):
-            line = hoarder.stdout.readline()
-            self.assertTrue(line, "the probe ended early:\n" + "\n".join(lines))
-            lines.append(line.strip())
-        self.assertEqual(lines[-1], "held %d" % MAPPINGS_PER_UID, "\n".join(lines))
-        self.assertEqual(lines[-2], "redeem t%d memfd none" % MAPPINGS_PER_UID)
-        # Another uid of the persona still maps it.
-        other = self.probe("open", "a", node, "rw", "ticket", "a", "t", "redeem", sock, "t", "m",
-                           user=as_user(APP_UID + 1, [gid]))
-        self.assertIn("redeem t memfd rw", other)
-        hoarder.stdin.write("\n")
-        hoarder.stdin.close()
-        hoarder.wait(60)
+        """In the persona's container, one app uid of the video group gets at most a quarter of the
+        persona's mappings and open files; another uid still gets its own."""
+        sock = fbrig.socket_path("limits")
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "limits", "--pid", str(c.pid))
+            gid = self.assert_private(fbrig.fb_node("limits")).st_gid
+            steps = ["open", "a", "/dev/fb0", "rw"]
+            for i in range(MAPPINGS_PER_UID + 1):
+                steps += ["ticket", "a", "t%d" % i, "redeem", sock, "t%d" % i, "m"]
+            steps += ["held", "wait"]
+            hoarder, lines = self.hold_probe(c, as_user(APP_UID, [gid]), steps)
+            self.assertEqual(lines[-1], "held %d" % MAPPINGS_PER_UID, "\n".join(lines))
+            self.assertEqual(lines[-2], "redeem t%d memfd none" % MAPPINGS_PER_UID)
+            # Another uid of the persona still maps it.
+            other = self.probe("open", "a", "/dev/fb0", "rw", "ticket", "a", "t", "redeem", sock, "t", "m",
+                               user=as_user(APP_UID + 1, [gid]), container=c)
+            self.assertIn("redeem t memfd rw", other)
+            self.release(hoarder)
 
-        steps = []
-        for i in range(OPEN_PER_UID + 1):
-            steps += ["open", "f%d" % i, node, "r"]
-        lines = self.probe(*steps, "wait", user=as_user(APP_UID, [gid]), check_exit=False)
-        self.assertEqual(lines[OPEN_PER_UID - 1], "open f%d ok" % (OPEN_PER_UID - 1))
-        self.assertEqual(lines[OPEN_PER_UID], "open f%d errno %d" % (OPEN_PER_UID, EMFILE))
+            steps = []
+            for i in range(OPEN_PER_UID + 1):
+                steps += ["open", "f%d" % i, "/dev/fb0", "r"]
+            hoarder, lines = self.hold_probe(c, as_user(APP_UID, [gid]), steps + ["held", "wait"])
+            self.assertEqual(lines[OPEN_PER_UID - 1], "open f%d ok" % (OPEN_PER_UID - 1), "\n".join(lines))
+            self.assertEqual(lines[OPEN_PER_UID], "open f%d errno %d" % (OPEN_PER_UID, EMFILE))
+            lines = self.probe("open", "a", "/dev/fb0", "r", user=as_user(APP_UID + 1, [gid]), container=c)
+            self.assertEqual(lines, ["open a ok"])
+            self.release(hoarder)
+        finally:
+            c.stop()
         self.assert_untouched()
 
     # --- re-attach --------------------------------------------------------------------------
@@ -265,15 +294,15 @@ class AttackDisplay(rig.PersonaTestCase):
         rig.devnsctl("switch", "reattach")
         old = rig.Container(private_dev=True)
         new = rig.Container(private_dev=True)
-        procs = []
+        outputs = []
         try:
             rig.devnsctl("attach", "reattach", "--pid", str(old.pid))
             old.run("mknod", "/dev/routed-fb0", "c", str(os.major(routed)), str(os.minor(routed)))
             drawer = old.popen("env", "LD_PRELOAD=" + PRELOAD, FBDRAW, "/dev/fb0", "31", "--no-pan",
                                "--change-on-signal", "32", "0", str(self.h), "--hold", "120000", "--report",
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-            procs.append(drawer)
             drawn = rig.Output(drawer)
+            outputs.append(drawn)
             self.assertTrue(drawn.wait_for("drawn"), drawn.text)
             self.assert_screen(fbrig.pattern_frame(self.w, self.h, 31), "the old container drew")
 
@@ -283,8 +312,8 @@ class AttackDisplay(rig.PersonaTestCase):
                                "open", "again", "/dev/fb0", "r",
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                env=dict(os.environ, PYTHONPATH=HERE))
-            procs.append(holder)
             held = rig.Output(holder)
+            outputs.append(held)
             self.assertTrue(held.wait_for("blank a ok"), held.text)
             self.assertIn("open routed ok", held.text)
 
@@ -315,9 +344,12 @@ class AttackDisplay(rig.PersonaTestCase):
             self.assert_screen(fbrig.pattern_frame(self.w, self.h, 33), "the new container drew")
             self.assertTrue(self.screenshot("reattach") == fbrig.to_rgb(fbrig.pattern_frame(self.w, self.h, 33)))
         finally:
-            for p in procs:
-                p.kill()
-                p.wait()
+            for out in outputs:
+                out.proc.kill()
+                out.finish()
+                out.proc.stdout.close()
+                if out.proc.stdin:
+                    out.proc.stdin.close()
             old.stop()
             new.stop()
         self.assert_bus_answers()
