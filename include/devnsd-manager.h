@@ -14,6 +14,7 @@
 
 struct manager;
 struct devnum;
+struct populate;
 
 /*
  * Who owns a persona's nodes, in the host's ids: the container's root user
@@ -40,6 +41,8 @@ struct persona {
 	/* Container uids that may call RequestActive, and how often the persona may. */
 	struct conf_uids request_users;
 	struct ratelimit request_limit;
+	/* Making the nodes in its container, while that runs. */
+	struct populate *populate;
 	/* Where nodes appear inside the container: node name -> path. */
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;
@@ -112,6 +115,8 @@ struct manager {
 	unsigned int n_personas;
 	struct persona *active;
 	LIST_HEAD(, device_class) classes;
+	/* Containers being populated (and finished ones whose helper is not reaped yet). */
+	LIST_HEAD(, populate) populates;
 	unsigned int n_nodes, n_ready;
 	bool notified;
 	/* devnsd's own pid namespace: processes in it may open any node. */
@@ -210,5 +215,5 @@ int bus_setup(struct manager *m);
 void bus_emit_active_changed(struct manager *m);
 /* Answers the SwitchTo calls that waited for the screen. */
 void bus_switch_shown(struct manager *m);
-/* Binds the personas configured with Machine= through systemd-machined. */
+/* Attaches the personas configured with Pid=, or Machine= (through systemd-machined), as Attach does. */
 void bus_attach_machines(struct manager *m);

@@ -321,10 +321,69 @@ static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 	return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* Binds p to pid's container and makes its nodes there. Returns the number of nodes made. */
-static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_error *error) {
-	int r = manager_attach(m, p, pid);
+/* An Attach in flight: answered (msg set) and logged once its container is populated. */
+struct attach_call {
+	sd_bus_message *msg;
+	pid_t pid;
+};
 
+static void log_populated(struct persona *p, pid_t pid, const struct populate_result *res) {
+	if (res->shares_dev)
+		log_info("persona %s: process %d's container shares devnsd's /dev; no nodes made", p->name, (int)pid);
+	else
+		log_info("persona %s: %u nodes in process %d's container", p->name, res->made, (int)pid);
+	if (res->refused > 0)
+		log_warning("persona %s: %u places in process %d's container hold something else (first /%s); "
+			    "left alone, no node there",
+			    p->name, res->refused, (int)pid, res->first_refused);
+	if (res->input_group_missing)
+		log_notice("persona %s: the container has no group '%s'; input nodes get its root group", p->name,
+			   p->input_group.name);
+	if (res->video_group_missing)
+		log_notice("persona %s: the container has no group '%s'; fb0 gets its root group", p->name,
+			   p->video_group.name);
+}
+
+static void on_attached(struct persona *p, int r, const struct populate_result *res, void *userdata) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	struct attach_call *call = userdata;
+
+	if (r >= 0)
+		log_populated(p, call->pid, res);
+	else {
+		sd_bus_error_set_errnof(&error, r, "Cannot make the nodes in process %d's container (%s): %m",
+					(int)call->pid, res->failed);
+		log_warning("persona %s: %s", p->name, error.message);
+	}
+	if (call->msg) {
+		if (r >= 0)
+			r = sd_bus_reply_method_return(call->msg, "u", (uint32_t)res->made);
+		else
+			r = sd_bus_reply_method_error(call->msg, &error);
+		if (r < 0)
+			log_debug_errno(r, "Cannot answer Attach: %m");
+		sd_bus_message_unref(call->msg);
+	}
+	free(call);
+}
+
+/*
+ * Binds p to pid's container and makes its nodes there; msg (if any) is
+ * answered with the number of nodes made once that is done.
+ */
+static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error) {
+	struct attach_call *call;
+	int r;
+
+	call = calloc(1, sizeof(*call));
+	if (!call)
+		return -ENOMEM;
+	*call = (struct attach_call){ .msg = sd_bus_message_ref(msg), .pid = pid };
+	r = manager_attach_container(m, p, pid, on_attached, call);
+	if (r < 0) {
+		sd_bus_message_unref(call->msg);
+		free(call);
+	}
 	if (r == -ESRCH)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No process %d", (int)pid);
 	if (r == -EINVAL)
@@ -333,13 +392,13 @@ static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_error 
 	if (r == -EBUSY)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
 					 "Process %d's container is bound to another persona", (int)pid);
+	if (r == -EPERM)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Process %d's user namespace maps no root user", (int)pid);
 	if (r < 0)
 		return sd_bus_error_set_errnof(error, r, "Cannot bind to process %d: %m", (int)pid);
 	log_info("persona %s bound to the pid namespace of process %d", p->name, (int)pid);
-	r = populate_container(m, p, pid);
-	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Cannot make the nodes in process %d's /dev: %m", (int)pid);
-	return r;
+	return 1;
 }
 
 static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -357,10 +416,7 @@ static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		return r;
 	if (pid == 0 || pid > INT32_MAX)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %u", pid);
-	r = attach(m, p, (pid_t)pid, error);
-	if (r < 0)
-		return r;
-	return sd_bus_reply_method_return(msg, "u", (uint32_t)r);
+	return attach(m, p, (pid_t)pid, msg, error);
 }
 
 /* The leader pid of a systemd-machined machine. */
@@ -401,10 +457,7 @@ static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_err
 	r = machine_leader(sd_bus_message_get_bus(msg), machine, &leader, error);
 	if (r < 0)
 		return r;
-	r = attach(m, p, leader, error);
-	if (r < 0)
-		return r;
-	return sd_bus_reply_method_return(msg, "u", (uint32_t)r);
+	return attach(m, p, leader, msg, error);
 }
 
 static int method_detach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -646,11 +699,19 @@ void bus_attach_machines(struct manager *m) {
 		pid_t leader;
 		int r;
 
-		if (!cp->machine || !p)
+		if (!p)
+			continue;
+		if (cp->pid > 0) {
+			r = attach(m, p, cp->pid, NULL, &error);
+			if (r < 0)
+				log_warning("[Persona %s] Pid=%d: not attached: %s", cp->name, (int)cp->pid,
+					    error.message ?: strerror(-r));
+		}
+		if (!cp->machine)
 			continue;
 		r = machine_leader(m->bus, cp->machine, &leader, &error);
 		if (r >= 0)
-			r = attach(m, p, leader, &error);
+			r = attach(m, p, leader, NULL, &error);
 		if (r < 0)
 			log_warning("[Persona %s] Machine=%s: not attached: %s", cp->name, cp->machine,
 				    error.message ?: strerror(-r));

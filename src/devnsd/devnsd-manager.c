@@ -7,6 +7,7 @@
 #include "devnsd-devnum.h"
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
+#include "devnsd-populate.h"
 #include "log.h"
 
 static void persona_free(struct persona *p) {
@@ -85,6 +86,7 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	m->self_userns = PIDNS_NULL;
 	LIST_INIT(&m->personas);
 	LIST_INIT(&m->classes);
+	LIST_INIT(&m->populates);
 	r = pidns_of_pid(getpid(), &m->self_ns);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open devnsd's own pid namespace: %m");
@@ -140,6 +142,7 @@ struct manager *manager_free(struct manager *m) {
 
 	if (!m)
 		return NULL;
+	populate_stop_all(m);
 	while ((dc = LIST_FIRST(&m->classes))) {
 		LIST_REMOVE(dc, link);
 		dc->ops->free(dc);
@@ -250,6 +253,7 @@ int manager_remove_persona(struct manager *m, struct persona *p) {
 
 	if (p == m->active)
 		return -EBUSY;
+	populate_cancel(p);
 	LIST_FOREACH(dc, &m->classes, link)
 		dc->ops->remove_persona(dc, p);
 	log_info("removed persona %s", p->name);
