@@ -211,6 +211,31 @@ class BusAttacks(rig.PersonaTestCase):
         self.assert_refused(p, "user namespace")
         self.assertEqual(self.active(), "personal")
 
+    def test_request_active_in_a_user_namespaced_container(self):
+        # Root mapped to host uid 100000: its uid inside decides, read through its uid_map.
+        try:
+            c = rig.Container(userns=True)
+        except (TypeError, RuntimeError, OSError) as err:
+            self.skipTest("no user-namespaced containers in this rig: %s" % err)
+        try:
+            rig.devnsctl("create", "mapped")
+            rig.devnsctl("attach", "mapped", "--pid", str(c.pid))
+            rig.devnsctl("switch", "personal")
+            # Its root passes the uid rule; the persona's policy (AllowRequestActive=no) then refuses.
+            p = run([rig.DEVNSCTL, "request-active"], inside=c)
+            self.assert_refused(p, "AllowRequestActive=no")
+            p = run(APP + [rig.DEVNSCTL, "request-active"], inside=c)
+            self.assert_refused(p, "RequestActiveUsers=")
+            p = run(["unshare", "--user", "--map-root-user", rig.DEVNSCTL, "request-active"], inside=c)
+            self.assert_refused(p, "user namespace")
+            for cmd in (["create", "intruder"], ["switch", "mapped"], ["detach", "mapped"]):
+                self.assert_denied(run([rig.DEVNSCTL, *cmd], inside=c))
+            self.assertEqual(self.active(), "personal")
+        finally:
+            c.stop()
+            rig.devnsctl("remove", "mapped", check=False)
+        self.answers_within_a_second()
+
     def test_request_active_from_container_root_follows_the_policy(self):
         rig.devnsctl("switch", "personal")
         run([rig.DEVNSCTL, "request-active"], inside=self.containers["work"], check=True)
