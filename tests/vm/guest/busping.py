@@ -1,6 +1,10 @@
 """A minimal D-Bus client on one connection, to time devnsd's answers
 without counting the start of a process: connect and authenticate once,
-then each ping() is one ListPersonas call and its reply."""
+then each ping() is one ListPersonas call and its reply.
+
+It authenticates with EXTERNAL and no uid of its own, leaving the bus to
+take the kernel's: so it also connects from inside a user namespace, where
+sd-bus (systemd 252) sends the namespace's uid and is refused."""
 
 import os
 import socket
@@ -37,9 +41,13 @@ class Connection:
         address = address or os.environ["DBUS_SYSTEM_BUS_ADDRESS"]
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.connect(address.split("unix:path=", 1)[1].split(",")[0])
-        self.sock.sendall(b"\0AUTH EXTERNAL " + str(os.geteuid()).encode().hex().encode() + b"\r\n")
-        if not self._line().startswith(b"OK"):
-            raise RuntimeError("D-Bus authentication failed")
+        self.sock.sendall(b"\0AUTH EXTERNAL\r\n")
+        line = self._line()
+        if line.startswith(b"DATA"):
+            self.sock.sendall(b"DATA\r\n")
+            line = self._line()
+        if not line.startswith(b"OK"):
+            raise RuntimeError("D-Bus authentication failed: %r" % line)
         self.sock.sendall(b"BEGIN\r\n")
         self.buf = b""
         self.serial = 0
@@ -68,6 +76,7 @@ class Connection:
         mtype = head[1]
         body_len, _, fields_len = struct.unpack_from("<III", head, 4)
         rest = self._recv(fields_len + (-(16 + fields_len) % 8) + body_len)
+        self.body = rest[len(rest) - body_len:]
         fields, reply_serial, off = rest[:fields_len], None, 0
         while off < len(fields):
             off += -off % 8
@@ -92,6 +101,14 @@ class Connection:
             mtype, reply_serial = self._message()
             if reply_serial == self.serial and mtype in (2, 3):
                 return mtype == 2
+
+    def request_active(self):
+        """RequestActive: "granted", "refused", or the error's message."""
+        ok = self.call("org.devns1", "/org/devns1", "org.devns1.Manager", "RequestActive")
+        if ok:
+            return "granted" if struct.unpack_from("<I", self.body)[0] else "refused"
+        (n,) = struct.unpack_from("<I", self.body)
+        return self.body[4:4 + n].decode()
 
     def ping(self, timeout=1.0):
         """Seconds devnsd took to answer ListPersonas; raises if it took more than timeout."""
