@@ -32,8 +32,11 @@ static int persona_new(struct manager *m, const char *name, const struct conf_pe
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->input_group = (struct conf_group){ .name = "input", .gid = -1 };
 	p->video_group = (struct conf_group){ .name = "video", .gid = -1 };
+	p->request_users = (struct conf_uids){ .ranges = { { 0, 0 } }, .n = 1 };
+	p->request_limit = RATELIMIT_INIT(REQUEST_ACTIVE_INTERVAL_USEC, REQUEST_ACTIVE_BURST);
 	if (cp) {
 		p->allow_request_active = cp->allow_request_active;
+		p->request_users = cp->request_users;
 		p->input_group = cp->input_group;
 		p->video_group = cp->video_group;
 		for (size_t i = 0; i < cp->n_maps; i++) {
@@ -80,6 +83,7 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	m->event = sd_event_ref(event);
 	m->conf = conf;
 	m->self_ns = PIDNS_NULL;
+	m->self_userns = PIDNS_NULL;
 	LIST_INIT(&m->personas);
 	LIST_INIT(&m->classes);
 	LIST_INIT(&m->populates);
@@ -148,6 +152,7 @@ struct manager *manager_free(struct manager *m) {
 		persona_free(p);
 	sd_bus_flush_close_unref(m->bus);
 	pidns_close(&m->self_ns);
+	pidns_close(&m->self_userns);
 	devnum_free(m->devnum);
 	sd_event_unref(m->event);
 	free(m);

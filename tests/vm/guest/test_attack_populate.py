@@ -33,19 +33,13 @@ HESIOD = "/usr/lib/x86_64-linux-gnu/libnss_hesiod.so.2"
 class Hostile:
     """A container (own pid and mount namespaces, own tmpfs /dev and /run)
     whose root ran `plant` (shell) inside before devnsd looks at it. The
-    plant script also sees the host's /dev at /mnt/hostdev. With userns,
-    the container has a user namespace mapping its root to host uid 100000
-    (and its tmpfs /dev, mounted inside it, is nodev to the kernel)."""
+    plant script also sees the host's /dev at /mnt/hostdev."""
 
-    USERNS = ["--user", "--map-users=100000,0,65536", "--map-groups=100000,0,65536"]
-
-    def __init__(self, plant, userns=False):
-        self.userns = userns
-        hostdev = "" if userns else "mkdir -p /mnt/hostdev && mount --bind /dev /mnt/hostdev && "
-        script = (hostdev + "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
+    def __init__(self, plant):
+        script = ("mkdir -p /mnt/hostdev && mount --bind /dev /mnt/hostdev && "
+                  "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
                   "(%s) && touch /run/planted && exec sleep 100000") % plant
-        self.proc = subprocess.Popen(["unshare"] + (self.USERNS if userns else []) +
-                                     ["--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script])
+        self.proc = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script])
         self.pid = None
         for _ in range(200):
             try:
@@ -66,8 +60,7 @@ class Hostile:
         return "/proc/%d/root%s" % (self.pid, p)
 
     def run(self, *cmd, check=True):
-        full = (["nsenter", "-t", str(self.pid)] + (["--user"] if self.userns else []) +
-                ["--pid", "--mount", "--root", "--wd", "--"] + list(cmd))
+        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
         return subprocess.run(full, capture_output=True, text=True, timeout=60, check=check)
 
     def stop(self):
@@ -140,8 +133,8 @@ class PopulateAttacks(rig.PersonaTestCase):
         self.assertTrue(answers_within(1.0), "devnsd does not answer D-Bus within a second")
         super().tearDown()
 
-    def hostile(self, plant, userns=False):
-        c = Hostile(plant, userns)
+    def hostile(self, plant):
+        c = Hostile(plant)
         self.containers.append(c)
         return c
 
@@ -233,19 +226,19 @@ class PopulateAttacks(rig.PersonaTestCase):
         self.assertEqual(os.stat(node).st_rdev, os.stat(rig.persona_node("evil", self.kbd_hw)).st_rdev)
 
     def test_user_namespaced_container_root_opens_its_nodes(self):
-        c = self.hostile("true", userns=True)
+        c = rig.Container(private_dev=True, userns=True)
+        self.containers.append(c)
         self.assertEqual(c.run("cat", "/proc/self/uid_map").stdout.split(), ["0", "100000", "65536"])
         p, _ = self.attach(c)
         self.assertEqual(p.returncode, 0, p.stderr)
         node = "/dev/input/" + self.name
         # The container's root and its input group own the node, through the user namespace.
-        inside = c.run("stat", "-c", "%u %G %a %F", node).stdout.split()
-        self.assertEqual(inside[:3], ["0", "input", "660"], inside)
-        st = os.stat(c.path(node))
-        self.assertEqual(st.st_uid, 100000)
+        inside = c.run("stat", "-c", "%u %G %a", node).stdout.split()
+        self.assertEqual(inside, ["0", "input", "660"])
+        self.assertEqual(os.stat("/proc/%d/root%s" % (c.pid, node)).st_uid, 100000)
         self.assertEqual(c.run(sys.executable, PROBE, node, "0").stdout.strip(), "open ok")
         # An app's uid in the container is not in the group: the kernel refuses it.
-        app = c.run("setpriv", "--reuid=10050", "--regid=10050", "--clear-groups", sys.executable, PROBE, node, "0")
+        app = c.run(sys.executable, PROBE, node, "0", uid=10050)
         self.assertEqual(app.stdout.strip(), "open errno %d" % errno.EACCES)
 
     def test_host_users_never_open_persona_nodes(self):
