@@ -69,20 +69,6 @@ class Hostile:
         subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], check=False)
 
 
-def answers_within(seconds):
-    """devnsd answers a D-Bus call within `seconds` (the best of three calls in a row,
-    so that a slow start of devnsctl under emulation is not taken for a stall)."""
-    took = []
-    for _ in range(3):
-        start = time.monotonic()
-        p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=30)
-        took.append(time.monotonic() - start)
-        if p.returncode == 0 and took[-1] < seconds:
-            return True
-    print("devnsctl list took", took)
-    return False
-
-
 def listing(path):
     """Names, types and device numbers below path, to compare before and after."""
     out = {}
@@ -130,7 +116,7 @@ class PopulateAttacks(rig.PersonaTestCase):
             c.stop()
         self.assertEqual(listing(self.victim), self.host_before, "a host directory changed")
         self.assertEqual(listing("/dev/input"), self.host_dev_before, "the host's /dev/input changed")
-        self.assertTrue(answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
         super().tearDown()
 
     def hostile(self, plant):
@@ -190,7 +176,7 @@ class PopulateAttacks(rig.PersonaTestCase):
         # While attach runs, another client is answered at once.
         attach = subprocess.Popen([rig.DEVNSCTL, "attach", "evil", "--pid", str(c.pid)],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.assertTrue(answers_within(1.0), "devnsd stalled while attaching")
+        self.assertTrue(rig.answers_within(1.0), "devnsd stalled while attaching")
         out, err = attach.communicate(timeout=20)
         self.assertEqual(attach.returncode, 0, err)
         self.assertTrue(stat.S_ISCHR(os.stat(c.path("/dev/input/" + self.name)).st_mode))

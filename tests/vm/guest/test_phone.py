@@ -53,6 +53,7 @@ class PhoneContainer(rig.Container):
     host's side before the container's pid namespace starts."""
 
     def __init__(self, persona, routed):
+        self.userns = False
         views = "/run/devns/%s/sys/class" % persona
         setup = ("mount --bind %s/leds /sys/class/leds && mount --bind %s/backlight /sys/class/backlight && "
                  "mkdir -p /mnt/host-devns && mount --bind /dev/devns /mnt/host-devns && "
@@ -80,18 +81,6 @@ class PhoneContainer(rig.Container):
             time.sleep(0.05)
         else:
             raise RuntimeError("container did not start")
-
-
-def answers_within(seconds):
-    took = []
-    for _ in range(3):
-        start = time.monotonic()
-        p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=30)
-        took.append(time.monotonic() - start)
-        if p.returncode == 0 and took[-1] < seconds:
-            return True
-    print("devnsctl list took", took)
-    return False
 
 
 class Phone(rig.PersonaTestCase):
@@ -124,7 +113,7 @@ class Phone(rig.PersonaTestCase):
             out = subprocess.run([rig.DEVNSCTL, "attach", p, "--pid", str(c.pid)], capture_output=True,
                                  text=True, timeout=30)
             cls.attach_out[p] = out
-        if not answers_within(1.0):
+        if not rig.answers_within(1.0):
             cls.stop_daemon()
             raise AssertionError("devnsd stopped answering after attach: %s\n%s" % (
                 {p: o.stderr for p, o in cls.attach_out.items()}, cls.daemon.output()))
@@ -144,7 +133,7 @@ class Phone(rig.PersonaTestCase):
         cls.touch.close()
 
     def tearDown(self):
-        self.assertTrue(answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
         super().tearDown()
 
     def inside(self, persona, *cmd, check=True):
