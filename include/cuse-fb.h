@@ -73,4 +73,6 @@ void cuse_fb_vsync(struct cuse_fb *cf);
 /* Callers waiting for a refresh. */
 unsigned int cuse_fb_vsync_waiters(const struct cuse_fb *cf);
 /* Open files. */
+/* The node's owner and mode in /dev; see cuse_device_set_owner(). */
+int cuse_fb_set_owner(struct cuse_fb *cf, uid_t uid, gid_t gid, mode_t mode);
 unsigned int cuse_fb_n_open(const struct cuse_fb *cf);

@@ -92,10 +92,6 @@ void display_socket_revoke(struct display_socket *s);
 /* Gives the socket file to uid:gid, mode 0660; -ESTALE when it is no longer the socket devnsd bound. */
 int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
 
-/* An O_PATH fd of path, refusing symbolic links in every component. */
-int display_open_nofollow(const char *path, int *ret_fd);
-/* chown and chmod of what an O_PATH fd names. */
-int display_fd_set_owner(int fd, uid_t uid, gid_t gid, mode_t mode);
 
 /*
  * devnsd-display-present.c: bringing the active persona's changes to the

@@ -64,6 +64,9 @@ static inline int take_fd(int *fd) {
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
+/* chown and chmod of the file an O_PATH fd names (fchmod() does not take one). */
+int fd_set_owner(int fd, unsigned int uid, unsigned int gid, unsigned int mode);
+
 /* A persona or device name: [A-Za-z0-9_-], 1 to NAME_MAX_LEN characters, not starting with '-'. */
 #define NAME_MAX_LEN 32
 bool name_is_valid(const char *name);

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <stdio.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "util.h"
 
@@ -28,4 +31,14 @@ int parse_boolean(const char *v) {
 			return 0;
 	}
 	return -EINVAL;
+}
+
+int fd_set_owner(int fd, unsigned int uid, unsigned int gid, unsigned int mode) {
+	char proc[64];
+
+	if (fchownat(fd, "", (uid_t)uid, (gid_t)gid, AT_EMPTY_PATH) < 0)
+		return -errno;
+	/* The /proc link names this very inode, not a path. */
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	return chmod(proc, (mode_t)mode) < 0 ? -errno : 0;
 }

@@ -109,7 +109,6 @@ static int apply_owner(struct cuse_device *d) {
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
 	};
 	_cleanup_(closep) int dev = -1, fd = -1;
-	char proc[64];
 	struct stat st;
 
 	dev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -123,11 +122,7 @@ static int apply_owner(struct cuse_device *d) {
 	/* With a number the kernel chose (major 0), any character device there is taken for ours. */
 	if (!S_ISCHR(st.st_mode) || (d->major && st.st_rdev != makedev(d->major, d->minor)))
 		return -ENODEV;
-	if (fchownat(fd, "", d->uid, d->gid, AT_EMPTY_PATH) < 0)
-		return -errno;
-	/* An O_PATH fd cannot be fchmod()ed; its /proc link names this very inode. */
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
-	return chmod(proc, d->mode) < 0 ? -errno : 0;
+	return fd_set_owner(fd, d->uid, d->gid, d->mode);
 }
 
 static int on_owner_retry(sd_event_source *s, uint64_t usec, void *userdata) {

@@ -85,6 +85,10 @@ unsigned int cuse_fb_vsync_waiters(const struct cuse_fb *cf) {
 	return cf->n_waiters;
 }
 
+int cuse_fb_set_owner(struct cuse_fb *cf, uid_t uid, gid_t gid, mode_t mode) {
+	return cuse_device_set_owner(cf->dev, uid, gid, mode);
+}
+
 unsigned int cuse_fb_n_open(const struct cuse_fb *cf) {
 	return cf->n_open;
 }

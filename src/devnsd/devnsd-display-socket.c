@@ -257,31 +257,6 @@ static int on_connect(sd_event_source *s, int fd, uint32_t revents, void *userda
 	return 0;
 }
 
-int display_open_nofollow(const char *path, int *ret_fd) {
-	struct open_how how = {
-		.flags = O_PATH | O_CLOEXEC,
-		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
-	};
-	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-
-	if (fd < 0)
-		return -errno;
-	*ret_fd = (int)fd;
-	return 0;
-}
-
-int display_fd_set_owner(int fd, uid_t uid, gid_t gid, mode_t mode) {
-	char path[64];
-
-	if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0)
-		return -errno;
-	/* fchmod() does not take an O_PATH fd; its /proc link reaches the same inode, not a path. */
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
-	if (chmod(path, mode) < 0)
-		return -errno;
-	return 0;
-}
-
 /* Opens dir (absolute), making what is missing (0755), without following symbolic links. */
 static int open_dir(const char *dir, int *ret_fd) {
 	_cleanup_(closep) int fd = -1;
@@ -330,7 +305,7 @@ int display_socket_set_owner(struct display_socket *ds, uid_t uid, gid_t gid) {
 	r = open_socket_file(ds, &fd);
 	if (r < 0)
 		return r;
-	return display_fd_set_owner(fd, uid, gid, 0660);
+	return fd_set_owner(fd, uid, gid, 0660);
 }
 
 /* Binds ds->fd at SOCKET_NAME in its directory, reachable only by root until it gets its owner. */

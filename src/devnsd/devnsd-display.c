@@ -20,23 +20,6 @@ static struct display_class *to_display(struct device_class *dc) {
 	return container_of(dc, struct display_class, base);
 }
 
-/* The host's node (devtmpfs, made by CUSE) to the persona's owner and video group, 0660. */
-static int node_set_owner(struct display_node *dn) {
-	const struct persona_owner *o = &dn->persona->owner;
-	_cleanup_(closep) int fd = -1;
-	struct stat st;
-	int r;
-
-	r = display_open_nofollow(dn->path, &fd);
-	if (r < 0)
-		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISCHR(st.st_mode) || (dn->rdev && st.st_rdev != dn->rdev))
-		return -ESTALE;
-	return display_fd_set_owner(fd, o->uid, o->video_gid, 0660);
-}
-
 /* The node and the socket take the persona's owner. */
 static void apply_owner(struct display_node *dn) {
 	const struct persona_owner *o = &dn->persona->owner;
@@ -46,8 +29,8 @@ static void apply_owner(struct display_node *dn) {
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot give the socket to %u:%u: %m", dn->socket_path, (unsigned int)o->uid,
 				  (unsigned int)o->video_gid);
-	/* A node not there yet gets its owner when it appears. */
-	r = dn->ready ? node_set_owner(dn) : 0;
+	/* A node not in /dev yet gets its owner when it appears. */
+	r = dn->cuse ? cuse_fb_set_owner(dn->cuse, o->uid, o->video_gid, 0660) : 0;
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", dn->path, (unsigned int)o->uid,
 				  (unsigned int)o->video_gid);
