@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A persona's framebuffer as a container reaches it through
+ * /dev/devns/PERSONA/fb0: ioctls (with CUSE's retries), read()s and
+ * write()s at each open file's stream position, mapped onto the fb node
+ * the way src/cuse/cuse-fb.c maps them, on a node of a mode the input
+ * picks. What the display does next is checked instead of done: the rows
+ * a write or DEVNS_FBIO_WROTE reports, and the visible frame after a pan
+ * or a new screen info, must lie inside the node's memory.
+ */
+#include <linux/fb.h>
+#include <sys/mman.h>
+
+#include "devns-fb.h"
+#include "fb-ioctl.h"
+#include "fb-node.h"
+#include "fuzz-cuse.h"
+
+#define FILES 8
+#define OPS_MAX 128
+#define SIDE_MAX 320
+/* What one CUSE read or write request carries at most. */
+#define IO_MAX (128u * 1024)
+
+struct rig {
+	struct fb_node *node;
+	uint64_t pos[FILES];
+	bool open[FILES];
+	const char *socket_path;
+	uint8_t user[FUZZ_USER_SIZE];
+};
+
+static struct rig rig;
+static uint8_t io_buf[IO_MAX];
+
+/* The display reads the visible frame: line_length bytes a row, yres rows from the pan offset. */
+static void check_visible(const struct fb_node *n) {
+	const struct fb_state *s = &n->state;
+	size_t start = fb_state_visible_offset(s);
+
+	fuzz_assert(s->var.xres == s->width && s->var.yres == s->height);
+	fuzz_assert(s->var.yres_virtual >= s->var.yres && s->var.yres_virtual <= s->height * FB_STATE_VIRTUAL_FRAMES);
+	fuzz_assert(start <= n->size);
+	fuzz_assert((size_t)s->fix.line_length * (s->var.yres - 1) + (size_t)s->var.xres * 4 <= n->size - start);
+	fuzz_assert(fb_node_visible(n) == n->mem + start);
+}
+
+/* cuse-fb.c's written hook: the display shows the rows of the visible frame that changed. */
+static void rows_written(const struct fb_node *n, const struct fb_rows *rows) {
+	struct fb_rows vis;
+
+	fuzz_assert(rows->y0 < rows->y1);
+	fuzz_assert((size_t)rows->y1 * n->state.fix.line_length <= n->size);
+	if (fb_node_visible_rows(n, rows, &vis))
+		fuzz_assert(vis.y0 < vis.y1 && vis.y1 <= n->state.var.yres);
+}
+
+struct ioctl_call {
+	struct rig *rig;
+	uint64_t *pos;
+	unsigned int cmd;
+	enum fb_effect effect;
+	struct fb_rows rows;
+};
+
+static void ioctl_step(void *userdata, void *arg, const void *in, size_t in_size, size_t out_size,
+		       struct fuzz_step *ret) {
+	static struct fb_ioctl_step step;
+	struct ioctl_call *call = userdata;
+	struct fb_ioctl_file file = { .pos = call->pos, .socket_path = call->rig->socket_path };
+
+	fb_ioctl(&call->rig->node->state, &file, call->cmd, arg, in, in_size, out_size, &step);
+	call->effect = step.effect;
+	call->rows = step.rows;
+	*ret = (struct fuzz_step){
+		.retry = step.retry,
+		.result = step.result,
+		.out_size = step.out_size,
+		.in_iov = step.in_iov,
+		.n_in = step.n_in,
+		.out_iov = step.out_iov,
+		.n_out = step.n_out,
+		.max_iov = FB_IOCTL_IOV_MAX,
+		.out = step.out,
+	};
+}
+
+static unsigned int pick_cmd(struct fuzz_input *in) {
+	static const unsigned int known[] = {
+		FBIOGET_VSCREENINFO, FBIOPUT_VSCREENINFO, FBIOGET_FSCREENINFO, FBIOPAN_DISPLAY,
+		FBIOGETCMAP, FBIOPUTCMAP, FBIOBLANK, FBIO_WAITFORVSYNC,
+		DEVNS_FBIOGET_POS, DEVNS_FBIOSET_POS, DEVNS_FBIO_TELL, DEVNS_FBIO_SEEK,
+		DEVNS_FBIO_WROTE, DEVNS_FBIOGET_SOCKET,
+	};
+	uint8_t how = fuzz_u8(in);
+
+	return how % 8 == 0 ? fuzz_u32(in) : known[how % ELEMENTSOF(known)];
+}
+
+static void file_ioctl(struct rig *r, uint64_t *pos, struct fuzz_input *in) {
+	struct ioctl_call call = { .rig = r, .pos = pos, .cmd = pick_cmd(in) };
+	void *arg;
+	int k;
+
+	switch (fuzz_u8(in) % 3) {
+	case 0:
+		arg = fuzz_user_addr(fuzz_u16(in));
+		break;
+	case 1: /* FBIOBLANK and DEVNS_FBIO_SEEK take a value */
+		arg = (void *)(uintptr_t)fuzz_u32(in);
+		break;
+	default:
+		arg = (void *)(uintptr_t)fuzz_u64(in);
+		break;
+	}
+	k = fuzz_cuse_ioctl(r->user, arg, ioctl_step, &call);
+	if (k < 0)
+		return;
+	if (call.effect == FB_EFFECT_WROTE)
+		rows_written(r->node, &call.rows);
+	check_visible(r->node);
+}
+
+static void file_read(struct rig *r, uint64_t *pos, size_t count) {
+	uint64_t before = *pos;
+	const void *data;
+	ssize_t n = fb_node_read(r->node, pos, count, &data);
+
+	fuzz_assert(n >= 0 && (size_t)n <= count);
+	if (n == 0)
+		return;
+	fuzz_assert(before < r->node->size && (size_t)n <= r->node->size - before);
+	fuzz_assert((const uint8_t *)data == r->node->mem + before && *pos == before + (uint64_t)n);
+	memcpy(io_buf, data, (size_t)n);
+}
+
+static void file_write(struct rig *r, uint64_t *pos, struct fuzz_input *in) {
+	size_t count = fuzz_u8(in) & 1 ? fuzz_u32(in) % (IO_MAX + 1) : fuzz_len(in, IO_MAX);
+	uint64_t before = *pos;
+	struct fb_rows rows;
+	ssize_t n;
+
+	fuzz_bytes(in, io_buf, fuzz_len(in, count));
+	n = fb_node_write(r->node, pos, io_buf, count, &rows);
+	fuzz_assert(n <= (ssize_t)count && (n > 0 || n == -EFBIG || n == -ENOSPC || count == 0));
+	if (n <= 0)
+		return;
+	fuzz_assert(before + (uint64_t)n <= r->node->size && *pos == before + (uint64_t)n);
+	rows_written(r->node, &rows);
+}
+
+static void poke_user(struct rig *r, struct fuzz_input *in) {
+	size_t off = fuzz_u16(in) % FUZZ_USER_SIZE;
+
+	fuzz_bytes(in, r->user + off, fuzz_len(in, FUZZ_USER_SIZE - off));
+}
+
+static void one_op(struct rig *r, struct fuzz_input *in) {
+	uint8_t op = fuzz_u8(in), f = fuzz_u8(in) % FILES;
+	int fd;
+
+	if (op % 8 < 3 && !r->open[f])
+		return;
+	switch (op % 8) {
+	case 0:
+		file_ioctl(r, &r->pos[f], in);
+		break;
+	case 1:
+		file_read(r, &r->pos[f], fuzz_u8(in) & 1 ? fuzz_u32(in) % (IO_MAX + 1) : fuzz_len(in, IO_MAX));
+		break;
+	case 2:
+		file_write(r, &r->pos[f], in);
+		break;
+	case 3:
+		r->open[f] = true;
+		r->pos[f] = 0;
+		break;
+	case 4:
+		r->open[f] = false;
+		break;
+	case 5:
+		poke_user(r, in);
+		break;
+	case 6: /* Screenshot */
+		if (fuzz_u8(in) == 'S' && fb_node_snapshot(r->node, &fd) == 0)
+			close(fd);
+		break;
+	default:
+		break;
+	}
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+	static const char *const socket_paths[] = {
+		"/run/devnsd/fb/work/fb0",
+		NULL,
+		"/run/devnsd/fb/a-persona-name-of-thirty-two-chr/fb0/and/then/some/more/directories/to/go/past/108/bytes",
+	};
+	struct fuzz_input in = { data, size };
+	struct rig *r = &rig;
+	struct fb_mode mode = { 0 };
+	uint8_t setup = fuzz_u8(&in);
+
+	memset(r, 0, sizeof(*r));
+	mode.width = fuzz_u16(&in) % (SIDE_MAX + 1);
+	mode.height = fuzz_u16(&in) % (SIDE_MAX + 1);
+	if (setup & 1) {
+		mode.refresh_hz = fuzz_u32(&in);
+		mode.pixclock_khz = fuzz_u32(&in);
+		mode.hsync_start = fuzz_u32(&in);
+		mode.hsync_end = fuzz_u32(&in);
+		mode.htotal = fuzz_u32(&in);
+		mode.vsync_start = fuzz_u32(&in);
+		mode.vsync_end = fuzz_u32(&in);
+		mode.vtotal = fuzz_u32(&in);
+	}
+	r->socket_path = socket_paths[(setup >> 1) % ELEMENTSOF(socket_paths)];
+	if (fb_node_new(&r->node, &mode, "fuzz") < 0)
+		return 0;
+	r->open[0] = true;
+	check_visible(r->node);
+
+	for (unsigned int i = 0; i < OPS_MAX && !fuzz_done(&in); i++)
+		one_op(r, &in);
+
+	fb_node_free(r->node);
+	return 0;
+}
