@@ -89,7 +89,8 @@ static void parse_trigger_list(struct fuzz_input *in) {
 	fuzz_assert(n > 0 && (size_t)n < sizeof(shown) && shown[n - 1] == '\n' && strlen(shown) == (size_t)n);
 	led_triggers_parse(shown, &again, &again_cur);
 	fuzz_assert(again.n == t.n && again_cur == cur);
-	fuzz_assert(memcmp(again.names, t.names, sizeof(t.names[0]) * t.n) == 0);
+	for (size_t i = 0; i < t.n; i++)
+		fuzz_assert(streq(again.names[i], t.names[i]));
 	fuzz_assert(led_triggers_format(&again, again_cur, again_text, sizeof(again_text)) == n);
 	fuzz_assert(memcmp(again_text, shown, (size_t)n) == 0);
 	for (size_t i = 0; i < t.n; i++) {
