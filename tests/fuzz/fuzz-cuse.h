@@ -35,6 +35,18 @@ struct fuzz_step {
 	const uint8_t *out;
 };
 
+/* Views a device's step struct (struct evdev_ioctl_step, struct fb_ioctl_step) as a struct fuzz_step. */
+#define FUZZ_STEP_OF(s)                                                                                \
+	((struct fuzz_step){ .retry = (s).retry,                                                       \
+			     .result = (s).result,                                                     \
+			     .out_size = (s).out_size,                                                 \
+			     .in_iov = (s).in_iov,                                                     \
+			     .n_in = (s).n_in,                                                         \
+			     .out_iov = (s).out_iov,                                                   \
+			     .n_out = (s).n_out,                                                       \
+			     .max_iov = ELEMENTSOF((s).in_iov),                                        \
+			     .out = (s).out })
+
 typedef void (*fuzz_step_fn)(void *userdata, void *arg, const void *in, size_t in_size, size_t out_size,
 			     struct fuzz_step *ret);
 
@@ -50,6 +62,21 @@ static inline uint8_t *fuzz_user_at(uint8_t *user, const struct iovec *iov) {
 
 static inline void *fuzz_user_addr(size_t offset) {
 	return (void *)(uintptr_t)(FUZZ_USER_BASE + offset % FUZZ_USER_SIZE);
+}
+
+/*
+ * An ioctl's argument: an address in the caller's memory, a value (for the
+ * ioctls that take theirs by value; wide: 32 bits, else 8), or any number.
+ */
+static inline void *fuzz_ioctl_arg(struct fuzz_input *in, bool wide) {
+	switch (fuzz_u8(in) % 3) {
+	case 0:
+		return fuzz_user_addr(fuzz_u16(in));
+	case 1:
+		return (void *)(uintptr_t)(wide ? fuzz_u32(in) : fuzz_u8(in));
+	default:
+		return (void *)(uintptr_t)fuzz_u64(in);
+	}
 }
 
 /* Runs an ioctl to its end; returns what the caller's ioctl() would (a negative errno on failure). */

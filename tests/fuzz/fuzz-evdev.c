@@ -234,17 +234,7 @@ static void ioctl_step(void *userdata, void *arg, const void *in, size_t in_size
 	struct ioctl_call *call = userdata;
 
 	evdev_node_ioctl(call->rig->node, call->client, call->cmd, arg, in, in_size, out_size, &step);
-	*ret = (struct fuzz_step){
-		.retry = step.retry,
-		.result = step.result,
-		.out_size = step.out_size,
-		.in_iov = step.in_iov,
-		.n_in = step.n_in,
-		.out_iov = step.out_iov,
-		.n_out = step.n_out,
-		.max_iov = ELEMENTSOF(step.in_iov),
-		.out = step.out,
-	};
+	*ret = FUZZ_STEP_OF(step);
 }
 
 /* Mostly 'E' commands in the shapes evdev knows, some anything at all. */
@@ -281,20 +271,10 @@ static unsigned int pick_cmd(struct fuzz_input *in) {
 
 static void handle_ioctl(struct rig *r, struct handle *h, struct fuzz_input *in) {
 	struct ioctl_call call = { .rig = r, .client = h->client, .cmd = pick_cmd(in) };
-	void *arg;
+	/* EVIOCGRAB and EVIOCREVOKE take a value. */
+	void *arg = fuzz_ioctl_arg(in, false);
 	int k;
 
-	switch (fuzz_u8(in) % 3) {
-	case 0:
-		arg = fuzz_user_addr(fuzz_u16(in));
-		break;
-	case 1: /* EVIOCGRAB and EVIOCREVOKE take a value */
-		arg = (void *)(uintptr_t)(fuzz_u8(in) % 3);
-		break;
-	default:
-		arg = (void *)(uintptr_t)fuzz_u64(in);
-		break;
-	}
 	k = fuzz_cuse_ioctl(r->user, arg, ioctl_step, &call);
 	fuzz_assert(k >= -4095 && (k < 0 || k <= (int)EVDEV_IOCTL_BUF_MAX));
 }

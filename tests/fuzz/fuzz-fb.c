@@ -72,17 +72,7 @@ static void ioctl_step(void *userdata, void *arg, const void *in, size_t in_size
 	fb_ioctl(&call->rig->node->state, &file, call->cmd, arg, in, in_size, out_size, &step);
 	call->effect = step.effect;
 	call->rows = step.rows;
-	*ret = (struct fuzz_step){
-		.retry = step.retry,
-		.result = step.result,
-		.out_size = step.out_size,
-		.in_iov = step.in_iov,
-		.n_in = step.n_in,
-		.out_iov = step.out_iov,
-		.n_out = step.n_out,
-		.max_iov = FB_IOCTL_IOV_MAX,
-		.out = step.out,
-	};
+	*ret = FUZZ_STEP_OF(step);
 }
 
 static unsigned int pick_cmd(struct fuzz_input *in) {
@@ -99,20 +89,10 @@ static unsigned int pick_cmd(struct fuzz_input *in) {
 
 static void file_ioctl(struct rig *r, uint64_t *pos, struct fuzz_input *in) {
 	struct ioctl_call call = { .rig = r, .pos = pos, .cmd = pick_cmd(in) };
-	void *arg;
+	/* FBIOBLANK and DEVNS_FBIO_SEEK take a value. */
+	void *arg = fuzz_ioctl_arg(in, true);
 	int k;
 
-	switch (fuzz_u8(in) % 3) {
-	case 0:
-		arg = fuzz_user_addr(fuzz_u16(in));
-		break;
-	case 1: /* FBIOBLANK and DEVNS_FBIO_SEEK take a value */
-		arg = (void *)(uintptr_t)fuzz_u32(in);
-		break;
-	default:
-		arg = (void *)(uintptr_t)fuzz_u64(in);
-		break;
-	}
 	k = fuzz_cuse_ioctl(r->user, arg, ioctl_step, &call);
 	if (k < 0)
 		return;
