@@ -6,14 +6,18 @@
 
 #include "fb-ioctl.h"
 #include "fb-node.h"
+#include "fb-ticket.h"
 
 /*
  * A framebuffer node served as a CUSE character device: fbdev ioctls,
- * read() and write() at a per-open-file stream position (see devns-fb.h).
+ * read() and write() at a per-open-file stream position, and tickets for
+ * its memory bound to the open file (see devns-fb.h).
  */
 struct cuse_fb;
 
+/* Files working on one persona's framebuffer at once, and how many of them one uid may open. */
 #define CUSE_FB_MAX_OPEN 64
+#define CUSE_FB_MAX_OPEN_PER_UID (CUSE_FB_MAX_OPEN / 4)
 #define CUSE_FB_MAX_VSYNC_WAITERS 64
 
 struct cuse_fb_hooks {
@@ -35,14 +39,34 @@ struct cuse_fb_hooks {
 /* major, minor: as for cuse_device_new(). node NULL makes a routed node (hooks->route). */
 int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsigned int major,
 		unsigned int minor, struct fb_node *node, const char *socket_path, const struct cuse_fb_hooks *hooks, void *userdata);
-/* Answers waiting FBIO_WAITFORVSYNC calls with ENODEV and removes the node. The fb node stays. */
+/*
+ * Answers waiting FBIO_WAITFORVSYNC calls with ENODEV and removes the node;
+ * files routed to it answer ENODEV. The fb node stays.
+ */
 struct cuse_fb *cuse_fb_free(struct cuse_fb *cf);
 static inline void cuse_fb_freep(struct cuse_fb **cf) {
 	cuse_fb_free(*cf);
 }
 
-/* target (a persona's node) is going away: cf's files opened on it answer ENODEV from now on. */
-void cuse_fb_detach(struct cuse_fb *cf, struct cuse_fb *target);
+/*
+ * Every file working on cf (opened on it, or routed to it) answers ENODEV
+ * from now on, waiting vsyncs too, and every ticket is void. New opens
+ * work as before.
+ */
+void cuse_fb_revoke(struct cuse_fb *cf);
+
+/* Whom a redeemed ticket was issued to: the open file's opener and access mode (O_ACCMODE). */
+struct cuse_fb_grant {
+	uid_t uid;
+	int access_mode;
+};
+
+/*
+ * Takes a ticket issued by DEVNS_FBIOGET_TICKET on a file working on cf:
+ * 0 with the file's grant, -ENOENT for a ticket unknown, used, expired, of
+ * a file since closed or revoked.
+ */
+int cuse_fb_redeem(struct cuse_fb *cf, const struct devns_fb_ticket *ticket, struct cuse_fb_grant *ret);
 
 /* A refresh happened: answers every waiting FBIO_WAITFORVSYNC. */
 void cuse_fb_vsync(struct cuse_fb *cf);

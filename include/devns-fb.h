@@ -18,9 +18,13 @@
 /*
  * For writers that store data through the persona's memfd themselves
  * (libdevns-fbmmap.so's write() and lseek()). DEVNS_FBIO_TELL returns the
- * stream position as the ioctl's result (-EOVERFLOW past INT_MAX), and
- * DEVNS_FBIO_SEEK sets it to its argument, passed by value: one round trip
- * each. DEVNS_FBIO_WROTE says that count bytes at pos changed, as a write()
+ * stream position as the ioctl's result (-EOVERFLOW past INT_MAX); its
+ * argument, passed by value, is 0 or the serial of the memory the caller
+ * holds (struct devns_fb_grant), and then it fails with -ESTALE unless that
+ * is the framebuffer's memory now (the persona was revoked and got fresh
+ * memory, or a routed node leads to another persona). DEVNS_FBIO_SEEK sets
+ * the position to its argument, passed by value: one round trip each.
+ * DEVNS_FBIO_WROTE says that count bytes at pos changed, as a write()
  * there would have: they are shown, and the stream position moves past
  * them (-EINVAL past the end).
  */
@@ -32,26 +36,71 @@ struct devns_fb_wrote {
 #define DEVNS_FBIO_WROTE _IOW('F', 0xD4, struct devns_fb_wrote)
 #define DEVNS_FBIO_SEEK _IO('F', 0xD5)
 
-/* Where the persona's framebuffer memory is handed out (libdevns-fbmmap.so). */
+/*
+ * Mapping the framebuffer. CUSE devices cannot be mapped, so the persona's
+ * framebuffer memory (a memfd, sealed against resizing) is handed out over
+ * a unix socket, /run/devnsd/fb/PERSONA/fb0, mode 0660, owned by the
+ * container's root and video group. It goes only to a program that holds
+ * an open file of the persona's fb0, so the rule for the memory is the
+ * rule for opening the node: devnsd's check of the opener's container and
+ * the kernel's check of the node's mode and owner.
+ *
+ * 1. DEVNS_FBIOGET_SOCKET on the open file names the socket.
+ * 2. DEVNS_FBIOGET_TICKET on the open file returns a ticket: 16 random
+ *    bytes, good for one use within DEVNS_FB_TICKET_SECONDS, and only while
+ *    that file stays open and is not revoked. An open file has at most
+ *    DEVNS_FB_TICKETS_PER_FILE tickets outstanding; a new one replaces its
+ *    oldest.
+ * 3. The program connects and sends one struct devns_fb_request, in one
+ *    write, within DEVNS_FB_REQUEST_SECONDS.
+ * 4. devnsd answers with one struct devns_fb_grant and the memfd
+ *    (SCM_RIGHTS), open for what the file was opened for: a file opened
+ *    O_RDONLY gets a read-only memfd (PROT_WRITE shared mappings of it fail
+ *    with EACCES, as on the kernel's fb0), O_WRONLY a write-only one.
+ *    With DEVNS_FB_INTENT_MAP the connection stands for a mapping: the
+ *    program keeps it open until munmap(), and devnsd refreshes the screen
+ *    from the memory meanwhile. With DEVNS_FB_INTENT_WRITE (the program
+ *    stores writes itself and reports them with DEVNS_FBIO_WROTE) devnsd
+ *    closes the connection after sending.
+ *
+ * Anything else (no request in time, a short or malformed one, a ticket
+ * unknown, used, expired, of a closed or revoked file or of another
+ * persona, a uid over its share) gets nothing: devnsd closes the
+ * connection without a word, and logs the first refusal per uid.
+ * When a persona is revoked (attached to another container, detached)
+ * its mapping connections are closed, its tickets void, and it gets fresh
+ * memory: what old mappings draw is no longer shown.
+ */
 struct devns_fb_socket {
 	char path[108];
 };
 #define DEVNS_FBIOGET_SOCKET _IOR('F', 0xD2, struct devns_fb_socket)
 
-/*
- * The socket sends the memfd at once. The program then sends one byte:
- * DEVNS_FB_INTENT_MAP while it keeps a mapping (it stays connected until
- * munmap(), and devnsd refreshes the screen from the memory meanwhile), or
- * DEVNS_FB_INTENT_WRITE before it hangs up (it reports its writes with
- * DEVNS_FBIO_WROTE).
- */
+struct devns_fb_ticket {
+	__u8 token[16];
+};
+#define DEVNS_FBIOGET_TICKET _IOR('F', 0xD6, struct devns_fb_ticket)
+#define DEVNS_FB_TICKET_SECONDS 5
+#define DEVNS_FB_TICKETS_PER_FILE 4
+#define DEVNS_FB_REQUEST_SECONDS 2
+
 #define DEVNS_FB_INTENT_MAP 'm'
 #define DEVNS_FB_INTENT_WRITE 'w'
 
-/* The header the socket sends with the memfd (SCM_RIGHTS). */
+/* What the program sends after connecting. */
+struct devns_fb_request {
+	__u32 magic; /* DEVNS_FB_REQUEST_MAGIC */
+	__u8 intent; /* DEVNS_FB_INTENT_MAP or DEVNS_FB_INTENT_WRITE */
+	__u8 reserved[3];
+	struct devns_fb_ticket ticket;
+};
+#define DEVNS_FB_REQUEST_MAGIC 0x64667271u
+
+/* The header the socket sends with the memfd. */
 struct devns_fb_grant {
 	__u32 magic; /* DEVNS_FB_GRANT_MAGIC */
 	__u32 reserved;
-	__u64 size;  /* bytes of the memfd, the framebuffer's smem_len */
+	__u64 size;   /* bytes of the memfd, the framebuffer's smem_len */
+	__u64 serial; /* this memory's serial, never 0, never reused (DEVNS_FBIO_TELL) */
 };
 #define DEVNS_FB_GRANT_MAGIC 0x64666230u

@@ -13,6 +13,7 @@
 #define CONF_MAX_SWITCH_KEYS 16
 #define CONF_MAX_CHORD 4
 #define CONF_MAX_MAPS 16
+#define CONF_MAX_UID_RANGES 16
 #define CONF_DEFAULT_PATH "/etc/devnsd/devnsd.conf"
 
 /* Devices of one class: paths or glob patterns, and the names shared by all personas. */
@@ -39,6 +40,17 @@ struct conf_group {
 	int64_t gid;                 /* the container's gid; -1: its root group */
 };
 
+/* User ids inside a container, as ranges: RequestActiveUsers=. */
+struct conf_uids {
+	struct {
+		uint32_t first, last;
+	} ranges[CONF_MAX_UID_RANGES];
+	size_t n;
+};
+
+/* Whether uid is in one of the ranges. */
+bool conf_uids_contain(const struct conf_uids *u, uint32_t uid);
+
 struct conf_persona {
 	char name[NAME_MAX_LEN + 1];
 	bool active;
@@ -47,6 +59,9 @@ struct conf_persona {
 	pid_t pid;                /* Pid=: bind to this process's pid namespace; 0: none */
 	char *machine;            /* Machine=: bind to this systemd-machined machine */
 	bool allow_request_active;
+	/* RequestActiveUsers=: who in the container may ask; its root alone unless set. */
+	struct conf_uids request_users;
+	bool request_users_set;
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;
 	/* InputGroup=, VideoGroup=: the groups of input nodes and of fb0 (and its socket). */

@@ -21,6 +21,8 @@ struct display_node {
 	struct cuse_fb *cuse;
 	struct display_socket *socket;
 	char path[64 + NAME_MAX_LEN];
+	/* The node's device number, when devnsd chose it (0 otherwise). */
+	dev_t rdev;
 	char socket_path[108];
 	/* The socket's directory: containers get it bound at the same path. */
 	char socket_dir[108];
@@ -76,11 +78,50 @@ struct display_class {
 	bool presented_whole;
 };
 
-/* devnsd-display-socket.c: hands the persona's memfd to programs in that persona. */
+/*
+ * devnsd-display-socket.c: hands the persona's memfd to programs that
+ * bring a ticket of an open fb0 file (devns-fb.h). The socket is made
+ * 0660, owned by the persona's owner uid and video group.
+ */
 int display_socket_new(struct display_socket **ret, struct display_node *dn);
 struct display_socket *display_socket_free(struct display_socket *s);
 /* Connected programs: each holds a mapping of the framebuffer. */
 unsigned int display_socket_n_mappers(const struct display_socket *s);
+/* Closes every connection, mappings included, without calling display_node_mappers_changed(). */
+void display_socket_revoke(struct display_socket *s);
+/* Gives the socket file to uid:gid, mode 0660; -ESTALE when it is no longer the socket devnsd bound. */
+int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
+
+/* An O_PATH fd of path, refusing symbolic links in every component. */
+int display_open_nofollow(const char *path, int *ret_fd);
+/* chown and chmod of what an O_PATH fd names. */
+int display_fd_set_owner(int fd, uid_t uid, gid_t gid, mode_t mode);
+
+/*
+ * devnsd-display-present.c: bringing the active persona's changes to the
+ * screen. Damage is in rows of the visible frame.
+ */
+void display_add_damage(struct display_class *dc, uint32_t y0, uint32_t y1);
+void display_damage_all(struct display_class *dc);
+/* Takes the rows of the active persona's mapped frame that changed since the last scan as damage. */
+void display_scan_mapped(struct display_class *dc);
+/* Starts presenting the damage unless a copy or a flip is under way. */
+void display_flush(struct display_class *dc);
+/* Completes the copy under way at once (switching: it shows the last switch). */
+void display_complete_copy(struct display_class *dc, bool switching);
+/* Gives up the copy under way. */
+void display_abort_copy(struct display_class *dc);
+/* The last switch is on screen, or cannot get there. */
+void display_switch_shown(struct display_class *dc);
+/* Runs the refresh timer when something needs it. */
+void display_update_tick(struct display_class *dc);
+/* A background persona wrote rows: they go to the spare when it holds its frame; whether it does now. */
+bool display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows);
+/* Event sources of the class: copy steps, the refresh timer, the display's flips and fd. */
+int display_on_copy(sd_event_source *s, void *userdata);
+int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata);
+void display_on_flip_done(void *userdata);
+int display_on_backend(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
 /* A program connected to or left dn's socket. */
 void display_node_mappers_changed(struct display_node *dn);

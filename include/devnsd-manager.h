@@ -7,12 +7,14 @@
 
 #include "devnsd-conf.h"
 #include "pidns.h"
+#include "ratelimit.h"
 
 /* Where persona nodes appear, below /dev. */
 #define DEVNS_DEV_DIR "devns"
 
 struct manager;
 struct devnum;
+struct populate;
 
 /*
  * Who owns a persona's nodes, in the host's ids: the container's root user
@@ -36,6 +38,11 @@ struct persona {
 	/* Groups the nodes get in the container. */
 	struct conf_group input_group, video_group;
 	bool allow_request_active;
+	/* Container uids that may call RequestActive, and how often the persona may. */
+	struct conf_uids request_users;
+	struct ratelimit request_limit;
+	/* Making the nodes in its container, while that runs. */
+	struct populate *populate;
 	/* Where nodes appear inside the container: node name -> path. */
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;
@@ -97,12 +104,9 @@ struct device_class {
 /* SwitchTo calls that may wait for the screen at once; more are answered at once. */
 #define SWITCH_REPLIES_MAX 16
 
-#define CALLERS_REMEMBERED 8
-
-struct bus_caller {
-	char name[32]; /* a unique name; "" for none */
-	uid_t euid;
-};
+/* RequestActive: a persona may ask this many times at once, then once an interval. */
+#define REQUEST_ACTIVE_BURST 3
+#define REQUEST_ACTIVE_INTERVAL_USEC (10 * 1000000ull)
 
 struct manager {
 	sd_event *event;
@@ -111,10 +115,14 @@ struct manager {
 	unsigned int n_personas;
 	struct persona *active;
 	LIST_HEAD(, device_class) classes;
+	/* Containers being populated (and finished ones whose helper is not reaped yet). */
+	LIST_HEAD(, populate) populates;
 	unsigned int n_nodes, n_ready;
 	bool notified;
 	/* devnsd's own pid namespace: processes in it may open any node. */
 	struct pidns self_ns;
+	/* devnsd's own user namespace: root of the bus is root in it and in self_ns. */
+	struct pidns self_userns;
 	struct denial denials[DENIALS_REMEMBERED];
 	unsigned int n_denials;
 	const struct conf *conf;
@@ -123,9 +131,8 @@ struct manager {
 	gid_t switch_gid;
 	/* Classes still bringing the last switch to the screen. */
 	unsigned int switch_holds;
-	/* The user ids of the latest callers on the bus, by unique name. */
-	struct bus_caller callers[CALLERS_REMEMBERED];
-	unsigned int next_caller;
+	/* Refused bus calls are logged at this rate at most. */
+	struct ratelimit refusal_log;
 	/* SwitchTo calls answered once the switch is on screen. */
 	sd_bus_message *switch_replies[SWITCH_REPLIES_MAX];
 	unsigned int n_switch_replies;
@@ -208,5 +215,5 @@ int bus_setup(struct manager *m);
 void bus_emit_active_changed(struct manager *m);
 /* Answers the SwitchTo calls that waited for the screen. */
 void bus_switch_shown(struct manager *m);
-/* Binds the personas configured with Machine= through systemd-machined. */
+/* Attaches the personas configured with Pid=, or Machine= (through systemd-machined), as Attach does. */
 void bus_attach_machines(struct manager *m);

@@ -39,10 +39,16 @@ struct fb_ioctl_step {
 	uint8_t out[FB_IOCTL_OUT_MAX];
 };
 
-/* What an ioctl may read or change besides the fbdev state: the open file's stream position. */
+struct devns_fb_ticket;
+
+/* What an ioctl may read or change besides the fbdev state: the open file's stream position, its memory. */
 struct fb_ioctl_file {
 	uint64_t *pos;
 	const char *socket_path; /* for DEVNS_FBIOGET_SOCKET; NULL: ENOTTY */
+	uint64_t serial;         /* the serial of the framebuffer's memory, for DEVNS_FBIO_TELL */
+	/* DEVNS_FBIOGET_TICKET: issues a ticket for this open file (0 or a negative errno); NULL: ENOTTY. */
+	int (*ticket)(void *userdata, struct devns_fb_ticket *ret);
+	void *userdata;
 };
 
 /*

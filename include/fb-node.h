@@ -13,13 +13,32 @@
  */
 struct fb_node {
 	struct fb_state state;
+	struct fb_mode mode;
+	char label[64];
 	int memfd;
 	uint8_t *mem;
 	size_t size;
+	/* Which memory the node has: never 0, never reused within the process. */
+	uint64_t serial;
 };
 
-/* A node of the given mode, all black. name labels the memfd. */
+/*
+ * A node of the given mode, all black. name labels the memfd, which is
+ * mode 0600: only root may reopen it through /proc, so a read-only copy
+ * handed out stays read-only.
+ */
 int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *name);
+
+/*
+ * Gives the node fresh memory, all black, and its first state (no pan,
+ * unblanked, the first colormap), under a new serial. Whoever holds the
+ * old memfd keeps it, but it is no longer the node's. On failure the node
+ * is unchanged.
+ */
+int fb_node_renew(struct fb_node *n);
+
+/* A new fd of the node's memfd open only for reading (O_RDONLY) or writing (O_WRONLY). */
+int fb_node_reopen(const struct fb_node *n, int access_mode, int *ret_fd);
 struct fb_node *fb_node_free(struct fb_node *n);
 static inline void fb_node_freep(struct fb_node **n) {
 	fb_node_free(*n);

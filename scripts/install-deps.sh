@@ -9,7 +9,7 @@ clang libclang-rt-14-dev
 libfuse3-dev fuse3 libevdev-dev libsystemd-dev libinih-dev libcmocka-dev
 libdrm-dev libpng-dev libxxhash-dev
 dbus-daemon dbus-bin
-qemu-system-x86 busybox-static kmod cpio xz-utils
+qemu-system-x86 busybox-static kmod cpio xz-utils uidmap
 evtest python3-evdev evemu-tools interception-tools fbset libinput-tools"
 
 missing=""

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/queue.h>
+#include <time.h>
 
 #include "cuse-device.h"
 #include "cuse-fb.h"
@@ -18,16 +20,31 @@ struct cuse_fb {
 	char *socket_path;
 	const struct cuse_fb_hooks *hooks;
 	void *userdata;
+	/* Files working on this node (opened on it, or routed to it), and waiting vsyncs. */
 	unsigned int n_open, n_waiters;
 	LIST_HEAD(, vsync_wait) waiters;
+	/* Files opened on this device. */
 	LIST_HEAD(, open_file) files;
+	/* Files working on this node: target is this node. */
+	LIST_HEAD(, open_file) targeting;
+	struct fb_tickets tickets;
 };
 
-/* Per open file: the stream position, and the node it works on (itself, or a persona's when routed). */
+_Static_assert(FB_TICKETS_MAX >= CUSE_FB_MAX_OPEN * FB_TICKETS_PER_FILE, "room for every open file's tickets");
+
+/*
+ * Per open file: the stream position, the node it works on (itself, or a
+ * persona's when routed), and who opened it for what, as the open request
+ * said: the opener's uid, in devnsd's user namespace, and O_RDONLY,
+ * O_WRONLY or O_RDWR.
+ */
 struct open_file {
 	uint64_t pos;
-	struct cuse_fb *target; /* NULL once that persona's node is gone */
+	struct cuse_fb *target; /* NULL once that persona's node is gone or revoked */
+	uid_t uid;
+	int access_mode;
 	LIST_ENTRY(open_file) link;
+	LIST_ENTRY(open_file) target_link;
 };
 
 static struct open_file *file_of(struct fuse_file_info *fi) {
@@ -72,6 +89,34 @@ unsigned int cuse_fb_n_open(const struct cuse_fb *cf) {
 	return cf->n_open;
 }
 
+static uint64_t now_usec(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* f stops working on its node: it answers ENODEV from now on, and its tickets are void. */
+static void file_detach(struct open_file *f) {
+	struct cuse_fb *t = f->target;
+
+	if (!t)
+		return;
+	LIST_REMOVE(f, target_link);
+	t->n_open--;
+	fb_tickets_drop_file(&t->tickets, f);
+	f->target = NULL;
+}
+
+static unsigned int files_of_uid(const struct cuse_fb *cf, uid_t uid) {
+	const struct open_file *f;
+	unsigned int n = 0;
+
+	LIST_FOREACH(f, &cf->targeting, target_link)
+		n += f->uid == uid;
+	return n;
+}
+
 static void fb_init_done(void *userdata) {
 	struct cuse_fb *cf = userdata;
 
@@ -89,19 +134,19 @@ static struct cuse_fb *target_of(fuse_req_t req, struct fuse_file_info *fi) {
 
 static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
 	struct cuse_fb *cf = fuse_req_userdata(req), *target = cf;
-	pid_t pid = fuse_req_ctx(req)->pid;
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct open_file *f;
 	int r;
 
 	if (cf->node)
-		r = cf->hooks->may_open(cf->userdata, pid);
+		r = cf->hooks->may_open(cf->userdata, ctx->pid);
 	else
-		r = cf->hooks->route(cf->userdata, pid, &target);
+		r = cf->hooks->route(cf->userdata, ctx->pid, &target);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;
 	}
-	if (target->n_open >= CUSE_FB_MAX_OPEN) {
+	if (target->n_open >= CUSE_FB_MAX_OPEN || files_of_uid(target, ctx->uid) >= CUSE_FB_MAX_OPEN_PER_UID) {
 		fuse_reply_err(req, EMFILE);
 		return;
 	}
@@ -111,6 +156,8 @@ static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
 		return;
 	}
 	f->target = target;
+	f->uid = ctx->uid;
+	f->access_mode = fi->flags & O_ACCMODE;
 	fi->fh = (uintptr_t)f;
 	fi->nonseekable = 1;
 	fi->direct_io = 1;
@@ -119,14 +166,14 @@ static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
 		return;
 	}
 	LIST_INSERT_HEAD(&cf->files, f, link);
+	LIST_INSERT_HEAD(&target->targeting, f, target_link);
 	target->n_open++;
 }
 
 static void fb_release(fuse_req_t req, struct fuse_file_info *fi) {
 	struct open_file *f = file_of(fi);
 
-	if (f->target)
-		f->target->n_open--;
+	file_detach(f);
 	LIST_REMOVE(f, link);
 	free(f);
 	fuse_reply_err(req, 0);
@@ -186,6 +233,13 @@ static void wait_vsync(struct cuse_fb *cf, fuse_req_t req) {
 	fuse_req_interrupt_func(req, on_interrupt, w);
 }
 
+/* DEVNS_FBIOGET_TICKET: a ticket for the memory, bound to this open file. */
+static int issue_ticket(void *userdata, struct devns_fb_ticket *ret) {
+	struct open_file *f = userdata;
+
+	return fb_tickets_issue(&f->target->tickets, f, now_usec(), ret);
+}
+
 static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
 			 const void *in, size_t in_size, size_t out_size) {
 	static struct fb_ioctl_step step;
@@ -195,7 +249,13 @@ static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_in
 	(void)flags;
 	if (!cf)
 		return;
-	file = (struct fb_ioctl_file){ .pos = &file_of(fi)->pos, .socket_path = cf->socket_path };
+	file = (struct fb_ioctl_file){
+		.pos = &file_of(fi)->pos,
+		.socket_path = cf->socket_path,
+		.serial = cf->node->serial,
+		.ticket = cf->socket_path ? issue_ticket : NULL,
+		.userdata = file_of(fi),
+	};
 	fb_ioctl(&cf->node->state, &file, (unsigned int)cmd, arg, in, in_size, out_size, &step);
 	/* Before the answer: the caller may only go on once the display took note (a pan away from a frame). */
 	if (!step.retry && step.result >= 0 && step.effect == FB_EFFECT_WROTE)
@@ -234,6 +294,7 @@ int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsi
 	cf->userdata = userdata;
 	LIST_INIT(&cf->waiters);
 	LIST_INIT(&cf->files);
+	LIST_INIT(&cf->targeting);
 	if (socket_path) {
 		cf->socket_path = strdup(socket_path);
 		if (!cf->socket_path)
@@ -246,14 +307,26 @@ int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsi
 	return 0;
 }
 
-void cuse_fb_detach(struct cuse_fb *cf, struct cuse_fb *target) {
+int cuse_fb_redeem(struct cuse_fb *cf, const struct devns_fb_ticket *ticket, struct cuse_fb_grant *ret) {
+	const void *file;
+	const struct open_file *f;
+	int r;
+
+	r = fb_tickets_redeem(&cf->tickets, ticket, now_usec(), &file);
+	if (r < 0)
+		return r;
+	f = file;
+	*ret = (struct cuse_fb_grant){ .uid = f->uid, .access_mode = f->access_mode };
+	return 0;
+}
+
+void cuse_fb_revoke(struct cuse_fb *cf) {
 	struct open_file *f;
 
-	LIST_FOREACH(f, &cf->files, link)
-		if (f->target == target) {
-			f->target = NULL;
-			target->n_open--;
-		}
+	answer_waiters(cf, ENODEV);
+	while ((f = LIST_FIRST(&cf->targeting)))
+		file_detach(f);
+	fb_tickets_clear(&cf->tickets);
 }
 
 struct cuse_fb *cuse_fb_free(struct cuse_fb *cf) {
@@ -261,9 +334,11 @@ struct cuse_fb *cuse_fb_free(struct cuse_fb *cf) {
 
 	if (!cf)
 		return NULL;
-	answer_waiters(cf, ENODEV);
+	cuse_fb_revoke(cf);
 	cuse_device_free(cf->dev);
 	while ((f = LIST_FIRST(&cf->files))) {
+		/* A routed file may work on another persona's node. */
+		file_detach(f);
 		LIST_REMOVE(f, link);
 		free(f);
 	}

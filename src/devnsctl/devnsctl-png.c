@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
 #include <png.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,11 +14,6 @@
 #define BUS_NAME "org.devns1"
 #define BUS_PATH "/org/devns1"
 #define BUS_INTERFACE "org.devns1.Manager"
-
-static void fclosep(FILE **f) {
-	if (*f)
-		fclose(*f);
-}
 
 /* XRGB8888 rows to an 8-bit RGB PNG. */
 static int write_png(FILE *f, const uint8_t *frame, uint32_t width, uint32_t height, uint32_t stride) {
@@ -55,6 +51,35 @@ static int write_png(FILE *f, const uint8_t *frame, uint32_t width, uint32_t hei
 	return 0;
 }
 
+/*
+ * A new file beside path, made with O_EXCL and mode 0600 (mkstemp), for
+ * the PNG; rename() later puts it at path. Whatever was at path, a symlink
+ * planted there included, is replaced, never followed or written through.
+ */
+static int open_temp(const char *path, char **ret_tmp, FILE **ret) {
+	_cleanup_(freep) char *tmp = NULL;
+	const char *slash = strrchr(path, '/');
+	int dir_len = slash ? (int)(slash - path + 1) : 0;
+	FILE *f;
+	int fd;
+
+	if (asprintf(&tmp, "%.*s.%s.XXXXXX", dir_len, path, slash ? slash + 1 : path) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	if (!f) {
+		int r = -errno;
+		close(fd);
+		unlink(tmp);
+		return r;
+	}
+	*ret_tmp = TAKE_PTR(tmp);
+	*ret = f;
+	return 0;
+}
+
 static int fail(const char *what, int r, const sd_bus_error *error) {
 	if (error && sd_bus_error_is_set(error))
 		fprintf(stderr, "devnsctl: screenshot: %s\n", error->message ? error->message : error->name);
@@ -66,7 +91,8 @@ static int fail(const char *what, int r, const sd_bus_error *error) {
 int cmd_screenshot(sd_bus *bus, const char *persona, const char *path) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	_cleanup_(fclosep) FILE *f = NULL;
+	_cleanup_(freep) char *tmp = NULL;
+	FILE *f = NULL;
 	uint32_t width, height, stride;
 	const char *format;
 	struct stat st;
@@ -87,17 +113,22 @@ int cmd_screenshot(sd_bus *bus, const char *persona, const char *path) {
 	frame = mmap(NULL, (size_t)stride * height, PROT_READ, MAP_SHARED, fd, 0);
 	if (frame == MAP_FAILED)
 		return fail("cannot map the frame", -errno, NULL);
-	f = fopen(path, "we");
-	if (!f) {
-		r = -errno;
+	r = open_temp(path, &tmp, &f);
+	if (r < 0) {
 		munmap(frame, (size_t)stride * height);
 		return fail(path, r, NULL);
 	}
 	r = write_png(f, frame, width, height, stride);
 	munmap(frame, (size_t)stride * height);
-	if (r == 0 && fflush(f) != 0)
+	if (r == 0 && (fflush(f) != 0 || fsync(fileno(f)) < 0))
 		r = -errno;
-	if (r < 0)
+	if (fclose(f) != 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlink(tmp);
 		return fail(path, r, NULL);
+	}
 	return EXIT_SUCCESS;
 }

@@ -25,6 +25,7 @@ static void help(void) {
 	       "                 bind persona NAME to a container and make its nodes in the container's /dev\n"
 	       "  create NAME    add a persona\n"
 	       "  remove NAME    remove a persona (not the active one)\n"
+	       "  detach NAME    unbind persona NAME from its container; what it opened stops working\n"
 	       "  request-active ask for the caller's own persona to come to the front\n"
 	       "  screenshot NAME FILE.png\n"
 	       "                 save what persona NAME shows (active or not) as a PNG\n\n"
@@ -224,7 +225,7 @@ int main(int argc, char *argv[]) {
 		int args;
 	} commands[] = {
 		{ "list", 0 },	 { "switch", 1 }, { "status", 0 },	   { "attach", 3 },
-		{ "create", 1 }, { "remove", 1 }, { "request-active", 0 },
+		{ "create", 1 }, { "remove", 1 }, { "detach", 1 },	   { "request-active", 0 },
 		{ "screenshot", 2 },
 	};
 	_cleanup_(sd_bus_flush_close_unrefp) sd_bus *bus = NULL;
@@ -278,6 +279,8 @@ int main(int argc, char *argv[]) {
 		return cmd_simple(bus, "create", "CreatePersona", argv[optind]);
 	if (streq(cmd, "remove"))
 		return cmd_simple(bus, "remove", "RemovePersona", argv[optind]);
+	if (streq(cmd, "detach"))
+		return cmd_simple(bus, "detach", "Detach", argv[optind]);
 	if (streq(cmd, "screenshot"))
 		return cmd_screenshot(bus, argv[optind], argv[optind + 1]);
 	return cmd_request_active(bus);

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
 #include <grp.h>
+#include <linux/nsfs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 
+#include "devnsd-bus-peer.h"
 #include "devnsd-display.h"
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
+#include "idmap.h"
 #include "log.h"
 
 #define BUS_NAME "org.devns1"
@@ -15,70 +22,71 @@
 #define BUS_ERROR_NO_SUCH_PERSONA "org.devns1.Error.NoSuchPersona"
 #define BUS_ERROR_NOT_IN_PERSONA "org.devns1.Error.NotInPersona"
 #define BUS_ERROR_NO_DISPLAY "org.devns1.Error.NoDisplay"
+#define BUS_ERROR_NOT_ATTACHED "org.devns1.Error.NotAttached"
 
-/*
- * The caller's user id. The bus never gives a unique name to a second
- * connection and fixes a connection's credentials when it connects, so the
- * answer is remembered by unique name: a repeated caller costs no round
- * trip to the bus.
- */
-static int sender_euid(struct manager *m, sd_bus_message *msg, uid_t *ret) {
-	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-	const char *sender = sd_bus_message_get_sender(msg);
-	bool keep = sender && sender[0] == ':' && strlen(sender) < sizeof(m->callers[0].name);
-	struct bus_caller *c;
-	int r;
+/* The time sd-event last woke at, for rate limits. */
+static uint64_t now_usec(struct manager *m) {
+	uint64_t now = 0;
 
-	for (unsigned int i = 0; keep && i < CALLERS_REMEMBERED; i++)
-		if (streq(m->callers[i].name, sender)) {
-			*ret = m->callers[i].euid;
-			return 0;
-		}
-	r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EUID, &creds);
-	if (r < 0)
-		return r;
-	r = sd_bus_creds_get_euid(creds, ret);
-	if (r < 0 || !keep)
-		return r;
-	c = &m->callers[m->next_caller++ % CALLERS_REMEMBERED];
-	strcpy(c->name, sender);
-	c->euid = *ret;
-	return 0;
+	if (sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
+		now = 0;
+	return now;
+}
+
+static void log_refusal(struct manager *m, const char *what, const struct bus_peer *peer, const char *why) {
+	if (ratelimit_take(&m->refusal_log, now_usec(m)))
+		log_notice("refused %s to pid %d: %s", what, (int)peer->pid, why);
 }
 
 /*
- * Checks the caller's credentials as the kernel reports them to the bus:
- * root always; members of SwitchGroup= too when group is set. The user id
- * comes from the bus alone; groups, which the bus does not report, are
- * read from /proc only for callers that are not root.
+ * Privileged calls: the caller must be root, or with group a member of
+ * SwitchGroup=, and live in devnsd's own user and pid namespaces. Root of
+ * another pid namespace (a container without a user namespace) is uid 0
+ * to the bus as well; the namespaces tell it apart.
  */
 static int check_caller(sd_bus_message *msg, bool group, const char *what, struct manager *m, sd_bus_error *error) {
-	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
-	const gid_t *gids = NULL;
-	uid_t euid;
-	gid_t gid;
-	int r, n;
+	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
+	bool member = group && m->switch_gid != (gid_t)-1;
+	int r;
 
-	r = sender_euid(m, msg, &euid);
-	if (r < 0)
-		return r;
-	if (euid == 0)
-		return 0;
-	if (group && m->switch_gid != (gid_t)-1) {
-		r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_EGID | SD_BUS_CREDS_SUPPLEMENTARY_GIDS |
-							   SD_BUS_CREDS_AUGMENT, &creds);
-		if (r < 0)
-			return r;
-		if (sd_bus_creds_get_egid(creds, &gid) >= 0 && gid == m->switch_gid)
+	r = bus_peer_get(msg, &peer);
+	if (r >= 0 && (peer.euid == 0 || (member && bus_peer_in_group(&peer, m->switch_gid)))) {
+		r = bus_peer_in_namespaces(&peer, &m->self_userns, &m->self_ns);
+		if (r > 0 && bus_peer_confirm(msg, &peer) == 0)
 			return 0;
-		n = sd_bus_creds_get_supplementary_gids(creds, &gids);
-		for (int i = 0; i < n; i++)
-			if (gids[i] == m->switch_gid)
-				return 0;
+		log_refusal(m, what, &peer, "not root in devnsd's namespaces");
 	}
-	return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s needs root%s%s", what,
-				 group && m->conf->switch_group ? " or membership of group " : "",
-				 group && m->conf->switch_group ? m->conf->switch_group : "");
+	if (member)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+					 "%s needs root or membership of group %s, in devnsd's own user and pid namespaces",
+					 what, m->conf->switch_group);
+	return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s needs root in devnsd's own user and pid namespaces",
+				 what);
+}
+
+/*
+ * What a caller may list: every persona for callers in devnsd's own pid
+ * namespace; its own persona for a process in a persona's container; nothing
+ * for anyone else. The lists give node paths, open handles and LED states,
+ * which are one persona's business.
+ */
+struct scope {
+	bool all;
+	struct persona *own;
+};
+
+static struct scope caller_scope(sd_bus_message *msg, struct manager *m) {
+	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
+	struct persona *p = NULL;
+
+	if (bus_peer_get(msg, &peer) < 0 || manager_persona_of_pid(m, peer.pid, &p) < 0 ||
+	    bus_peer_confirm(msg, &peer) < 0)
+		return (struct scope){ 0 };
+	return (struct scope){ .all = !p, .own = p };
+}
+
+static bool in_scope(const struct scope *sc, const struct persona *p) {
+	return sc->all || sc->own == p;
 }
 
 static int find_persona(struct manager *m, const char *name, struct persona **ret, sd_bus_error *error) {
@@ -162,6 +170,7 @@ static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_erro
 	struct manager *m = userdata;
 	struct persona *p;
 	struct node_writer w = { 0 };
+	struct scope sc = caller_scope(msg, m);
 	int r;
 
 	(void)error;
@@ -173,6 +182,8 @@ static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_erro
 	if (r < 0)
 		return r;
 	LIST_FOREACH(p, &m->personas, link) {
+		if (!in_scope(&sc, p))
+			continue;
 		r = sd_bus_message_open_container(reply, 'r', "sbas");
 		if (r < 0)
 			return r;
@@ -203,6 +214,7 @@ static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *
 	struct manager *m = userdata;
 	struct persona *p;
 	struct node_writer w = { .detailed = true };
+	struct scope sc = caller_scope(msg, m);
 	int r;
 
 	(void)error;
@@ -214,6 +226,8 @@ static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *
 	if (r < 0)
 		return r;
 	LIST_FOREACH(p, &m->personas, link) {
+		if (!in_scope(&sc, p))
+			continue;
 		w.persona = p->name;
 		manager_foreach_node(m, p, write_node, &w);
 		if (w.r < 0)
@@ -245,6 +259,7 @@ static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error 
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	struct manager *m = userdata;
 	struct light_writer w = { 0 };
+	struct scope sc = caller_scope(msg, m);
 	struct persona *p;
 
 	(void)error;
@@ -253,6 +268,8 @@ static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error 
 	if (w.r >= 0)
 		w.r = sd_bus_message_open_container(reply, 'a', "(sssssuusub)");
 	for (p = LIST_FIRST(&m->personas); p && w.r >= 0; p = LIST_NEXT(p, link)) {
+		if (!in_scope(&sc, p))
+			continue;
 		w.persona = p->name;
 		leds_foreach_light(m, p, write_light, &w);
 	}
@@ -304,10 +321,69 @@ static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 	return sd_bus_reply_method_return(msg, NULL);
 }
 
-/* Binds p to pid's container and makes its nodes there. Returns the number of nodes made. */
-static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_error *error) {
-	int r = manager_attach(m, p, pid);
+/* An Attach in flight: answered (msg set) and logged once its container is populated. */
+struct attach_call {
+	sd_bus_message *msg;
+	pid_t pid;
+};
 
+static void log_populated(struct persona *p, pid_t pid, const struct populate_result *res) {
+	if (res->shares_dev)
+		log_info("persona %s: process %d's container shares devnsd's /dev; no nodes made", p->name, (int)pid);
+	else
+		log_info("persona %s: %u nodes in process %d's container", p->name, res->made, (int)pid);
+	if (res->refused > 0)
+		log_warning("persona %s: %u places in process %d's container hold something else (first /%s); "
+			    "left alone, no node there",
+			    p->name, res->refused, (int)pid, res->first_refused);
+	if (res->input_group_missing)
+		log_notice("persona %s: the container has no group '%s'; input nodes get its root group", p->name,
+			   p->input_group.name);
+	if (res->video_group_missing)
+		log_notice("persona %s: the container has no group '%s'; fb0 gets its root group", p->name,
+			   p->video_group.name);
+}
+
+static void on_attached(struct persona *p, int r, const struct populate_result *res, void *userdata) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	struct attach_call *call = userdata;
+
+	if (r >= 0)
+		log_populated(p, call->pid, res);
+	else {
+		sd_bus_error_set_errnof(&error, r, "Cannot make the nodes in process %d's container (%s): %m",
+					(int)call->pid, res->failed);
+		log_warning("persona %s: %s", p->name, error.message);
+	}
+	if (call->msg) {
+		if (r >= 0)
+			r = sd_bus_reply_method_return(call->msg, "u", (uint32_t)res->made);
+		else
+			r = sd_bus_reply_method_error(call->msg, &error);
+		if (r < 0)
+			log_debug_errno(r, "Cannot answer Attach: %m");
+		sd_bus_message_unref(call->msg);
+	}
+	free(call);
+}
+
+/*
+ * Binds p to pid's container and makes its nodes there; msg (if any) is
+ * answered with the number of nodes made once that is done.
+ */
+static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error) {
+	struct attach_call *call;
+	int r;
+
+	call = calloc(1, sizeof(*call));
+	if (!call)
+		return -ENOMEM;
+	*call = (struct attach_call){ .msg = sd_bus_message_ref(msg), .pid = pid };
+	r = manager_attach_container(m, p, pid, on_attached, call);
+	if (r < 0) {
+		sd_bus_message_unref(call->msg);
+		free(call);
+	}
 	if (r == -ESRCH)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No process %d", (int)pid);
 	if (r == -EINVAL)
@@ -316,13 +392,13 @@ static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_error 
 	if (r == -EBUSY)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
 					 "Process %d's container is bound to another persona", (int)pid);
+	if (r == -EPERM)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Process %d's user namespace maps no root user", (int)pid);
 	if (r < 0)
 		return sd_bus_error_set_errnof(error, r, "Cannot bind to process %d: %m", (int)pid);
 	log_info("persona %s bound to the pid namespace of process %d", p->name, (int)pid);
-	r = populate_container(m, p, pid);
-	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Cannot make the nodes in process %d's /dev: %m", (int)pid);
-	return r;
+	return 1;
 }
 
 static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -340,10 +416,7 @@ static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		return r;
 	if (pid == 0 || pid > INT32_MAX)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %u", pid);
-	r = attach(m, p, (pid_t)pid, error);
-	if (r < 0)
-		return r;
-	return sd_bus_reply_method_return(msg, "u", (uint32_t)r);
+	return attach(m, p, (pid_t)pid, msg, error);
 }
 
 /* The leader pid of a systemd-machined machine. */
@@ -384,30 +457,113 @@ static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_err
 	r = machine_leader(sd_bus_message_get_bus(msg), machine, &leader, error);
 	if (r < 0)
 		return r;
-	r = attach(m, p, leader, error);
+	return attach(m, p, leader, msg, error);
+}
+
+static int method_detach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct manager *m = userdata;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = read_persona(msg, m, false, "Detaching containers", &p, &name, error);
 	if (r < 0)
 		return r;
-	return sd_bus_reply_method_return(msg, "u", (uint32_t)r);
+	r = manager_detach(m, p);
+	if (r == -ENOENT)
+		return sd_bus_error_setf(error, BUS_ERROR_NOT_ATTACHED, "Persona '%s' is not attached to a container", name);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Detaching persona '%s' failed: %m", name);
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* The uids RequestActiveUsers= names, for messages. */
+static void format_uids(const struct conf_uids *u, char *buf, size_t size) {
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < u->n && len < size; i++) {
+		if (u->ranges[i].first == u->ranges[i].last)
+			len += (size_t)snprintf(buf + len, size - len, "%s%u", i ? " " : "", u->ranges[i].first);
+		else
+			len += (size_t)snprintf(buf + len, size - len, "%s%u-%u", i ? " " : "", u->ranges[i].first,
+						u->ranges[i].last);
+	}
+	if (u->n == 0)
+		snprintf(buf, size, "none");
+}
+
+/*
+ * May this caller of p's container ask for p? Its user namespace must be the
+ * container's own (the owner of the pid namespace p is bound to), and its
+ * uid there, read from its uid_map, one of RequestActiveUsers=. A process
+ * that made a user namespace of its own is root only in that one.
+ */
+static int check_request_user(struct manager *m, struct persona *p, const struct bus_peer *peer, sd_bus_error *error) {
+	_cleanup_(pidns_close) struct pidns caller_userns = PIDNS_NULL;
+	_cleanup_(closep) int proc = -1, container_userns = -1;
+	struct stat st;
+	struct idmap map;
+	uint32_t uid;
+	char uids[128];
+	int r;
+
+	r = bus_peer_proc(peer, &proc);
+	if (r >= 0)
+		r = ns_open_at(proc, "user", &caller_userns);
+	if (r < 0)
+		return r;
+	container_userns = ioctl(p->ns.fd, NS_GET_USERNS);
+	if (container_userns < 0 || fstat(container_userns, &st) < 0)
+		return -errno;
+	if (st.st_dev != caller_userns.dev || st.st_ino != caller_userns.ino) {
+		log_refusal(m, "RequestActive", peer, "it is not in its container's own user namespace");
+		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+					 "RequestActive is taken only from persona %s's own user namespace, not from one "
+					 "made inside it", p->name);
+	}
+	r = idmap_read(proc, "uid_map", &map);
+	if (r < 0)
+		return r;
+	/* Unmapped: the kernel's invalid uid, which no list holds. */
+	if (idmap_from_host(&map, (uint32_t)peer->euid, &uid) < 0)
+		uid = UINT32_MAX;
+	format_uids(&p->request_users, uids, sizeof(uids));
+	if (!conf_uids_contain(&p->request_users, uid)) {
+		if (ratelimit_take(&m->refusal_log, now_usec(m)))
+			log_notice("persona %s: RequestActive refused to uid %u (host uid %u): RequestActiveUsers=%s",
+				   p->name, uid, (unsigned int)peer->euid, uids);
+		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+					 "Persona %s takes RequestActive from its uids %s (RequestActiveUsers=)", p->name,
+					 uids);
+	}
+	return 0;
 }
 
 static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	_cleanup_(sd_bus_creds_unrefp) sd_bus_creds *creds = NULL;
+	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
 	struct manager *m = userdata;
-	struct persona *p;
-	pid_t pid;
+	struct persona *p = NULL;
 	bool granted;
 	int r;
 
-	r = sd_bus_query_sender_creds(msg, SD_BUS_CREDS_PID | SD_BUS_CREDS_AUGMENT, &creds);
+	r = bus_peer_get(msg, &peer);
 	if (r < 0)
 		return r;
-	r = sd_bus_creds_get_pid(creds, &pid);
-	if (r < 0)
-		return r;
-	r = manager_persona_of_pid(m, pid, &p);
+	r = manager_persona_of_pid(m, peer.pid, &p);
 	if (r < 0 || !p)
 		return sd_bus_error_setf(error, BUS_ERROR_NOT_IN_PERSONA,
-					 "The caller (pid %d) is not in any persona's container", (int)pid);
+					 "The caller (pid %d) is not in any persona's container", (int)peer.pid);
+	r = check_request_user(m, p, &peer, error);
+	if (r < 0)
+		return r;
+	r = bus_peer_confirm(msg, &peer);
+	if (r < 0)
+		return r;
+	if (!ratelimit_take(&p->request_limit, now_usec(m)))
+		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+					 "Persona %s asks too often: at most %d requests at once, then one every %llu s",
+					 p->name, REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
 	granted = p == m->active || p->allow_request_active;
 	log_info("persona %s asks to come forward: %s", p->name, granted ? "granted" : "refused by its policy");
 	r = sd_bus_emit_signal(m->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
@@ -431,14 +587,19 @@ static int property_active(sd_bus *bus, const char *path, const char *interface,
 	return sd_bus_message_append(reply, "s", m->active->name);
 }
 
+/* 0 for callers in containers: the count moves as the active persona draws. */
 static int property_frames_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
 				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-	(void)bus;
+	sd_bus_message *call = sd_bus_get_current_message(bus);
+	struct manager *m = userdata;
+
 	(void)path;
 	(void)interface;
 	(void)property;
 	(void)error;
-	return sd_bus_message_append(reply, "t", display_frames_shown(userdata));
+	if (!call || !caller_scope(call, m).all)
+		return sd_bus_message_append(reply, "t", (uint64_t)0);
+	return sd_bus_message_append(reply, "t", display_frames_shown(m));
 }
 
 /* The persona's visible frame as a sealed memfd; the caller writes the file. */
@@ -479,6 +640,8 @@ static const sd_bus_vtable manager_vtable[] = {
 				method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("AttachMachine", SD_BUS_ARGS("s", persona, "s", machine),
 				SD_BUS_RESULT("u", nodes_made), method_attach_machine, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Detach", SD_BUS_ARGS("s", persona), SD_BUS_NO_RESULT, method_detach,
+				SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("RequestActive", SD_BUS_NO_ARGS, SD_BUS_RESULT("b", granted),
 				method_request_active, SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_SIGNAL_WITH_ARGS("PersonaActivationRequested", SD_BUS_ARGS("s", persona, "b", granted), 0),
@@ -491,9 +654,15 @@ static const sd_bus_vtable manager_vtable[] = {
 };
 
 int bus_setup(struct manager *m) {
+	_cleanup_(closep) int self = -1;
 	int r;
 
 	m->switch_gid = (gid_t)-1;
+	m->refusal_log = RATELIMIT_INIT(10 * 1000000ull, 20);
+	self = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = self < 0 ? -errno : ns_open_at(self, "user", &m->self_userns);
+	if (r < 0)
+		return log_error_errno(r, "Cannot open devnsd's own user namespace: %m");
 	if (m->conf->switch_group) {
 		struct group *g = getgrnam(m->conf->switch_group);
 		if (g)
@@ -530,11 +699,19 @@ void bus_attach_machines(struct manager *m) {
 		pid_t leader;
 		int r;
 
-		if (!cp->machine || !p)
+		if (!p)
+			continue;
+		if (cp->pid > 0) {
+			r = attach(m, p, cp->pid, NULL, &error);
+			if (r < 0)
+				log_warning("[Persona %s] Pid=%d: not attached: %s", cp->name, (int)cp->pid,
+					    error.message ?: strerror(-r));
+		}
+		if (!cp->machine)
 			continue;
 		r = machine_leader(m->bus, cp->machine, &leader, &error);
 		if (r >= 0)
-			r = attach(m, p, leader, &error);
+			r = attach(m, p, leader, NULL, &error);
 		if (r < 0)
 			log_warning("[Persona %s] Machine=%s: not attached: %s", cp->name, cp->machine,
 				    error.message ?: strerror(-r));

@@ -82,6 +82,7 @@ static void on_persona_section(struct parser *p, const char *header, const char 
 	p->persona->line = p->line;
 	p->persona->input_group = (struct conf_group){ .name = "input", .gid = -1 };
 	p->persona->video_group = (struct conf_group){ .name = "video", .gid = -1 };
+	p->persona->request_users = (struct conf_uids){ .ranges = { { 0, 0 } }, .n = 1 };
 	p->section = SECTION_PERSONA;
 }
 
@@ -380,6 +381,51 @@ static int parse_group(struct parser *p, const char *key, const char *v, struct 
 	return 1;
 }
 
+bool conf_uids_contain(const struct conf_uids *u, uint32_t uid) {
+	for (size_t i = 0; i < u->n; i++)
+		if (uid >= u->ranges[i].first && uid <= u->ranges[i].last)
+			return true;
+	return false;
+}
+
+/* A uid below 2^32 - 1 (the kernel's invalid id), in decimal; NULL when there is none. */
+static const char *parse_uid(const char *s, uint32_t *ret) {
+	unsigned long long v = 0;
+	const char *start = s;
+
+	for (; *s >= '0' && *s <= '9'; s++) {
+		v = v * 10 + (unsigned long long)(*s - '0');
+		if (v >= UINT32_MAX)
+			return NULL;
+	}
+	if (s == start)
+		return NULL;
+	*ret = (uint32_t)v;
+	return s;
+}
+
+/* UID or FIRST-LAST */
+static int add_uid_range(struct parser *p, const char *key, const char *word) {
+	struct conf_persona *cp = p->persona;
+	uint32_t first, last;
+	const char *s = parse_uid(word, &first);
+
+	if (s && *s == '-')
+		s = parse_uid(s + 1, &last);
+	else
+		last = first;
+	if (!s || *s || last < first)
+		return parse_error(p, "[Persona %s] %s=%s: expected a uid or FIRST-LAST (0 to %u)", cp->name, key,
+				   word, UINT32_MAX - 1);
+	if (cp->request_users.n == CONF_MAX_UID_RANGES)
+		return parse_error(p, "[Persona %s] %s=: too many entries (at most %d)", cp->name, key,
+				   CONF_MAX_UID_RANGES);
+	cp->request_users.ranges[cp->request_users.n].first = first;
+	cp->request_users.ranges[cp->request_users.n].last = last;
+	cp->request_users.n++;
+	return 1;
+}
+
 static int persona_key(struct parser *p, const char *name, const char *v, const char *raw) {
 	struct conf_persona *cp = p->persona;
 
@@ -397,6 +443,13 @@ static int persona_key(struct parser *p, const char *name, const char *v, const 
 			return parse_error(p, "[Persona %s] %s=%s: not a boolean (yes or no)", cp->name, name, v);
 		cp->allow_request_active = b;
 		return 1;
+	}
+	if (streq(name, "RequestActiveUsers")) {
+		/* The first use replaces the default; an empty value allows no one. */
+		if (!cp->request_users_set || !*v)
+			cp->request_users.n = 0;
+		cp->request_users_set = true;
+		return for_each_word(p, name, raw, add_uid_range);
 	}
 	if (streq(name, "Pid")) {
 		char *end;

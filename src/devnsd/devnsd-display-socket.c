@@ -1,80 +1,103 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The persona's framebuffer socket: hands the memfd to a program that
+ * brings a ticket of an open fb0 file (devns-fb.h). Nothing about the
+ * peer is trusted but the ticket: the peer's uid (SO_PEERCRED) only
+ * bounds how many requests one uid may have waiting, and what it gets is
+ * decided by the open file behind the ticket.
+ */
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 
+#include "cuse-fb.h"
 #include "devns-fb.h"
 #include "devnsd-display.h"
 #include "log.h"
+#include "util.h"
 
-/* Programs of one persona that may hold the memfd through this socket at once. */
+/* Programs of one persona that may map the framebuffer at once, and how many of them one uid may run. */
 #define DISPLAY_SOCKET_MAX_MAPPERS 64
+#define DISPLAY_SOCKET_MAX_MAPPERS_PER_UID (DISPLAY_SOCKET_MAX_MAPPERS / 4)
+/* Connections that have not sent their request yet, and how many of them one uid may have. */
+#define DISPLAY_SOCKET_MAX_PENDING 16
+#define DISPLAY_SOCKET_MAX_PENDING_PER_UID (DISPLAY_SOCKET_MAX_PENDING / 4)
+/* Uids whose refusal was logged. */
+#define REFUSALS_REMEMBERED 16
+#define SOCKET_NAME "fb0"
 
 /*
- * A connection gets the memfd at once. Its first byte says what the
- * program does with it: with DEVNS_FB_INTENT_MAP the connection stands for
- * a mapping until it closes; anything else (a writer) is not watched.
+ * A connection: pending until its request comes (uid: the peer's), then,
+ * for DEVNS_FB_INTENT_MAP, a mapping until it closes (uid: the opener of
+ * the fb0 file behind its ticket).
  */
-struct mapper {
+struct conn {
 	struct display_socket *socket;
 	int fd;
 	bool mapping;
-	sd_event_source *source;
-	LIST_ENTRY(mapper) link;
+	uid_t uid;
+	sd_event_source *io, *deadline;
+	LIST_ENTRY(conn) link;
 };
 
 struct display_socket {
 	struct display_node *node;
 	int fd;
+	/* The socket's directory, and the socket file as it was bound there. */
+	int dir_fd;
+	dev_t dev;
+	ino_t ino;
 	sd_event_source *source;
-	LIST_HEAD(, mapper) mappers;
-	unsigned int n_conns, n_mappers;
+	LIST_HEAD(, conn) conns;
+	unsigned int n_pending, n_mappers;
+	uid_t refused[REFUSALS_REMEMBERED];
+	unsigned int n_refused;
 };
 
-static void mapper_free(struct mapper *mp) {
-	LIST_REMOVE(mp, link);
-	mp->socket->n_conns--;
-	if (mp->mapping)
-		mp->socket->n_mappers--;
-	sd_event_source_disable_unref(mp->source);
-	close(mp->fd);
-	free(mp);
+static void conn_free(struct conn *c) {
+	LIST_REMOVE(c, link);
+	if (c->mapping)
+		c->socket->n_mappers--;
+	else
+		c->socket->n_pending--;
+	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->deadline);
+	close(c->fd);
+	free(c);
 }
 
-static int on_mapper(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-	struct mapper *mp = userdata;
-	struct display_node *dn = mp->socket->node;
-	char buf[64];
-	bool mapping;
-	ssize_t n;
+static unsigned int conns_of_uid(const struct display_socket *ds, bool mapping, uid_t uid) {
+	const struct conn *c;
+	unsigned int n = 0;
 
-	(void)s;
-	(void)revents;
-	/* Read even after a hangup: the intent may have come just before it. */
-	n = read(fd, buf, sizeof(buf));
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
-		return 0;
-	if (n > 0 && !mp->mapping && buf[0] == DEVNS_FB_INTENT_MAP) {
-		mp->mapping = true;
-		mp->socket->n_mappers++;
-		log_debug("%s: a program maps the framebuffer", dn->socket_path);
-		display_node_mappers_changed(dn);
-	}
-	/* Anything after the first byte is dropped; a writer's connection ends when it hangs up. */
-	if (n > 0)
-		return 0;
-	mapping = mp->mapping;
-	mapper_free(mp);
-	if (mapping)
-		display_node_mappers_changed(dn);
-	return 0;
+	LIST_FOREACH(c, &ds->conns, link)
+		n += c->mapping == mapping && c->uid == uid;
+	return n;
 }
 
-static int send_memfd(int fd, const struct fb_node *fb) {
-	struct devns_fb_grant grant = { .magic = DEVNS_FB_GRANT_MAGIC, .size = fb->size };
+/* Logs a refusal, the first one of each uid. */
+static void log_refused(struct display_socket *ds, uid_t uid, const char *why) {
+	for (unsigned int i = 0; i < MIN(ds->n_refused, REFUSALS_REMEMBERED); i++)
+		if (ds->refused[i] == uid)
+			return;
+	ds->refused[ds->n_refused++ % REFUSALS_REMEMBERED] = uid;
+	log_notice("%s: refused uid %u: %s; nothing was sent (further refusals of this uid are not logged)",
+		   ds->node->socket_path, (unsigned int)uid, why);
+}
+
+static void refuse(struct conn *c, const char *why) {
+	log_refused(c->socket, c->uid, why);
+	conn_free(c);
+}
+
+static int send_memfd(int fd, int memfd, const struct fb_node *fb) {
+	struct devns_fb_grant grant = { .magic = DEVNS_FB_GRANT_MAGIC, .size = fb->size, .serial = fb->serial };
 	struct iovec iov = { .iov_base = &grant, .iov_len = sizeof(grant) };
 	union {
 		struct cmsghdr align;
@@ -88,99 +111,277 @@ static int send_memfd(int fd, const struct fb_node *fb) {
 	cmsg->cmsg_level = SOL_SOCKET;
 	cmsg->cmsg_type = SCM_RIGHTS;
 	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cmsg), &fb->memfd, sizeof(int));
+	memcpy(CMSG_DATA(cmsg), &memfd, sizeof(int));
 	if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(grant))
-		return -errno ? -errno : -EIO;
+		return errno ? -errno : -EIO;
 	return 0;
 }
 
-static int grant(struct display_socket *ds, int fd) {
-	struct display_node *dn = ds->node;
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
-	struct mapper *mp;
+/* The memfd with the open file's access: the node's own for O_RDWR, a reopened one otherwise. */
+static int grant_memfd(struct conn *c, int access_mode) {
+	const struct fb_node *fb = c->socket->node->fb;
+	_cleanup_(closep) int fd = -1;
 	int r;
 
-	if (ds->n_conns >= DISPLAY_SOCKET_MAX_MAPPERS)
-		return log_warning_errno(EMFILE, "%s: too many programs map the framebuffer", dn->socket_path);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
-		return log_warning_errno(errno, "%s: cannot identify the peer: %m", dn->socket_path);
-	/* The peer must live in this persona; the check logs refusals itself. */
-	r = manager_check_access(dn->class->base.manager, dn->persona, cred.pid);
+	if (access_mode == O_RDWR)
+		return send_memfd(c->fd, fb->memfd, fb);
+	r = fb_node_reopen(fb, access_mode, &fd);
 	if (r < 0)
 		return r;
-	r = send_memfd(fd, dn->fb);
-	if (r < 0)
-		return log_warning_errno(r, "%s: cannot send the framebuffer to pid %d: %m", dn->socket_path,
-					 (int)cred.pid);
-	mp = calloc(1, sizeof(*mp));
-	if (!mp)
-		return log_error_errno(ENOMEM, "out of memory");
-	r = sd_event_add_io(dn->class->base.manager->event, &mp->source, fd, EPOLLIN, on_mapper, mp);
+	return send_memfd(c->fd, fd, fb);
+}
+
+/* The request of a pending connection: a ticket, redeemed for the memfd. */
+static void handle_request(struct conn *c) {
+	struct display_socket *ds = c->socket;
+	struct display_node *dn = ds->node;
+	struct devns_fb_request req;
+	struct cuse_fb_grant grant;
+	uint8_t buf[sizeof(req) + 1];
+	ssize_t n;
+	int r;
+
+	n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n != (ssize_t)sizeof(req))
+		return refuse(c, n <= 0 ? "no request" : "a malformed request");
+	memcpy(&req, buf, sizeof(req));
+	if (req.magic != DEVNS_FB_REQUEST_MAGIC ||
+	    (req.intent != DEVNS_FB_INTENT_MAP && req.intent != DEVNS_FB_INTENT_WRITE))
+		return refuse(c, "a malformed request");
+	/* Single use: from here on the ticket is gone, whatever happens. */
+	if (!dn->cuse || cuse_fb_redeem(dn->cuse, &req.ticket, &grant) < 0)
+		return refuse(c, "no valid ticket");
+	c->uid = grant.uid;
+	if (req.intent == DEVNS_FB_INTENT_MAP && (ds->n_mappers >= DISPLAY_SOCKET_MAX_MAPPERS ||
+						  conns_of_uid(ds, true, grant.uid) >= DISPLAY_SOCKET_MAX_MAPPERS_PER_UID))
+		return refuse(c, "too many mappings");
+	r = grant_memfd(c, grant.access_mode);
 	if (r < 0) {
-		free(mp);
-		return log_warning_errno(r, "%s: cannot watch the peer: %m", dn->socket_path);
+		log_warning_errno(r, "%s: cannot send the framebuffer to uid %u: %m", dn->socket_path,
+				  (unsigned int)grant.uid);
+		return conn_free(c);
 	}
-	mp->socket = ds;
-	mp->fd = fd;
-	LIST_INSERT_HEAD(&ds->mappers, mp, link);
-	ds->n_conns++;
-	log_debug("%s: pid %d got the framebuffer", dn->socket_path, (int)cred.pid);
+	if (req.intent != DEVNS_FB_INTENT_MAP) {
+		log_debug("%s: uid %u got the framebuffer to write", dn->socket_path, (unsigned int)grant.uid);
+		return conn_free(c);
+	}
+	c->deadline = sd_event_source_disable_unref(c->deadline);
+	c->mapping = true;
+	ds->n_pending--;
+	ds->n_mappers++;
+	log_debug("%s: uid %u maps the framebuffer", dn->socket_path, (unsigned int)grant.uid);
+	display_node_mappers_changed(dn);
+}
+
+static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	struct conn *c = userdata;
+	struct display_node *dn = c->socket->node;
+	char buf[64];
+	ssize_t n;
+
+	(void)s;
+	(void)revents;
+	if (!c->mapping) {
+		handle_request(c);
+		return 0;
+	}
+	/* A mapping sends nothing more; whatever comes is dropped until it hangs up. */
+	n = read(fd, buf, sizeof(buf));
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+		return 0;
+	conn_free(c);
+	display_node_mappers_changed(dn);
+	return 0;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+	(void)s;
+	(void)usec;
+	refuse(userdata, "no request in time");
+	return 0;
+}
+
+static int conn_new(struct display_socket *ds, int fd, uid_t uid) {
+	sd_event *event = ds->node->class->base.manager->event;
+	struct conn *c;
+	int r;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->socket = ds;
+	c->fd = fd;
+	c->uid = uid;
+	LIST_INSERT_HEAD(&ds->conns, c, link);
+	ds->n_pending++;
+	r = sd_event_add_io(event, &c->io, fd, EPOLLIN, on_conn, c);
+	if (r >= 0)
+		r = sd_event_add_time_relative(event, &c->deadline, CLOCK_MONOTONIC,
+					       (uint64_t)DEVNS_FB_REQUEST_SECONDS * 1000000u, 0, on_deadline, c);
+	if (r < 0) {
+		c->fd = -1;
+		conn_free(c);
+		return r;
+	}
 	return 0;
 }
 
 static int on_connect(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct display_socket *ds = userdata;
-	int conn;
+	_cleanup_(closep) int conn = -1;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int r;
 
 	(void)s;
 	(void)revents;
 	conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (conn < 0)
 		return 0;
-	if (grant(ds, conn) < 0)
-		close(conn);
+	/* The uid only counts the peer's waiting requests; it grants nothing. */
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	if (ds->n_pending >= DISPLAY_SOCKET_MAX_PENDING ||
+	    conns_of_uid(ds, false, cred.uid) >= DISPLAY_SOCKET_MAX_PENDING_PER_UID) {
+		log_refused(ds, cred.uid, "too many requests waiting");
+		return 0;
+	}
+	r = conn_new(ds, conn, cred.uid);
+	if (r < 0) {
+		log_warning_errno(r, "%s: cannot take a connection: %m", ds->node->socket_path);
+		return 0;
+	}
+	take_fd(&conn);
 	return 0;
 }
 
-static int make_dirs(const char *path) {
-	char dir[sizeof(((struct sockaddr_un *)NULL)->sun_path)];
-	char *slash;
+int display_open_nofollow(const char *path, int *ret_fd) {
+	struct open_how how = {
+		.flags = O_PATH | O_CLOEXEC,
+		.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
 
-	snprintf(dir, sizeof(dir), "%s", path);
-	for (slash = strchr(dir + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
-		*slash = '\0';
-		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+	if (fd < 0)
+		return -errno;
+	*ret_fd = (int)fd;
+	return 0;
+}
+
+int display_fd_set_owner(int fd, uid_t uid, gid_t gid, mode_t mode) {
+	char path[64];
+
+	if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0)
+		return -errno;
+	/* fchmod() does not take an O_PATH fd; its /proc link reaches the same inode, not a path. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	if (chmod(path, mode) < 0)
+		return -errno;
+	return 0;
+}
+
+/* Opens dir (absolute), making what is missing (0755), without following symbolic links. */
+static int open_dir(const char *dir, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	char buf[sizeof(((struct sockaddr_un *)NULL)->sun_path)], *part, *save = NULL;
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (part = strtok_r(buf, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+		int next;
+
+		if (mkdirat(fd, part, 0755) < 0 && errno != EEXIST)
 			return -errno;
-		*slash = '/';
+		next = openat(fd, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return -errno;
+		close(fd);
+		fd = next;
 	}
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+/* The socket file in its directory, if it is still the one bound there. */
+static int open_socket_file(const struct display_socket *ds, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+
+	fd = openat(ds->dir_fd, SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode) || st.st_dev != ds->dev || st.st_ino != ds->ino)
+		return -ESTALE;
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+int display_socket_set_owner(struct display_socket *ds, uid_t uid, gid_t gid) {
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	r = open_socket_file(ds, &fd);
+	if (r < 0)
+		return r;
+	return display_fd_set_owner(fd, uid, gid, 0660);
+}
+
+/* Binds ds->fd at SOCKET_NAME in its directory, reachable only by root until it gets its owner. */
+static int bind_socket(struct display_socket *ds) {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t mask;
+	int r;
+
+	if (unlinkat(ds->dir_fd, SOCKET_NAME, 0) < 0 && errno != ENOENT)
+		return -errno;
+	/* The directory's fd names it: no path component is looked up again. */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SOCKET_NAME, ds->dir_fd);
+	mask = umask(0177);
+	r = bind(ds->fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(mask);
+	if (r < 0)
+		return -errno;
+	if (fstatat(ds->dir_fd, SOCKET_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	ds->dev = st.st_dev;
+	ds->ino = st.st_ino;
 	return 0;
 }
 
 int display_socket_new(struct display_socket **ret, struct display_node *dn) {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const struct persona_owner *owner = &dn->persona->owner;
 	struct display_socket *ds;
 	int r;
 
-	if (strlen(dn->socket_path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, dn->socket_path);
 	ds = calloc(1, sizeof(*ds));
 	if (!ds)
 		return -ENOMEM;
 	ds->node = dn;
-	LIST_INIT(&ds->mappers);
+	ds->dir_fd = -1;
+	LIST_INIT(&ds->conns);
 	ds->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (ds->fd < 0) {
 		r = -errno;
 		goto fail;
 	}
-	r = make_dirs(dn->socket_path);
+	r = open_dir(dn->socket_dir, &ds->dir_fd);
 	if (r < 0)
 		goto fail;
-	(void)unlink(dn->socket_path);
-	if (bind(ds->fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || chmod(dn->socket_path, 0666) < 0 ||
-	    listen(ds->fd, 16) < 0) {
+	r = bind_socket(ds);
+	if (r < 0)
+		goto fail;
+	r = display_socket_set_owner(ds, owner->uid, owner->video_gid);
+	if (r < 0)
+		goto fail;
+	if (listen(ds->fd, 16) < 0) {
 		r = -errno;
 		goto fail;
 	}
@@ -194,18 +395,25 @@ fail:
 	return r;
 }
 
+void display_socket_revoke(struct display_socket *ds) {
+	struct conn *c;
+
+	while ((c = LIST_FIRST(&ds->conns)))
+		conn_free(c);
+}
+
 struct display_socket *display_socket_free(struct display_socket *ds) {
-	struct mapper *mp;
+	_cleanup_(closep) int fd = -1;
 
 	if (!ds)
 		return NULL;
-	while ((mp = LIST_FIRST(&ds->mappers)))
-		mapper_free(mp);
+	display_socket_revoke(ds);
 	sd_event_source_disable_unref(ds->source);
-	if (ds->fd >= 0) {
-		close(ds->fd);
-		(void)unlink(ds->node->socket_path);
-	}
+	/* Only the socket devnsd bound is removed, not what may have replaced it. */
+	if (ds->dir_fd >= 0 && ds->ino && open_socket_file(ds, &fd) == 0)
+		(void)unlinkat(ds->dir_fd, SOCKET_NAME, 0);
+	closep(&ds->fd);
+	closep(&ds->dir_fd);
 	free(ds);
 	return NULL;
 }

@@ -1,329 +1,56 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The display class: each persona's fb0 node, its socket and its memory;
+ * switching, rebinding and revoking. Presenting is in
+ * devnsd-display-present.c.
+ */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "cuse-fb.h"
 #include "devnsd-display.h"
 #include "display-backend.h"
 #include "log.h"
-
-/*
- * Every persona draws into its own shadow framebuffer (a memfd); only the
- * active persona's changes are presented. Presenting copies the changed
- * rows into the display's back buffer and flips, one flip at a time; what
- * changes while a copy or a flip is under way is presented after it.
- * Writes are presented once a refresh; pans, blanking and vsync waits of a
- * mapped frame at once. Their copy runs in steps between requests, so the
- * program that drew goes on drawing meanwhile. A switch presents the new
- * persona's whole visible frame in one go and one flip.
- *
- * Nothing says which rows a mapping changed: once a refresh (and at a
- * vsync wait, when that refresh has not scanned yet) each row of the
- * mapped frame is hashed (XXH64) and compared with the hash of the row as
- * last taken; changed rows are taken into a copy of the frame and
- * presented from that copy, so the screen shows exactly what was hashed
- * even while the program goes on drawing. A frame that does not change
- * costs one read of it a refresh and no flip. A change whose row hashes
- * the same as before (about one in 2^64) waits for the next change of that
- * row or the next pan. Pans present the whole frame without hashing.
- */
-
-/* Bytes copied per step of an incremental present: short enough not to hold a request up. */
-#define COPY_STEP_BYTES (128u * 1024u)
+#include "util.h"
 
 static struct display_class *to_display(struct device_class *dc) {
 	return container_of(dc, struct display_class, base);
 }
 
-static void add_damage(struct display_class *dc, uint32_t y0, uint32_t y1) {
-	if (y0 >= y1)
-		return;
-	if (dc->damage.y0 >= dc->damage.y1)
-		dc->damage = (struct fb_rows){ y0, y1 };
-	else
-		dc->damage = (struct fb_rows){ MIN(dc->damage.y0, y0), MAX(dc->damage.y1, y1) };
-}
-
-static void damage_all(struct display_class *dc) {
-	add_damage(dc, 0, dc->backend->mode.height);
-}
-
-static void flush(struct display_class *dc);
-
-/*
- * Rows of the active persona's mapped frame that changed since the last
- * scan are taken into dc->snap and become damage. The first scan after a
- * switch, pan, blank, write or new mapping takes the whole frame.
- */
-static void scan_mapped(struct display_class *dc) {
-	const struct fb_node *fb = dc->active->fb;
-	uint32_t line = fb->state.fix.line_length, height = dc->backend->mode.height, y0 = height, y1 = 0;
-	size_t width = (size_t)dc->backend->mode.width * 4;
-	const uint8_t *src = fb_node_visible(fb);
-	uint64_t *hashes;
-	uint8_t *snap;
-
-	dc->scanned = true;
-	if (dc->scan_rows < height) {
-		hashes = reallocarray(dc->scan, height, sizeof(*hashes));
-		if (hashes)
-			dc->scan = hashes;
-		snap = hashes ? reallocarray(dc->snap, height, line) : NULL;
-		if (!snap) {
-			/* Without room to compare, everything is new every time. */
-			dc->scan_valid = false;
-			damage_all(dc);
-			return;
-		}
-		dc->snap = snap;
-		dc->scan_rows = height;
-		dc->scan_valid = false;
-	}
-	for (uint32_t y = 0; y < height; y++) {
-		size_t off = (size_t)y * line;
-		if (dc->scan_valid && XXH64(src + off, width, 0) == dc->scan[y])
-			continue;
-		memcpy(dc->snap + off, src + off, width);
-		/* The program may be drawing: the hash is of what was taken. */
-		dc->scan[y] = XXH64(dc->snap + off, width, 0);
-		y0 = MIN(y0, y);
-		y1 = y + 1;
-	}
-	dc->scan_valid = true;
-	add_damage(dc, y0, y1);
-}
-
-/* The last switch is on screen (or cannot get there): its callers get their answers. */
-static void switch_shown(struct display_class *dc) {
-	dc->shown_on_flip = false;
-	if (!dc->holding)
-		return;
-	dc->holding = false;
-	manager_switch_shown(dc->base.manager);
-}
-
-/* The copy under way is complete: flip to it. switching: it shows the last switch. */
-static void finish_copy(struct display_class *dc, bool switching) {
-	struct display_output *b = dc->backend;
+/* The host's node (devtmpfs, made by CUSE) to the persona's owner and video group, 0660. */
+static int node_set_owner(struct display_node *dn) {
+	const struct persona_owner *o = &dn->persona->owner;
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
 	int r;
 
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
-	r = display_output_finish(b, switching);
+	r = display_open_nofollow(dn->path, &fd);
 	if (r < 0)
-		log_warning_errno(r, "%s: cannot show the frame: %m", dc->device);
-	else {
-		b->buffers[b->front].owner = dc->copy_owner;
-		b->buffers[b->front].owner_gen = dc->copy_gen;
-	}
-	if (switching) {
-		if (b->flip_pending)
-			dc->shown_on_flip = true;
-		else
-			switch_shown(dc);
-	}
-	/* A backend that shows at once has nothing to wait for. */
-	if (!b->flip_pending)
-		flush(dc);
+		return r;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode) || (dn->rdev && st.st_rdev != dn->rdev))
+		return -ESTALE;
+	return display_fd_set_owner(fd, o->uid, o->video_gid, 0660);
 }
 
-/* Completes the copy under way from the frame it started with. */
-static void complete_copy(struct display_class *dc, bool switching) {
-	if (!dc->backend->copying)
-		return;
-	display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, UINT32_MAX);
-	finish_copy(dc, switching);
-}
-
-static int on_copy(sd_event_source *s, void *userdata) {
-	struct display_class *dc = userdata;
-
-	(void)s;
-	if (!dc->backend->copying) {
-		sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
-		return 0;
-	}
-	if (display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, dc->copy_rows) > 0)
-		finish_copy(dc, false);
-	return 0;
-}
-
-/* Gives up the copy under way, when its frame is no longer the one to show. */
-static void abort_copy(struct display_class *dc) {
-	display_output_abort(dc->backend);
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
-}
-
-/*
- * Buffer i holds the persona's frame as it is: shown before and unchanged
- * since, or kept up to date in the spare. Mapped frames change unseen.
- */
-static bool buffer_holds(struct display_class *dc, unsigned int i, struct display_node *dn) {
-	const struct display_buffer *buf;
-
-	if (i == DISPLAY_NO_BUFFER || i == dc->backend->front)
-		return false;
-	buf = &dc->backend->buffers[i];
-	return buf->owner == dn->serial && buf->owner_gen == dn->gen && display_socket_n_mappers(dn->socket) == 0;
-}
-
-/* A buffer that holds the persona's frame already: the spare, or the back buffer. */
-static unsigned int buffer_holding(struct display_class *dc, struct display_node *dn) {
-	if (buffer_holds(dc, dc->backend->spare, dn))
-		return dc->backend->spare;
-	if (buffer_holds(dc, dc->backend->back, dn))
-		return dc->backend->back;
-	return DISPLAY_NO_BUFFER;
-}
-
-/*
- * Starts presenting the active persona's pending rows unless a copy or a
- * flip is under way. An urgent present (a switch) copies in one go, or
- * flips to the back buffer at once when that holds the frame already.
- */
-static void flush(struct display_class *dc) {
-	struct display_node *dn = dc->active;
-	unsigned int held;
+/* The node and the socket take the persona's owner. */
+static void apply_owner(struct display_node *dn) {
+	const struct persona_owner *o = &dn->persona->owner;
 	int r;
 
-	if (!dn) {
-		/* Nothing to show for the persona switched to. */
-		if (dc->urgent) {
-			dc->urgent = false;
-			switch_shown(dc);
-		}
-		return;
-	}
-	if (dc->damage.y0 >= dc->damage.y1 || dc->backend->flip_pending || dc->backend->copying)
-		return;
-	dc->copy_owner = dn->serial;
-	dc->copy_gen = dn->gen;
-	held = dc->urgent ? buffer_holding(dc, dn) : DISPLAY_NO_BUFFER;
-	if (held != DISPLAY_NO_BUFFER && display_output_begin_reuse(dc->backend, held) == 0) {
-		dc->damage = (struct fb_rows){ 0, 0 };
-		dc->urgent = false;
-		finish_copy(dc, true);
-		return;
-	}
-	r = display_output_begin(dc->backend, dc->damage.y0, dc->damage.y1);
+	r = display_socket_set_owner(dn->socket, o->uid, o->video_gid);
 	if (r < 0)
-		return;
-	/* Until the copy completes the back buffer holds nobody's frame whole. */
-	display_output_back(dc->backend)->owner = 0;
-	dc->damage = (struct fb_rows){ 0, 0 };
-	/* A scanned mapped frame is shown from what the scan took. */
-	if (dn->fb->state.blank != FB_BLANK_UNBLANK)
-		dc->copy_src = NULL;
-	else if (dc->scan_valid && display_socket_n_mappers(dn->socket) > 0)
-		dc->copy_src = dc->snap;
-	else
-		dc->copy_src = fb_node_visible(dn->fb);
-	dc->copy_stride = dn->fb->state.fix.line_length;
-	if (dc->urgent) {
-		dc->urgent = false;
-		complete_copy(dc, true);
-		return;
-	}
-	dc->copy_rows = MAX(1u, COPY_STEP_BYTES / MAX(1u, dc->copy_stride));
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_ON);
-}
-
-static bool tick_wanted(struct display_class *dc) {
-	struct display_node *dn;
-
-	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0)
-		return true;
-	if (dc->damage.y0 < dc->damage.y1)
-		return true;
-	LIST_FOREACH(dn, &dc->nodes, link)
-		if (dn->cuse && cuse_fb_vsync_waiters(dn->cuse) > 0)
-			return true;
-	return false;
-}
-
-static void update_tick(struct display_class *dc) {
-	int enabled = SD_EVENT_OFF;
-
-	sd_event_source_get_enabled(dc->tick, &enabled);
-	if (enabled != SD_EVENT_OFF || !tick_wanted(dc))
-		return;
-	sd_event_source_set_time_relative(dc->tick, dc->refresh_usec);
-	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
-}
-
-/* The tick after the one due at usec: one period later, whatever the tick's own work took. */
-static void next_tick(struct display_class *dc, uint64_t usec) {
-	uint64_t now = 0, next = usec + dc->refresh_usec;
-
-	if (!tick_wanted(dc))
-		return;
-	sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now);
-	/* Behind by a period or more: the next period boundary after now. */
-	if (next <= now)
-		next += (now - next) / dc->refresh_usec * dc->refresh_usec + dc->refresh_usec;
-	sd_event_source_set_time(dc->tick, next);
-	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
-}
-
-/* Once a refresh: written and mapped changes of the active persona go to the screen, vsync waiters wake up. */
-static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
-	struct display_class *dc = userdata;
-	struct display_node *dn;
-
-	(void)s;
-	dc->scanned = false;
-	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0) {
-		/* While a program pans, each refresh presents its whole frame, as each pan does. */
-		if (dc->presented_whole) {
-			dc->presented_whole = false;
-			dc->scan_valid = false;
-			damage_all(dc);
-		} else
-			scan_mapped(dc);
-	}
-	flush(dc);
-	LIST_FOREACH(dn, &dc->nodes, link)
-		/* The active persona's waiters wake when the present under way completes. */
-		if (dn->cuse && !(dn == dc->active && (dc->backend->flip_pending || dc->backend->copying)))
-			cuse_fb_vsync(dn->cuse);
-	next_tick(dc, usec);
-	return 0;
-}
-
-static void on_flip_done(void *userdata) {
-	struct display_class *dc = userdata;
-
-	if (dc->shown_on_flip)
-		switch_shown(dc);
-	if (dc->active && dc->active->cuse)
-		cuse_fb_vsync(dc->active->cuse);
-	flush(dc);
-}
-
-static int on_backend(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-	struct display_class *dc = userdata;
-	int r;
-
-	(void)s;
-	(void)fd;
-	(void)revents;
-	r = display_output_dispatch(dc->backend);
+		log_warning_errno(r, "%s: cannot give the socket to %u:%u: %m", dn->socket_path, (unsigned int)o->uid,
+				  (unsigned int)o->video_gid);
+	/* A node not there yet gets its owner when it appears. */
+	r = dn->ready ? node_set_owner(dn) : 0;
 	if (r < 0)
-		log_warning_errno(r, "%s: %m", dc->device);
-	return 0;
-}
-
-void display_node_mappers_changed(struct display_node *dn) {
-	struct display_class *dc = dn->class;
-
-	dn->gen++;
-	if (dn == dc->active) {
-		dc->scan_valid = false;
-		damage_all(dc);
-		flush(dc);
-	}
-	update_tick(dc);
+		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", dn->path, (unsigned int)o->uid,
+				  (unsigned int)o->video_gid);
 }
 
 static void node_ready(void *userdata) {
@@ -333,6 +60,7 @@ static void node_ready(void *userdata) {
 		return;
 	dn->ready = true;
 	log_debug("%s: ready", dn->path);
+	apply_owner(dn);
 	manager_node_ready(dn->class->base.manager);
 }
 
@@ -342,28 +70,11 @@ static int node_may_open(void *userdata, pid_t pid) {
 	return manager_check_access(dn->class->base.manager, dn->persona, pid);
 }
 
-/*
- * A background persona wrote rows: when the spare keeps its frame, they go
- * there too, so that switching to it stays a flip. Returns whether the
- * spare holds the frame as written.
- */
-static bool stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows) {
-	struct fb_rows visible;
-
-	if (!buffer_holds(dc, dc->backend->spare, dn))
-		return false;
-	/* A blanked persona shows black whatever it writes. */
-	if (dn->fb->state.blank != FB_BLANK_UNBLANK || !fb_node_visible_rows(dn->fb, rows, &visible))
-		return true;
-	return display_output_stage(dc->backend, fb_node_visible(dn->fb), dn->fb->state.fix.line_length, visible.y0,
-				    visible.y1) == 0;
-}
-
 static void node_written(void *userdata, const struct fb_rows *rows) {
 	struct display_node *dn = userdata;
 	struct display_class *dc = dn->class;
 	struct fb_rows visible;
-	bool staged = dn != dc->active && stage_written(dc, dn, rows);
+	bool staged = dn != dc->active && display_stage_written(dc, dn, rows);
 
 	dn->gen++;
 	if (staged)
@@ -373,8 +84,8 @@ static void node_written(void *userdata, const struct fb_rows *rows) {
 	/* What the last scan took lacks these rows: the next one takes the whole frame. */
 	dc->scan_valid = false;
 	/* Writes come in 128 KiB pieces: they are shown together, at the latest one refresh later. */
-	add_damage(dn->class, visible.y0, visible.y1);
-	update_tick(dn->class);
+	display_add_damage(dn->class, visible.y0, visible.y1);
+	display_update_tick(dn->class);
 }
 
 static void node_effect(void *userdata, enum fb_effect effect) {
@@ -385,7 +96,7 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 	if (effect != FB_EFFECT_VSYNC)
 		dn->gen++;
 	if (dn != dc->active) {
-		update_tick(dc);
+		display_update_tick(dc);
 		return;
 	}
 	/*
@@ -394,20 +105,20 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 	 * first. This runs before the answer.
 	 */
 	if (effect == FB_EFFECT_VIEW && dc->backend->copying && dc->copy_src != fb_node_visible(dn->fb))
-		complete_copy(dc, false);
+		display_complete_copy(dc, false);
 	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK) {
 		dc->presented_whole = mapped;
 		dc->scan_valid = false;
-		damage_all(dc);
-		flush(dc);
+		display_damage_all(dc);
+		display_flush(dc);
 	} else if (effect == FB_EFFECT_VSYNC && mapped) {
 		/* At most one scan a refresh, however many wait. */
 		if (!dc->scanned)
-			scan_mapped(dc);
-		flush(dc);
+			display_scan_mapped(dc);
+		display_flush(dc);
 	}
 	if (effect == FB_EFFECT_VSYNC)
-		update_tick(dc);
+		display_update_tick(dc);
 }
 
 static const struct cuse_fb_hooks node_hooks = {
@@ -421,13 +132,12 @@ static void display_node_free(struct display_node *dn) {
 	if (!dn)
 		return;
 	if (dn->class->active == dn) {
-		abort_copy(dn->class);
+		display_abort_copy(dn->class);
 		dn->class->active = NULL;
 	}
 	LIST_REMOVE(dn, link);
 	display_socket_free(dn->socket);
-	if (dn->class->routed && dn->cuse)
-		cuse_fb_detach(dn->class->routed, dn->cuse);
+	/* Files routed to the node answer ENODEV from now on. */
 	cuse_fb_free(dn->cuse);
 	fb_node_free(dn->fb);
 	free(dn);
@@ -471,6 +181,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		goto fail;
 	}
 	manager_node_numbers(m, dn->path + strlen("/dev/"), &major, &minor);
+	dn->rdev = major ? makedev(major, minor) : 0;
 	r = cuse_fb_new(&dn->cuse, m->event, dn->path + strlen("/dev/"), major, minor, dn->fb, dn->socket_path,
 			&node_hooks, dn);
 	if (r < 0) {
@@ -480,8 +191,8 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 	manager_node_added(m);
 	if (p == m->active) {
 		dc->active = dn;
-		damage_all(dc);
-		flush(dc);
+		display_damage_all(dc);
+		display_flush(dc);
 	}
 	return 0;
 fail:
@@ -500,7 +211,7 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 	struct display_class *dc = to_display(base);
 
 	(void)from;
-	abort_copy(dc);
+	display_abort_copy(dc);
 	/* A flip under way shows an older frame: this switch is shown by the flip after it. */
 	dc->shown_on_flip = false;
 	if (!dc->holding) {
@@ -512,9 +223,9 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 	dc->presented_whole = false;
 	/* The new persona's whole frame, copied in one go and shown in one flip: now, or when the pending one completes. */
 	dc->urgent = true;
-	damage_all(dc);
-	flush(dc);
-	update_tick(dc);
+	display_damage_all(dc);
+	display_flush(dc);
+	display_update_tick(dc);
 }
 
 static void display_foreach_node(struct device_class *base, struct persona *p, node_desc_fn fn, void *userdata) {
@@ -535,7 +246,7 @@ static void display_class_free(struct device_class *base) {
 	struct display_class *dc = to_display(base);
 	struct display_node *dn;
 
-	switch_shown(dc);
+	display_switch_shown(dc);
 	dc->routed = cuse_fb_free(dc->routed);
 	while ((dn = LIST_FIRST(&dc->nodes)))
 		display_node_free(dn);
@@ -595,10 +306,48 @@ static int add_routed(struct display_class *dc) {
 	return 0;
 }
 
-static void display_rebind(struct device_class *dc, struct persona *p, bool revoke) {
-	(void)dc;
-	(void)p;
-	(void)revoke;
+/*
+ * dn's persona left its container: every file, ticket and mapping of the
+ * old one stops working, and the persona starts over on fresh memory, so
+ * what old mappings draw is neither shown nor seen by the new container.
+ */
+static void revoke_node(struct display_class *dc, struct display_node *dn) {
+	int r;
+
+	cuse_fb_revoke(dn->cuse);
+	display_socket_revoke(dn->socket);
+	/* A copy under way reads memory about to go. */
+	if (dc->backend->copying && dc->copy_owner == dn->serial)
+		display_abort_copy(dc);
+	r = fb_node_renew(dn->fb);
+	if (r < 0) {
+		log_error_errno(r, "%s: no fresh memory for the persona, the old container's mappings still reach it: %m",
+				dn->path);
+		memset(dn->fb->mem, 0, dn->fb->size);
+		fb_state_init(&dn->fb->state, &dn->fb->mode, "devns");
+	}
+	/* No buffer holds this persona's frame any more, the spare included. */
+	dn->serial = ++dc->next_serial;
+	dn->gen++;
+	if (dn == dc->active) {
+		dc->scan_valid = false;
+		dc->presented_whole = false;
+		display_damage_all(dc);
+		display_flush(dc);
+	}
+	display_update_tick(dc);
+	log_info("%s: revoked what was opened and mapped before; the persona has fresh memory", dn->path);
+}
+
+static void display_rebind(struct device_class *base, struct persona *p, bool revoke) {
+	struct display_class *dc = to_display(base);
+	struct display_node *dn = node_of(dc, p);
+
+	if (!dn)
+		return;
+	if (revoke)
+		revoke_node(dc, dn);
+	apply_owner(dn);
 }
 
 static const struct device_class_ops display_class_ops = {
@@ -658,7 +407,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 	dc->base.manager = m;
 	dc->backend = b;
 	LIST_INIT(&dc->nodes);
-	b->flip_done = on_flip_done;
+	b->flip_done = display_on_flip_done;
 	b->userdata = dc;
 	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
 	dc->device = strdup(device);
@@ -667,21 +416,21 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 		return log_error_errno(ENOMEM, "out of memory");
 	}
 	if (b->fd >= 0 && b->ops->dispatch) {
-		r = sd_event_add_io(m->event, &dc->backend_source, b->fd, EPOLLIN, on_backend, dc);
+		r = sd_event_add_io(m->event, &dc->backend_source, b->fd, EPOLLIN, display_on_backend, dc);
 		if (r < 0) {
 			display_class_free(&dc->base);
 			return log_error_errno(r, "%s: cannot watch the display: %m", device);
 		}
 	}
 	/* Accuracy 1 µs: sd-event's default (0) lets a timer slip by up to 250 ms. */
-	r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 1, on_tick, dc);
+	r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 1, display_on_tick, dc);
 	if (r < 0) {
 		display_class_free(&dc->base);
 		return log_error_errno(r, "cannot set up the refresh timer: %m");
 	}
 	sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
 	/* Copy steps yield to requests: the lowest priority. */
-	r = sd_event_add_defer(m->event, &dc->copy, on_copy, dc);
+	r = sd_event_add_defer(m->event, &dc->copy, display_on_copy, dc);
 	if (r < 0) {
 		display_class_free(&dc->base);
 		return log_error_errno(r, "cannot set up presenting: %m");

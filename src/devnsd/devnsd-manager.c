@@ -7,6 +7,7 @@
 #include "devnsd-devnum.h"
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
+#include "devnsd-populate.h"
 #include "log.h"
 
 static void persona_free(struct persona *p) {
@@ -31,8 +32,11 @@ static int persona_new(struct manager *m, const char *name, const struct conf_pe
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->input_group = (struct conf_group){ .name = "input", .gid = -1 };
 	p->video_group = (struct conf_group){ .name = "video", .gid = -1 };
+	p->request_users = (struct conf_uids){ .ranges = { { 0, 0 } }, .n = 1 };
+	p->request_limit = RATELIMIT_INIT(REQUEST_ACTIVE_INTERVAL_USEC, REQUEST_ACTIVE_BURST);
 	if (cp) {
 		p->allow_request_active = cp->allow_request_active;
+		p->request_users = cp->request_users;
 		p->input_group = cp->input_group;
 		p->video_group = cp->video_group;
 		for (size_t i = 0; i < cp->n_maps; i++) {
@@ -79,8 +83,10 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	m->event = sd_event_ref(event);
 	m->conf = conf;
 	m->self_ns = PIDNS_NULL;
+	m->self_userns = PIDNS_NULL;
 	LIST_INIT(&m->personas);
 	LIST_INIT(&m->classes);
+	LIST_INIT(&m->populates);
 	r = pidns_of_pid(getpid(), &m->self_ns);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open devnsd's own pid namespace: %m");
@@ -136,6 +142,7 @@ struct manager *manager_free(struct manager *m) {
 
 	if (!m)
 		return NULL;
+	populate_stop_all(m);
 	while ((dc = LIST_FIRST(&m->classes))) {
 		LIST_REMOVE(dc, link);
 		dc->ops->free(dc);
@@ -145,6 +152,7 @@ struct manager *manager_free(struct manager *m) {
 		persona_free(p);
 	sd_bus_flush_close_unref(m->bus);
 	pidns_close(&m->self_ns);
+	pidns_close(&m->self_userns);
 	devnum_free(m->devnum);
 	sd_event_unref(m->event);
 	free(m);
@@ -245,6 +253,7 @@ int manager_remove_persona(struct manager *m, struct persona *p) {
 
 	if (p == m->active)
 		return -EBUSY;
+	populate_cancel(p);
 	LIST_FOREACH(dc, &m->classes, link)
 		dc->ops->remove_persona(dc, p);
 	log_info("removed persona %s", p->name);

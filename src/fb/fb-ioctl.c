@@ -131,6 +131,18 @@ static void socket_path(struct fb_ioctl_step *s, const struct fb_ioctl_file *f) 
 	done(s, 0, &sock, sizeof(sock));
 }
 
+static void ticket(struct fb_ioctl_step *s, const struct fb_ioctl_file *f) {
+	struct devns_fb_ticket t;
+	int r;
+
+	if (!f->ticket)
+		return done(s, -ENOTTY, NULL, 0);
+	r = f->ticket(f->userdata, &t);
+	if (r < 0)
+		return done(s, r, NULL, 0);
+	done(s, 0, &t, sizeof(t));
+}
+
 /* Bytes changed through the memfd, as a write() at their position would have. */
 static void wrote(struct fb_ioctl_step *s, const struct fb_state *st, const struct fb_ioctl_file *file,
 		  const void *in) {
@@ -211,6 +223,9 @@ void fb_ioctl(struct fb_state *st, const struct fb_ioctl_file *file, unsigned in
 		*file->pos = pos;
 		return done(s, 0, NULL, 0);
 	case DEVNS_FBIO_TELL:
+		/* The caller's memory, when it names it, must be the framebuffer's. */
+		if (arg && (uintptr_t)arg != file->serial)
+			return done(s, -ESTALE, NULL, 0);
 		return done(s, *file->pos > INT_MAX ? -EOVERFLOW : (int)*file->pos, NULL, 0);
 	case DEVNS_FBIO_SEEK:
 		*file->pos = (uintptr_t)arg;
@@ -222,6 +237,11 @@ void fb_ioctl(struct fb_state *st, const struct fb_ioctl_file *file, unsigned in
 	case DEVNS_FBIOGET_SOCKET:
 		if (!need(s, arg, 0, sizeof(struct devns_fb_socket), in_size, out_size))
 			socket_path(s, file);
+		return;
+	case DEVNS_FBIOGET_TICKET:
+		/* Issued only once the caller's memory is there to take it. */
+		if (!need(s, arg, 0, sizeof(struct devns_fb_ticket), in_size, out_size))
+			ticket(s, file);
 		return;
 	default:
 		return done(s, -ENOTTY, NULL, 0);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "fb-node.h"
 #include "fb-stream.h"
@@ -21,9 +22,37 @@ static int memfd_sized(const char *name, size_t size, unsigned int flags, int *r
 	return 0;
 }
 
+/* Memory of size bytes for name, mapped, and sealed against resizing. */
+static int memory_new(const char *label, size_t size, int *ret_fd, uint8_t **ret_mem) {
+	_cleanup_(closep) int fd = -1;
+	void *mem;
+	int r;
+
+	r = memfd_sized(label, size, MFD_ALLOW_SEALING, &fd);
+	if (r < 0)
+		return r;
+	/* Programs that map it must not be able to pull pages from under the daemon. */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		return -errno;
+	/* A read-only fd of it must not be reopened for writing through /proc by anyone but root. */
+	if (fchmod(fd, 0600) < 0)
+		return -errno;
+	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	*ret_fd = take_fd(&fd);
+	*ret_mem = mem;
+	return 0;
+}
+
+static uint64_t next_serial(void) {
+	static uint64_t serial;
+
+	return ++serial;
+}
+
 int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *name) {
 	_cleanup_(fb_node_freep) struct fb_node *n = NULL;
-	char label[64];
 	int r;
 
 	n = calloc(1, sizeof(*n));
@@ -31,21 +60,48 @@ int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *na
 		return -ENOMEM;
 	n->memfd = -1;
 	n->mem = MAP_FAILED;
+	n->mode = *mode;
 	r = fb_state_init(&n->state, mode, "devns");
 	if (r < 0)
 		return r;
 	n->size = fb_state_mem_size(&n->state);
-	snprintf(label, sizeof(label), "devns-fb-%s", name);
-	r = memfd_sized(label, n->size, MFD_ALLOW_SEALING, &n->memfd);
+	snprintf(n->label, sizeof(n->label), "devns-fb-%s", name);
+	r = memory_new(n->label, n->size, &n->memfd, &n->mem);
 	if (r < 0)
 		return r;
-	/* Programs that map it must not be able to pull pages from under the daemon. */
-	if (fcntl(n->memfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
-		return -errno;
-	n->mem = mmap(NULL, n->size, PROT_READ | PROT_WRITE, MAP_SHARED, n->memfd, 0);
-	if (n->mem == MAP_FAILED)
-		return -errno;
+	n->serial = next_serial();
 	*ret = TAKE_PTR(n);
+	return 0;
+}
+
+int fb_node_renew(struct fb_node *n) {
+	uint8_t *mem;
+	int fd, r;
+
+	r = memory_new(n->label, n->size, &fd, &mem);
+	if (r < 0)
+		return r;
+	munmap(n->mem, n->size);
+	close(n->memfd);
+	n->memfd = fd;
+	n->mem = mem;
+	n->serial = next_serial();
+	/* The mode was accepted once; it cannot fail now. */
+	fb_state_init(&n->state, &n->mode, "devns");
+	return 0;
+}
+
+int fb_node_reopen(const struct fb_node *n, int access_mode, int *ret_fd) {
+	char path[64];
+	int fd;
+
+	if (access_mode != O_RDONLY && access_mode != O_WRONLY)
+		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", n->memfd);
+	fd = open(path, access_mode | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
 	return 0;
 }
 

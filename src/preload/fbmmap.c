@@ -2,18 +2,22 @@
 /*
  * libdevns-fbmmap.so: LD_PRELOAD it into a program that mmaps a devns
  * framebuffer (/dev/devns/PERSONA/fb0, or that node bound to /dev/fb0).
- * CUSE devices cannot be mapped; for such an fd this library asks devnsd
- * for the persona's framebuffer memory over the socket the node names
- * (DEVNS_FBIOGET_SOCKET), receives it as a memfd and maps that instead.
- * Each mapping keeps its connection open until munmap(), so devnsd knows
- * the frame may change behind its back and refreshes the screen from it.
- * Every other mmap() goes straight to libc.
+ * CUSE devices cannot be mapped; for such an fd this library asks the
+ * node for a ticket (DEVNS_FBIOGET_TICKET), redeems it for the persona's
+ * framebuffer memory over the socket the node names (DEVNS_FBIOGET_SOCKET),
+ * receives it as a memfd, open for what the fd is open for, and maps that
+ * instead. Each mapping keeps its connection open until munmap(), so
+ * devnsd knows the frame may change behind its back and refreshes the
+ * screen from it. Every other mmap() goes straight to libc.
  *
  * A write() of more than one CUSE request (DEVNS_FB_FAST_WRITE_MIN bytes)
  * to such an fd stores the data into the memfd with pwrite() and tells
  * devnsd what changed (DEVNS_FBIO_TELL, DEVNS_FBIO_WROTE): three round trips
- * instead of one per 128 KiB. Same bounds and errors as the node's own
- * write(); whatever goes wrong before the data is stored falls back to it.
+ * instead of one per 128 KiB. DEVNS_FBIO_TELL names the memory the library
+ * holds, so memory that is no longer the node's (the persona got fresh
+ * memory, or a routed node leads elsewhere) is fetched again before
+ * anything is stored. Same bounds and errors as the node's own write();
+ * whatever goes wrong before the data is stored falls back to it.
  *
  * CUSE nodes cannot seek either: lseek() of such an fd moves devnsd's
  * stream position of the open file instead (DEVNS_FBIO_SEEK).
@@ -87,6 +91,7 @@ static struct writer {
 	dev_t memfd_dev;
 	ino_t memfd_ino;
 	uint64_t size;
+	uint64_t serial;
 } writers[MAX_WRITERS];
 static unsigned int n_writers, next_writer;
 static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -138,23 +143,27 @@ static int receive_memfd(int sock, struct devns_fb_grant *grant) {
 }
 
 /*
- * Connects to the node's socket and says what the memfd is for: the
- * connection, and the memfd in *ret_memfd. -1 with errno on failure.
+ * Takes a ticket of the node fd is open on, connects to the node's socket
+ * and redeems it, saying what the memfd is for: the connection, and the
+ * memfd in *ret_memfd. -1 with errno on failure.
  */
 static int fetch(int fd, char intent, int *ret_memfd, struct devns_fb_grant *grant) {
+	struct devns_fb_request req = { .magic = DEVNS_FB_REQUEST_MAGIC, .intent = (__u8)intent };
 	struct devns_fb_socket path;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int sock, saved;
 
 	memset(&path, 0, sizeof(path));
-	if (ioctl(fd, DEVNS_FBIOGET_SOCKET, &path) < 0)
+	if (ioctl(fd, DEVNS_FBIOGET_SOCKET, &path) < 0 || ioctl(fd, DEVNS_FBIOGET_TICKET, &req.ticket) < 0)
 		return -1;
 	path.path[sizeof(path.path) - 1] = '\0';
 	memcpy(sa.sun_path, path.path, sizeof(sa.sun_path) - 1);
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -1;
-	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 || send(sock, &intent, 1, MSG_NOSIGNAL) != 1)
+	/* The request goes in one piece: devnsd takes one read as the whole of it. */
+	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    send(sock, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
 		goto fail;
 	*ret_memfd = receive_memfd(sock, grant);
 	if (*ret_memfd < 0)
@@ -253,8 +262,11 @@ static bool writer_memfd_is(const struct writer *w, int fd, struct stat *ret) {
 	return true;
 }
 
-/* The writer entry for the node fd is open on, set up on first use; NULL: not a devns framebuffer. */
-static struct writer *writer_of(int fd, const struct stat *st) {
+/*
+ * The writer entry for the node fd is open on, set up on first use, or
+ * fetched again with refetch; NULL: not a devns framebuffer.
+ */
+static struct writer *writer_of(int fd, const struct stat *st, bool refetch) {
 	struct devns_fb_grant grant;
 	struct writer *w = NULL;
 	struct stat mst;
@@ -263,10 +275,14 @@ static struct writer *writer_of(int fd, const struct stat *st) {
 	for (unsigned int i = 0; i < n_writers && !w; i++)
 		if (writers[i].rdev == st->st_rdev && writers[i].ino == st->st_ino)
 			w = &writers[i];
-	if (w && w->memfd < 0)
+	if (w && w->memfd < 0 && !refetch)
 		return NULL;
-	if (w && writer_memfd_is(w, w->memfd, NULL))
-		return w;
+	if (w && writer_memfd_is(w, w->memfd, NULL)) {
+		if (!refetch)
+			return w;
+		close(w->memfd);
+		w->memfd = -1;
+	}
 	/* New, or its memfd was closed behind the library's back: fetch it (again). */
 	if (maybe_devns_fb(fd) && (sock = fetch(fd, DEVNS_FB_INTENT_WRITE, &memfd, &grant)) >= 0) {
 		close(sock);
@@ -290,7 +306,22 @@ static struct writer *writer_of(int fd, const struct stat *st) {
 	w->memfd_dev = mst.st_dev;
 	w->memfd_ino = mst.st_ino;
 	w->size = grant.size;
+	w->serial = grant.serial;
 	return w;
+}
+
+/* The stream position, once the writer's memory is the node's (fetched again if it was not); -1 with errno. */
+static int writer_tell(int fd, const struct stat *st, struct writer **w) {
+	int pos;
+
+	*w = writer_of(fd, st, false);
+	if (!*w)
+		return -1;
+	pos = ioctl(fd, DEVNS_FBIO_TELL, (unsigned long)(*w)->serial);
+	if (pos >= 0 || errno != ESTALE)
+		return pos;
+	*w = writer_of(fd, st, true);
+	return *w ? ioctl(fd, DEVNS_FBIO_TELL, (unsigned long)(*w)->serial) : -1;
 }
 
 /* 1 with *ret set when the write was done here, 0 to leave it to the node. */
@@ -311,8 +342,7 @@ static int fast_write(int fd, const void *buf, size_t count, ssize_t *ret) {
 	/* A write from a signal handler, or from another thread meanwhile, takes the plain path. */
 	if (pthread_mutex_trylock(&writers_lock) != 0)
 		return 0;
-	w = writer_of(fd, &st);
-	pos = w ? ioctl(fd, DEVNS_FBIO_TELL) : -1;
+	pos = writer_tell(fd, &st, &w);
 	if (pos >= 0) {
 		len = fb_stream_clamp(w->size, (uint64_t)pos, count, true);
 		done = 1;

@@ -74,6 +74,13 @@ class Config(unittest.TestCase):
     def test_long_line(self):
         self.bad("[Persona a]\n# " + "x" * 400 + "\n", 2, "too long")
 
+    def test_request_active_users(self):
+        p, _ = run("[Persona a]\nAllowRequestActive=yes\nRequestActiveUsers=0 1001 10000-19999\n", "--test")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.bad("[Persona a]\nRequestActiveUsers=root\n", 2, "RequestActiveUsers=root", "uid")
+        self.bad("[Persona a]\n\nRequestActiveUsers=0 9-1\n", 3, "RequestActiveUsers=9-1", "FIRST-LAST")
+        self.bad("[Persona a]\nRequestActiveUsers=" + " ".join(map(str, range(17))) + "\n", 2, "at most 16")
+
     def test_unreadable(self):
         p = subprocess.run([DEVNSD, "--config", "/nonexistent/devnsd.conf"], capture_output=True, text=True)
         self.assertEqual(p.returncode, 2)

@@ -511,6 +511,57 @@ static void test_device_map_trailing_dotdot(void **state) {
 	EXPECT_ERROR("[Persona a]\nDeviceMap=fb0:/dev/graphics/..\n", 2, "DeviceMap");
 }
 
+/* RequestActiveUsers=: container uids and ranges; the container's root alone by default. */
+static void test_request_active_users(void **state) {
+	const struct conf_uids *u;
+	struct conf *c;
+
+	(void)state;
+	c = load_ok("[Persona a]\n"
+		    "[Persona b]\n"
+		    "RequestActiveUsers=1001 10000-19999  # radio and the apps\n"
+		    "RequestActiveUsers=0\n"
+		    "[Persona c]\n"
+		    "RequestActiveUsers=0\n"
+		    "RequestActiveUsers=\n"
+		    "[Persona d]\n"
+		    "RequestActiveUsers=4294967294 7-7\n");
+	u = &c->personas[0].request_users;
+	assert_int_equal(u->n, 1);
+	assert_true(conf_uids_contain(u, 0));
+	assert_false(conf_uids_contain(u, 1));
+	assert_false(c->personas[0].request_users_set);
+
+	/* The first line replaces the default, the next ones add to it. */
+	u = &c->personas[1].request_users;
+	assert_int_equal(u->n, 3);
+	assert_true(conf_uids_contain(u, 1001));
+	assert_true(conf_uids_contain(u, 10000));
+	assert_true(conf_uids_contain(u, 19999));
+	assert_false(conf_uids_contain(u, 20000));
+	assert_false(conf_uids_contain(u, 9999));
+	assert_true(conf_uids_contain(u, 0));
+	assert_false(conf_uids_contain(u, 1000));
+
+	/* Empty: no one. */
+	assert_int_equal(c->personas[2].request_users.n, 0);
+	assert_false(conf_uids_contain(&c->personas[2].request_users, 0));
+
+	u = &c->personas[3].request_users;
+	assert_true(conf_uids_contain(u, 4294967294u));
+	assert_true(conf_uids_contain(u, 7));
+	assert_false(conf_uids_contain(u, 0));
+	conf_free(c);
+
+	EXPECT_ERROR("[Persona a]\nRequestActiveUsers=root\n", 2, "RequestActiveUsers=root", "uid");
+	EXPECT_ERROR("[Persona a]\nRequestActiveUsers=-1\n", 2, "RequestActiveUsers=-1");
+	EXPECT_ERROR("[Persona a]\nRequestActiveUsers=4294967295\n", 2, "4294967295");
+	EXPECT_ERROR("[Persona a]\nRequestActiveUsers=20-10\n", 2, "20-10");
+	EXPECT_ERROR("[Persona a]\nRequestActiveUsers=1-\n", 2, "1-");
+	EXPECT_ERROR("[Persona a]\nRequestActiveUsers=1+2\n", 2, "1+2");
+	EXPECT_ERROR("[Persona a]\nRequestActiveUsers=0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16\n", 2, "at most 16");
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_minimal_example),
@@ -539,6 +590,7 @@ int main(void) {
 		cmocka_unit_test(test_display_section),
 		cmocka_unit_test(test_persona_bindings),
 		cmocka_unit_test(test_device_map_trailing_dotdot),
+		cmocka_unit_test(test_request_active_users),
 	};
 
 	return cmocka_run_group_tests_name("configuration", tests, NULL, NULL);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* fbdev semantics without a transport: screen info, pan, colormap, stream bounds, ioctl steps. */
+/* fbdev semantics without a transport: screen info, pan, colormap, stream bounds, ioctl steps, tickets, fresh memory. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,12 +7,16 @@
 
 #include <cmocka.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "devns-fb.h"
 #include "fb-ioctl.h"
 #include "fb-node.h"
 #include "fb-stream.h"
+#include "fb-ticket.h"
 #include "util.h"
 
 #define W 64
@@ -284,10 +288,155 @@ static void test_memfd_writer_ioctls(void **state) {
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
 	assert_int_equal(step.result, -EINVAL);
 	assert_int_equal(pos, line * 5 + 8);
+	/* Told with the serial of the memory the caller holds: only the node's memory now will do. */
+	file.serial = n->serial;
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, (void *)(uintptr_t)n->serial, NULL, 0, 0, &step);
+	assert_int_equal(step.result, line * 5 + 8);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, (void *)(uintptr_t)(n->serial + 1), NULL, 0, 0, &step);
+	assert_int_equal(step.result, -ESTALE);
 	/* A position the result cannot carry. */
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_SEEK, (void *)(uintptr_t)0x80000000u, NULL, 0, 0, &step);
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, NULL, NULL, 0, 0, &step);
 	assert_int_equal(step.result, -EOVERFLOW);
+}
+
+static int issued;
+
+static int fake_ticket(void *userdata, struct devns_fb_ticket *ret) {
+	memset(ret->token, *(int *)userdata, sizeof(ret->token));
+	issued++;
+	return 0;
+}
+
+/* DEVNS_FBIOGET_TICKET issues a ticket only once the caller's memory is there to take it. */
+static void test_ticket_ioctl(void **state) {
+	struct fb_node *n = *state;
+	static struct fb_ioctl_step step;
+	struct devns_fb_ticket t, want;
+	uint64_t pos = 0;
+	int fill = 0x5a;
+	struct fb_ioctl_file file = { .pos = &pos, .ticket = fake_ticket, .userdata = &fill };
+
+	issued = 0;
+	fb_ioctl(&n->state, &file, DEVNS_FBIOGET_TICKET, &t, NULL, 0, 0, &step);
+	assert_true(step.retry);
+	assert_int_equal(step.n_out, 1);
+	assert_int_equal(step.out_iov[0].iov_len, sizeof(t));
+	assert_int_equal(issued, 0);
+	fb_ioctl(&n->state, &file, DEVNS_FBIOGET_TICKET, &t, NULL, 0, sizeof(t), &step);
+	assert_int_equal(step.result, 0);
+	assert_int_equal(issued, 1);
+	memset(want.token, 0x5a, sizeof(want.token));
+	assert_int_equal(step.out_size, sizeof(t));
+	assert_memory_equal(step.out, &want, sizeof(want));
+	/* A node without a socket has no tickets. */
+	file.ticket = NULL;
+	fb_ioctl(&n->state, &file, DEVNS_FBIOGET_TICKET, &t, NULL, 0, sizeof(t), &step);
+	assert_int_equal(step.result, -ENOTTY);
+}
+
+#define NOW 1000000000u
+
+static void test_tickets(void **state) {
+	static struct fb_tickets t;
+	struct devns_fb_ticket a, b, forged, first;
+	const void *file = NULL;
+	int fa, fb;
+
+	(void)state;
+	fb_tickets_clear(&t);
+	assert_int_equal(fb_tickets_issue(&t, &fa, NOW, &a), 0);
+	assert_int_equal(fb_tickets_issue(&t, &fb, NOW, &b), 0);
+	assert_memory_not_equal(&a, &b, sizeof(a));
+	/* One use each, for the file it was issued to. */
+	assert_int_equal(fb_tickets_redeem(&t, &b, NOW + 1, &file), 0);
+	assert_ptr_equal(file, &fb);
+	assert_int_equal(fb_tickets_redeem(&t, &b, NOW + 1, &file), -ENOENT);
+	/* A guess is nothing; an all-zero one neither, though free slots are zero. */
+	forged = a;
+	forged.token[15] ^= 1;
+	assert_int_equal(fb_tickets_redeem(&t, &forged, NOW + 1, &file), -ENOENT);
+	memset(&forged, 0, sizeof(forged));
+	assert_int_equal(fb_tickets_redeem(&t, &forged, NOW + 1, &file), -ENOENT);
+	/* Expired at its lifetime, and gone once tried. */
+	assert_int_equal(fb_tickets_redeem(&t, &a, NOW + FB_TICKET_LIFETIME_USEC, &file), -ENOENT);
+	assert_int_equal(fb_tickets_redeem(&t, &a, NOW + 1, &file), -ENOENT);
+	/* A file closed or revoked takes its tickets with it. */
+	assert_int_equal(fb_tickets_issue(&t, &fa, NOW, &a), 0);
+	fb_tickets_drop_file(&t, &fa);
+	assert_int_equal(fb_tickets_redeem(&t, &a, NOW + 1, &file), -ENOENT);
+	/* A file has FB_TICKETS_PER_FILE at most: a new one replaces its oldest. */
+	assert_int_equal(fb_tickets_issue(&t, &fa, NOW, &first), 0);
+	for (unsigned int i = 1; i <= FB_TICKETS_PER_FILE; i++)
+		assert_int_equal(fb_tickets_issue(&t, &fa, NOW + i, &a), 0);
+	assert_int_equal(fb_tickets_redeem(&t, &first, NOW + 10, &file), -ENOENT);
+	assert_int_equal(fb_tickets_redeem(&t, &a, NOW + 10, &file), 0);
+	assert_ptr_equal(file, &fa);
+	fb_tickets_clear(&t);
+	assert_int_equal(fb_tickets_issue(&t, &fa, NOW, &a), 0);
+	fb_tickets_clear(&t);
+	assert_int_equal(fb_tickets_redeem(&t, &a, NOW + 1, &file), -ENOENT);
+}
+
+/* Every open file of a node at its full count fits; beyond, only expired tickets make room. */
+static void test_tickets_full(void **state) {
+	static struct fb_tickets t;
+	static char files[FB_TICKETS_MAX / FB_TICKETS_PER_FILE + 1];
+	struct devns_fb_ticket tk;
+
+	(void)state;
+	fb_tickets_clear(&t);
+	for (size_t f = 0; f + 1 < sizeof(files); f++)
+		for (unsigned int i = 0; i < FB_TICKETS_PER_FILE; i++)
+			assert_int_equal(fb_tickets_issue(&t, &files[f], NOW, &tk), 0);
+	assert_int_equal(fb_tickets_issue(&t, &files[sizeof(files) - 1], NOW, &tk), -EBUSY);
+	assert_int_equal(fb_tickets_issue(&t, &files[sizeof(files) - 1], NOW + FB_TICKET_LIFETIME_USEC, &tk), 0);
+}
+
+/* Fresh memory: black, the first state, a new serial; copies handed out keep their access. */
+static void test_renew_and_reopen(void **state) {
+	struct fb_node *n = *state;
+	struct fb_var_screeninfo v = n->state.var;
+	uint64_t serial = n->serial;
+	struct stat st;
+	int fd, old = dup(n->memfd);
+	void *p;
+
+	assert_true(old >= 0);
+	memset(n->mem, 0xab, n->size);
+	v.yres_virtual = 2 * H;
+	assert_int_equal(fb_state_put_var(&n->state, &v), 0);
+	fb_state_blank(&n->state, FB_BLANK_POWERDOWN);
+	assert_int_equal(fb_node_renew(n), 0);
+	assert_true(n->serial != serial && n->serial != 0);
+	assert_int_equal(n->state.var.yres_virtual, H);
+	assert_int_equal(n->state.blank, FB_BLANK_UNBLANK);
+	for (size_t i = 0; i < n->size; i++)
+		if (n->mem[i])
+			fail_msg("byte %zu of the fresh memory is %u", i, n->mem[i]);
+	/* The old memory is apart: what its holders write is not the node's. */
+	p = mmap(NULL, n->size, PROT_READ | PROT_WRITE, MAP_SHARED, old, 0);
+	assert_true(p != MAP_FAILED);
+	memset(p, 0xcd, n->size);
+	assert_int_equal(n->mem[0], 0);
+	munmap(p, n->size);
+	close(old);
+
+	/* Only root may reopen the memory through /proc; a read-only copy cannot be mapped for writing. */
+	assert_int_equal(fstat(n->memfd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(fb_node_reopen(n, O_RDONLY, &fd), 0);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDONLY);
+	assert_true(mmap(NULL, n->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+	assert_int_equal(errno, EACCES);
+	p = mmap(NULL, n->size, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(p != MAP_FAILED);
+	munmap(p, n->size);
+	close(fd);
+	assert_int_equal(fb_node_reopen(n, O_WRONLY, &fd), 0);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_ACCMODE, O_WRONLY);
+	close(fd);
+	assert_int_equal(fb_node_reopen(n, O_RDWR, &fd), -EINVAL);
 }
 
 static void test_other_ioctls(void **state) {
@@ -324,6 +473,10 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_memfd_writer_ioctls, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_read_write_position, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_other_ioctls, node_setup, node_teardown),
+		cmocka_unit_test_setup_teardown(test_ticket_ioctl, node_setup, node_teardown),
+		cmocka_unit_test(test_tickets),
+		cmocka_unit_test(test_tickets_full),
+		cmocka_unit_test_setup_teardown(test_renew_and_reopen, node_setup, node_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

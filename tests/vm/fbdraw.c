@@ -2,14 +2,18 @@
 /*
  * A plain fbdev client, the way programs draw: open the framebuffer device,
  * read its screen info, mmap it, draw, pan. Usage:
- *   fbdraw DEVICE SEED [--no-pan] [--flicker MS] [--change-on-signal SEED2 Y0 Y1] [--hold MS]
+ *   fbdraw DEVICE SEED [--no-pan] [--flicker MS] [--change-on-signal SEED2 Y0 Y1] [--hold MS] [--report]
  * Pixel (x, y) becomes seed_color(x, y, SEED) (see fbrig.pattern_frame()).
  * --flicker first clears the frame and draws it again, over and over, for
  * MS milliseconds (the way a program without double buffering redraws).
  * With --change-on-signal, once SIGUSR1 arrives rows [Y0, Y1) are drawn
  * again with SEED2, through the mapping only. --hold keeps the mapping MS
- * milliseconds longer. Exit status 0, or 1 with a message.
+ * milliseconds longer. --report prints "drawn" once the first frame is
+ * drawn, and after the change "after change: ok", or "after change: errno
+ * N" when the device refused FBIOGET_VSCREENINFO then (a revoked file).
+ * Exit status 0, or 1 with a message.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/fb.h>
 #include <signal.h>
@@ -49,17 +53,20 @@ int main(int argc, char *argv[]) {
 	struct fb_fix_screeninfo fix;
 	unsigned int seed, seed2 = 0, hold_ms = 0, flicker_ms = 0;
 	uint32_t change_y0 = 0, change_y1 = 0;
-	int pan = 1, fd;
+	int pan = 1, report = 0, fd;
 	uint8_t *mem;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: fbdraw DEVICE SEED [--no-pan] [--hold MS]\n");
+		fprintf(stderr, "usage: fbdraw DEVICE SEED [--no-pan] [--flicker MS] [--change-on-signal SEED2 Y0 Y1] "
+				"[--hold MS] [--report]\n");
 		return 2;
 	}
 	seed = (unsigned int)strtoul(argv[2], NULL, 0);
 	for (int i = 3; i < argc; i++) {
 		if (strcmp(argv[i], "--no-pan") == 0)
 			pan = 0;
+		else if (strcmp(argv[i], "--report") == 0)
+			report = 1;
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--flicker") == 0 && i + 1 < argc)
@@ -103,6 +110,10 @@ int main(int argc, char *argv[]) {
 	draw(mem, &var, &fix, seed, 0, var.yres);
 	if (pan && ioctl(fd, FBIOPAN_DISPLAY, &var) < 0)
 		return die("pan");
+	if (report) {
+		printf("drawn\n");
+		fflush(stdout);
+	}
 	if (change_y1 > change_y0) {
 		sigset_t set;
 		int sig;
@@ -111,6 +122,15 @@ int main(int argc, char *argv[]) {
 		sigaddset(&set, SIGUSR1);
 		sigwait(&set, &sig);
 		draw(mem, &var, &fix, seed2, change_y0, change_y1);
+		if (report) {
+			struct fb_var_screeninfo now;
+
+			if (ioctl(fd, FBIOGET_VSCREENINFO, &now) < 0)
+				printf("after change: errno %d\n", errno);
+			else
+				printf("after change: ok\n");
+			fflush(stdout);
+		}
 	}
 	sleep_ms(hold_ms);
 	munmap(mem, fix.smem_len);

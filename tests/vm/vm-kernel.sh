@@ -16,8 +16,11 @@
 #
 # Cache layout: $DEVNS_VM_CACHE/<kver>-<stamp>/{vmlinux,modules/,initramfs.cpio.gz}
 # where <stamp> hashes this script, the guest init and the busybox version, so
-# editing either yields a fresh entry. Entries unused for PRUNE_DAYS days are
-# removed. Removing the cache directory is always safe.
+# editing either yields a fresh entry. A fresh entry links the kernel and the
+# modules of an older entry for the same release when that one holds every
+# wanted module, and downloads the kernel package only otherwise. Entries
+# unused for PRUNE_DAYS days are removed. Removing the cache directory is
+# always safe.
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -147,12 +150,43 @@ build_initramfs() {
 	rm -rf "$root"
 }
 
+# True when the modules tree $1 resolves every wanted module.
+has_modules() {
+	for mod in $MODULES; do
+		modprobe -d "$1" -S "$2" --show-depends "$mod" >/dev/null 2>&1 || return 1
+	done
+}
+
+# Links the kernel and modules tree of another entry for the same release into
+# $2, so that a changed guest init only needs a new initramfs.
+reuse_kernel() {
+	kver=$1
+	dst=$2
+	for other in "$CACHE/$kver"-*; do
+		[ -f "$other/kver" ] && [ -f "$other/kernel" ] || continue
+		has_modules "$other/modules" "$kver" || continue
+		image=$(cat "$other/kernel")
+		mkdir -p "$dst"
+		cp -al "$other/$image" "$other/modules" "$dst/" 2>/dev/null ||
+			cp -a "$other/$image" "$other/modules" "$dst/" || return 1
+		echo "$image" >"$dst/kernel"
+		log "reusing the kernel and modules of $other"
+		return 0
+	done
+	return 1
+}
+
 build_entry() {
 	pkg=$1
 	entry=$2
 	kver=${pkg#linux-image-}
 	work=$(mktemp -d "$CACHE/.build.XXXXXX")
 	trap 'rm -rf "$work"' EXIT
+	if reuse_kernel "$kver" "$work/entry"; then
+		finish_entry "$work" "$kver" "$entry"
+		return 0
+	fi
+	rm -rf "$work/entry"
 	log "building guest kernel cache for $kver in $entry (one time)"
 	download_kernel "$pkg" "$work"
 	dpkg -x "$work"/"$pkg"_*.deb "$work/root" || die "unpacking $pkg failed"
@@ -167,9 +201,14 @@ build_entry() {
 		echo vmlinuz >"$work/entry/kernel"
 	fi
 	select_modules "$work/root" "$work/entry/modules" "$kver"
+	finish_entry "$work" "$kver" "$entry"
+}
+
+finish_entry() {
+	work=$1
 	build_initramfs "$work/entry/modules" "$work/entry/initramfs.cpio.gz"
-	echo "$kver" >"$work/entry/kver"
-	mv "$work/entry" "$entry"
+	echo "$2" >"$work/entry/kver"
+	mv "$work/entry" "$3"
 	rm -rf "$work"
 	trap - EXIT
 }

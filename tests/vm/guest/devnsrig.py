@@ -8,6 +8,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import tempfile
@@ -303,50 +304,136 @@ def rss_kib(pid):
 
 # --- containers --------------------------------------------------------------
 
-class Container:
-    """A process in new pid and mount namespaces (unshare), as a container's init.
-    With private_dev, it gets its own empty /dev and /run, as real containers do."""
+USERNS_BASE = 100000  # host uid and gid of a user-namespaced container's root
+USERNS_SIZE = 65536
+PR_SET_SECUREBITS = 28
+SECBIT_NO_SETUID_FIXUP = 1 << 2
+_libc = ctypes.CDLL(None, use_errno=True)
 
-    def __init__(self, private_dev=False):
-        setup = "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && " if private_dev else ""
-        self.proc = subprocess.Popen(
-            ["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", setup + "exec sleep 100000"])
-        self.pid = None
-        for _ in range(200):
+
+class Container:
+    """A container's init (sleep) in new pid and mount namespaces, made with
+    unshare; self.pid is that init as the host sees it.
+
+    userns: also a user namespace mapping the container's uids and gids 0-65535
+    to the host's 100000-165535 (newuidmap, /etc/subuid), as in unprivileged
+    LXC, podman or nspawn containers. Its root is host uid 100000 and holds
+    capabilities only over the container's own namespaces. host_id() maps a
+    container id to the host's.
+
+    private_dev: its own empty /dev and /run (tmpfs), as real containers have.
+    With a user namespace, which namespace mounts them matters. By default the
+    container's root mounts them from inside its user namespace, as real
+    unprivileged runtimes do: the kernel then marks those tmpfs SB_I_NODEV,
+    and no device node on them can be opened, whoever made it (device nodes
+    have to be bind-mounted in from a filesystem of the host's); host root's
+    own mknod there even fails with EOVERFLOW, its uid 0 having no id on that
+    filesystem (make_node() makes nodes owned by the container's root). With
+    dev_from_host, host root mounts them, entering only the container's mount
+    namespace: the tmpfs belong to the host's user namespace and nodes made on
+    them open (subject to their modes). Without a user namespace both are the
+    same.
+
+    run() and popen() run a command inside (its pid, mount and user
+    namespaces, its root and working directory) as the container's root, or
+    with uid= as that container uid (setpriv; gid= defaults to the uid,
+    groups= to none), which also gives a container without a user namespace an
+    unprivileged app uid."""
+
+    def __init__(self, private_dev=False, userns=False, dev_from_host=False):
+        self.userns = userns
+        argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc"]
+        if userns:
+            ids = "%d,0,%d" % (USERNS_BASE, USERNS_SIZE)
+            argv += ["--map-users=" + ids, "--map-groups=" + ids, "--setuid=0", "--setgid=0"]
+        self.proc = subprocess.Popen(argv + ["sleep", "100000"])
+        self.pid = self._wait_for_init()
+        if private_dev:
+            setup = ["sh", "-c", "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run"]
+            if dev_from_host:
+                setup = self._nsenter(user=False) + setup
+            else:
+                setup = self.command(*setup)
+            subprocess.run(setup, check=True, timeout=60)
+
+    def _wait_for_init(self):
+        """unshare's child once it runs sleep (unshare may fork a helper for newuidmap first)."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("container did not start: unshare exited with %d" % self.proc.returncode)
             try:
                 with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
-                    kids = f.read().split()
+                    kids = [int(pid) for pid in f.read().split()]
             except FileNotFoundError:
                 kids = []
-            if kids:
-                self.pid = int(kids[0])
-                # Wait for the mounts (the exec into sleep comes after them).
+            for pid in kids:
                 try:
-                    with open("/proc/%d/comm" % self.pid) as f:
+                    with open("/proc/%d/comm" % pid) as f:
                         if f.read().strip() == "sleep":
-                            break
+                            return pid
                 except FileNotFoundError:
                     pass
             time.sleep(0.05)
-        else:
-            raise RuntimeError("container did not start")
+        raise RuntimeError("container did not start")
 
-    def run(self, *cmd, check=True, env=None, **kw):
-        """Runs a command inside (its pid and mount namespaces)."""
-        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
+    def _nsenter(self, user):
+        ns = ["--pid", "--mount"] + (["--user"] if user else [])
+        return ["nsenter", "-t", str(self.pid)] + ns + ["--root", "--wd", "--"]
+
+    def host_id(self, container_id):
+        """The host uid (or gid) of a container uid (or gid)."""
+        return container_id + (USERNS_BASE if self.userns else 0)
+
+    def make_node(self, path, rdev, mode=0o666):
+        """Host root makes a character device node at path inside the container
+        (through /proc/PID/root), owned by the container's root, as a runtime
+        that populates a container's /dev does. Raises OSError."""
+        target = "/proc/%d/root%s" % (self.pid, path)
+        owner = self.host_id(0)
+        pid = os.fork()
+        if pid == 0:
+            # Keeps CAP_MKNOD while the filesystem ids change.
+            _libc.prctl(PR_SET_SECUREBITS, SECBIT_NO_SETUID_FIXUP, 0, 0, 0)
+            _libc.setfsgid(owner)
+            _libc.setfsuid(owner)
+            try:
+                os.mknod(target, stat.S_IFCHR | mode, rdev)
+                os.chmod(target, mode)
+                os._exit(0)
+            except OSError as err:
+                os._exit(err.errno)
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if code:
+            raise OSError(code, os.strerror(code), path)
+
+    def command(self, *cmd, uid=None, gid=None, groups=()):
+        """The argv that runs cmd inside, as run() does."""
+        argv = self._nsenter(user=self.userns)
+        if uid is not None:
+            argv += ["setpriv", "--reuid=%d" % uid, "--regid=%d" % (uid if gid is None else gid)]
+            argv += ["--groups=" + ",".join(str(g) for g in groups)] if groups else ["--clear-groups"]
+        return argv + list(cmd)
+
+    def run(self, *cmd, check=True, env=None, uid=None, gid=None, groups=(), **kw):
+        """Runs a command inside (see the class); returns the CompletedProcess."""
+        full = self.command(*cmd, uid=uid, gid=gid, groups=groups)
         p = subprocess.run(full, capture_output=True, text=True, timeout=60, env=env or os.environ, **kw)
         if check and p.returncode != 0:
             raise RuntimeError("%s failed (%d): %s%s" % (cmd, p.returncode, p.stdout, p.stderr))
         return p
 
-    def popen(self, *cmd, **kw):
-        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
-        return subprocess.Popen(full, **kw)
+    def popen(self, *cmd, uid=None, gid=None, groups=(), **kw):
+        return subprocess.Popen(self.command(*cmd, uid=uid, gid=gid, groups=groups), **kw)
 
     def stop(self):
+        """Kills the container's init, and with it every process of its pid namespace."""
+        try:
+            os.kill(self.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.proc.kill()
         self.proc.wait()
-        subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], check=False)
 
 
 class Output:

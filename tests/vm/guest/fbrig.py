@@ -210,3 +210,161 @@ def pattern_frame(width, height, seed):
         row[2::4] = bytes((x + seed) & 0xff for x in xs)
         out[y * width * 4:(y + 1) * width * 4] = row
     return bytes(out)
+
+
+# --- the framebuffer socket, as libdevns-fbmmap.so speaks to it (devns-fb.h) ---------------
+
+DEVNS_FBIOGET_SOCKET = (2 << 30) | (108 << 16) | (ord("F") << 8) | 0xD2
+DEVNS_FBIOGET_TICKET = (2 << 30) | (16 << 16) | (ord("F") << 8) | 0xD6
+REQUEST = struct.Struct("=IB3x16s")  # struct devns_fb_request
+REQUEST_MAGIC = 0x64667271
+GRANT = struct.Struct("=IIQQ")  # struct devns_fb_grant
+GRANT_MAGIC = 0x64666230
+INTENT_MAP, INTENT_WRITE = ord("m"), ord("w")
+
+
+def socket_path(persona):
+    return "/run/devnsd/fb/%s/fb0" % persona
+
+
+def get_ticket(fd):
+    buf = bytearray(16)
+    fcntl.ioctl(fd, DEVNS_FBIOGET_TICKET, buf, True)
+    return bytes(buf)
+
+
+def redeem(path, payload, timeout=10.0):
+    """Connects to a framebuffer socket, sends payload in one piece and waits for the answer:
+    (connection, memfd or None). Raises OSError when the connection cannot be made."""
+    import array
+    import socket
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(timeout)
+        sock.connect(path)
+        if payload:
+            sock.sendall(payload)
+        fds = array.array("i")
+        try:
+            data, anc, _, _ = sock.recvmsg(GRANT.size, socket.CMSG_SPACE(4))
+        except (socket.timeout, ConnectionResetError):
+            return sock, None
+        for level, kind, body in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds.frombytes(body[:len(body) - len(body) % 4])
+        return sock, (fds[0] if fds else None)
+    except BaseException:
+        sock.close()
+        raise
+
+
+def access_of(memfd):
+    if memfd is None:
+        return "none"
+    return {os.O_RDONLY: "ro", os.O_WRONLY: "wo", os.O_RDWR: "rw"}[fcntl.fcntl(memfd, fcntl.F_GETFL) & os.O_ACCMODE]
+
+
+def probe(args):
+    """Runs probe steps, printing one line each (see the command-line help below)."""
+    import mmap
+    import random
+    files, tickets, held, last = {}, {}, [], [None]
+    flags = {"r": os.O_RDONLY, "w": os.O_WRONLY, "rw": os.O_RDWR}
+
+    def attempt(label, fn):
+        try:
+            out = fn()
+            print(label, out if isinstance(out, str) else "ok", flush=True)
+        except OSError as err:
+            print(label, "errno", err.errno, flush=True)
+
+    def do_redeem(path, payload):
+        sock, memfd = redeem(path, payload)
+        if memfd is None:
+            sock.close()
+        else:
+            held.append((sock, memfd))
+            last[0] = memfd
+        return "memfd " + access_of(memfd)
+
+    def do_map_write():
+        m = mmap.mmap(last[0], 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        m.close()
+
+    def do_reopen_rw():
+        os.close(os.open("/proc/self/fd/%d" % last[0], os.O_RDWR))
+
+    i = 0
+    while i < len(args):
+        step, i = args[i], i + 1
+        if step == "open":
+            name, path, mode = args[i:i + 3]
+            i += 3
+            attempt("open " + name, lambda: files.__setitem__(name, os.open(path, flags[mode])))
+        elif step == "info":
+            name = args[i]
+            i += 1
+            attempt("info " + name, lambda: get_var(files[name]))
+        elif step == "write":
+            name = args[i]
+            i += 1
+            attempt("write " + name, lambda: os.write(files[name], b"\xff" * 4))
+        elif step == "blank":
+            name, level = args[i:i + 2]
+            i += 2
+            attempt("blank " + name, lambda: fcntl.ioctl(files[name], FBIOBLANK, int(level)))
+        elif step == "close":
+            name = args[i]
+            i += 1
+            os.close(files.pop(name))
+            print("close", name, "ok", flush=True)
+        elif step == "ticket":
+            name, tag = args[i:i + 2]
+            i += 2
+            attempt("ticket " + tag, lambda: tickets.__setitem__(tag, get_ticket(files[name])))
+        elif step == "forge":
+            tag = args[i]
+            i += 1
+            tickets[tag] = bytes(random.getrandbits(8) for _ in range(16))
+            print("forge", tag, "ok", flush=True)
+        elif step == "redeem":
+            path, tag, intent = args[i:i + 3]
+            i += 3
+            if tag not in tickets:
+                print("redeem", tag, "no ticket", flush=True)
+                continue
+            payload = REQUEST.pack(REQUEST_MAGIC, ord(intent), tickets[tag])
+            attempt("redeem " + tag, lambda: do_redeem(path, payload))
+        elif step == "legacy":
+            path = args[i]
+            i += 1
+            attempt("legacy", lambda: do_redeem(path, b"m"))
+        elif step == "raw":
+            path, hexdata = args[i:i + 2]
+            i += 2
+            attempt("raw", lambda: do_redeem(path, bytes.fromhex(hexdata)))
+        elif step == "mapwrite":
+            attempt("mapwrite", do_map_write)
+        elif step == "reopen-rw":
+            attempt("reopen-rw", do_reopen_rw)
+        elif step == "held":
+            print("held", len(held), flush=True)
+        elif step == "sleep":
+            time.sleep(float(args[i]))
+            i += 1
+        elif step == "wait":
+            sys.stdin.readline()
+            print("go", flush=True)
+        else:
+            raise SystemExit("unknown probe step " + step)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] != "probe":
+        raise SystemExit("""usage: fbrig.py probe STEP...
+  open NAME PATH r|w|rw     info NAME     write NAME     blank NAME LEVEL     close NAME
+  ticket NAME TAG           forge TAG     redeem SOCKET TAG m|w
+  legacy SOCKET             raw SOCKET HEX
+  mapwrite | reopen-rw      (on the last memfd received)
+  held     sleep SECONDS    wait (for a line on stdin)""")
+    probe(sys.argv[2:])

@@ -249,6 +249,33 @@ class Containers(rig.PersonaTestCase):
         bad = rig.devnsctl("remove", "work", check=False)
         self.assertIn("is active", bad.stderr)
 
+    # --- user namespaces -----------------------------------------------------------
+
+    def test_user_namespaced_container(self):
+        c = rig.Container(userns=True, private_dev=True)
+        try:
+            self.assertEqual(c.run("id", "-u").stdout.strip(), "0")
+            self.assertEqual(c.run("cat", "/proc/self/uid_map").stdout.split(), ["0", "100000", "65536"])
+            self.assertEqual(c.run("id", "-u", uid=1000).stdout.strip(), "1000")
+            c.run("touch", "/run/by-root")
+            c.run("touch", "/run/by-app", uid=1000)
+            owners = [os.stat("/proc/%d/root/run/%s" % (c.pid, name)).st_uid for name in ("by-root", "by-app")]
+            self.assertEqual(owners, [100000, 101000])
+        finally:
+            c.stop()
+        self.assertEqual(self.work.run("id", "-u", uid=1000).stdout.strip(), "1000")
+
+    def test_user_namespace_dev_holds_no_usable_node(self):
+        # Nodes on a /dev the container mounts itself do not open; on one the host mounts they do.
+        for from_host in (False, True):
+            c = rig.Container(userns=True, private_dev=True, dev_from_host=from_host)
+            try:
+                c.make_node("/dev/null", os.makedev(1, 3))
+                p = c.run("sh", "-c", "echo x >/dev/null", check=False)
+                self.assertEqual(p.returncode == 0, from_host, p.stderr)
+            finally:
+                c.stop()
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

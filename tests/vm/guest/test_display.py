@@ -271,6 +271,26 @@ class FramebufferPersonas(rig.PersonaTestCase):
         rig.devnsctl("switch", "work")
         self.assert_screen(expected, "switched back to work", timeout=0)
 
+    def test_mmap_read_only_file(self):
+        """Under libdevns-fbmmap.so an fd open only for reading maps the frame for reading; a shared
+        writable mapping of it fails with EACCES, as on the kernel's fb0."""
+        data = fbrig.frame(self.w, self.h, (77, 88, 99), band=(40, 80))
+        self.draw("personal", data)
+        code = ("import mmap, os, sys\n"
+                "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+                "m = mmap.mmap(fd, int(sys.argv[2]), mmap.MAP_SHARED, mmap.PROT_READ)\n"
+                "sys.stdout.buffer.write(m[:int(sys.argv[2])])\n"
+                "try:\n"
+                "    mmap.mmap(fd, 4096, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)\n"
+                "    sys.stderr.write('writable\\n')\n"
+                "except OSError as err:\n"
+                "    sys.stderr.write('errno %d\\n' % err.errno)\n")
+        p = subprocess.run(["/usr/bin/python3", "-c", code, fbrig.fb_node("personal"), str(self.frame_size)],
+                           env=dict(os.environ, LD_PRELOAD=PRELOAD), capture_output=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout == data, "the read-only mapping shows something else than personal's frame")
+        self.assertEqual(p.stderr.decode().strip(), "errno %d" % errno.EACCES)
+
     def test_mmap_changes_reach_screen_without_pan(self):
         self.run_fbdraw("work", 11, "--no-pan", "--hold", "500")
         self.assert_screen(fbrig.pattern_frame(self.w, self.h, 11), "fbdraw --no-pan")
@@ -318,7 +338,7 @@ class FramebufferPersonas(rig.PersonaTestCase):
 
     def test_mmap_idle_costs_no_frames(self):
         """While a mapped frame does not change the display shows no new frames (devnsctl status counts them)."""
-        p = self.start_fbdraw("work", 15, "--no-pan", "--hold", "8000")
+        p = self.start_fbdraw("work", 15, "--no-pan", "--hold", "120000")
         self.assert_screen(fbrig.pattern_frame(self.w, self.h, 15), "fbdraw drew through the mapping")
         time.sleep(0.2)
         before = self.frames_shown()

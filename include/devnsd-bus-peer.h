@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <systemd/sd-bus.h>
+
+#include "pidns.h"
+
+/* Groups of a caller looked at; more are not considered. */
+#define BUS_PEER_MAX_GROUPS 256
+
+/*
+ * The process that sent a bus message. The user id and groups are what the
+ * kernel told the bus when the process connected; the pid is pinned by a
+ * pidfd, so every /proc/PID lookup made with it can be confirmed afterwards
+ * with bus_peer_confirm().
+ */
+struct bus_peer {
+	const char *sender; /* the message's unique name, valid while the message is */
+	pid_t pid;          /* as devnsd's pid namespace numbers it */
+	uid_t euid;
+	int pidfd;
+	/* The bus handed over the pidfd it took at connect (ProcessFD). */
+	bool pinned_by_bus;
+	gid_t gids[BUS_PEER_MAX_GROUPS];
+	size_t n_gids;
+};
+
+#define BUS_PEER_NULL ((struct bus_peer){ .pidfd = -1 })
+
+/*
+ * Asks the bus who sent msg and pins that process: with the bus's own
+ * pidfd (ProcessFD) when it gives one, otherwise with pidfd_open() of the
+ * pid it reports. -ESRCH when the process is gone.
+ */
+int bus_peer_get(sd_bus_message *msg, struct bus_peer *ret);
+void bus_peer_done(struct bus_peer *peer);
+
+/*
+ * Confirms that what was read from /proc/PID since bus_peer_get() was the
+ * caller's: the pinned process still has its pid (it may have exited but
+ * not been reaped), and, when the pid came from the bus as a number, the
+ * sender's connection still exists and still reports it. -ESRCH otherwise.
+ */
+int bus_peer_confirm(sd_bus_message *msg, const struct bus_peer *peer);
+
+/* The peer's /proc/PID directory, as a directory fd. */
+int bus_peer_proc(const struct bus_peer *peer, int *ret_fd);
+
+/* A namespace of the process whose /proc/PID is proc_fd ("user", "pid"...), held open. */
+int ns_open_at(int proc_fd, const char *which, struct pidns *ret);
+
+/* Whether the peer's user and pid namespaces are these: 1, 0, or a negative errno. */
+int bus_peer_in_namespaces(const struct bus_peer *peer, const struct pidns *userns, const struct pidns *pidns);
+
+/* Whether gid is among the peer's groups. */
+bool bus_peer_in_group(const struct bus_peer *peer, gid_t gid);

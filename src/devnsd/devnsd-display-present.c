@@ -1,0 +1,339 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Presenting: what of the active persona's frame reaches the screen, and
+ * when. devnsd-display.c tells it what changed.
+ *
+ * Every persona draws into its own shadow framebuffer (a memfd); only the
+ * active persona's changes are presented. Presenting copies the changed
+ * rows into the display's back buffer and flips, one flip at a time; what
+ * changes while a copy or a flip is under way is presented after it.
+ * Writes are presented once a refresh; pans, blanking and vsync waits of a
+ * mapped frame at once. Their copy runs in steps between requests, so the
+ * program that drew goes on drawing meanwhile. A switch presents the new
+ * persona's whole visible frame in one go and one flip.
+ *
+ * Nothing says which rows a mapping changed: once a refresh (and at a
+ * vsync wait, when that refresh has not scanned yet) each row of the
+ * mapped frame is hashed (XXH64) and compared with the hash of the row as
+ * last taken; changed rows are taken into a copy of the frame and
+ * presented from that copy, so the screen shows exactly what was hashed
+ * even while the program goes on drawing. A frame that does not change
+ * costs one read of it a refresh and no flip. A change whose row hashes
+ * the same as before (about one in 2^64) waits for the next change of that
+ * row or the next pan. Pans present the whole frame without hashing.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "cuse-fb.h"
+#include "devnsd-display.h"
+#include "display-backend.h"
+#include "log.h"
+
+/* Bytes copied per step of an incremental present: short enough not to hold a request up. */
+#define COPY_STEP_BYTES (128u * 1024u)
+
+void display_add_damage(struct display_class *dc, uint32_t y0, uint32_t y1) {
+	if (y0 >= y1)
+		return;
+	if (dc->damage.y0 >= dc->damage.y1)
+		dc->damage = (struct fb_rows){ y0, y1 };
+	else
+		dc->damage = (struct fb_rows){ MIN(dc->damage.y0, y0), MAX(dc->damage.y1, y1) };
+}
+
+void display_damage_all(struct display_class *dc) {
+	display_add_damage(dc, 0, dc->backend->mode.height);
+}
+
+/*
+ * Rows of the active persona's mapped frame that changed since the last
+ * scan are taken into dc->snap and become damage. The first scan after a
+ * switch, pan, blank, write or new mapping takes the whole frame.
+ */
+void display_scan_mapped(struct display_class *dc) {
+	const struct fb_node *fb = dc->active->fb;
+	uint32_t line = fb->state.fix.line_length, height = dc->backend->mode.height, y0 = height, y1 = 0;
+	size_t width = (size_t)dc->backend->mode.width * 4;
+	const uint8_t *src = fb_node_visible(fb);
+	uint64_t *hashes;
+	uint8_t *snap;
+
+	dc->scanned = true;
+	if (dc->scan_rows < height) {
+		hashes = reallocarray(dc->scan, height, sizeof(*hashes));
+		if (hashes)
+			dc->scan = hashes;
+		snap = hashes ? reallocarray(dc->snap, height, line) : NULL;
+		if (!snap) {
+			/* Without room to compare, everything is new every time. */
+			dc->scan_valid = false;
+			display_damage_all(dc);
+			return;
+		}
+		dc->snap = snap;
+		dc->scan_rows = height;
+		dc->scan_valid = false;
+	}
+	for (uint32_t y = 0; y < height; y++) {
+		size_t off = (size_t)y * line;
+		if (dc->scan_valid && XXH64(src + off, width, 0) == dc->scan[y])
+			continue;
+		memcpy(dc->snap + off, src + off, width);
+		/* The program may be drawing: the hash is of what was taken. */
+		dc->scan[y] = XXH64(dc->snap + off, width, 0);
+		y0 = MIN(y0, y);
+		y1 = y + 1;
+	}
+	dc->scan_valid = true;
+	display_add_damage(dc, y0, y1);
+}
+
+/* The last switch is on screen (or cannot get there): its callers get their answers. */
+void display_switch_shown(struct display_class *dc) {
+	dc->shown_on_flip = false;
+	if (!dc->holding)
+		return;
+	dc->holding = false;
+	manager_switch_shown(dc->base.manager);
+}
+
+/* The copy under way is complete: flip to it. switching: it shows the last switch. */
+static void finish_copy(struct display_class *dc, bool switching) {
+	struct display_output *b = dc->backend;
+	int r;
+
+	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	r = display_output_finish(b, switching);
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot show the frame: %m", dc->device);
+	else {
+		b->buffers[b->front].owner = dc->copy_owner;
+		b->buffers[b->front].owner_gen = dc->copy_gen;
+	}
+	if (switching) {
+		if (b->flip_pending)
+			dc->shown_on_flip = true;
+		else
+			display_switch_shown(dc);
+	}
+	/* A backend that shows at once has nothing to wait for. */
+	if (!b->flip_pending)
+		display_flush(dc);
+}
+
+/* Completes the copy under way from the frame it started with. */
+void display_complete_copy(struct display_class *dc, bool switching) {
+	if (!dc->backend->copying)
+		return;
+	display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, UINT32_MAX);
+	finish_copy(dc, switching);
+}
+
+int display_on_copy(sd_event_source *s, void *userdata) {
+	struct display_class *dc = userdata;
+
+	(void)s;
+	if (!dc->backend->copying) {
+		sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+		return 0;
+	}
+	if (display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, dc->copy_rows) > 0)
+		finish_copy(dc, false);
+	return 0;
+}
+
+/* Gives up the copy under way, when its frame is no longer the one to show. */
+void display_abort_copy(struct display_class *dc) {
+	display_output_abort(dc->backend);
+	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+}
+
+/*
+ * Buffer i holds the persona's frame as it is: shown before and unchanged
+ * since, or kept up to date in the spare. Mapped frames change unseen.
+ */
+static bool buffer_holds(struct display_class *dc, unsigned int i, struct display_node *dn) {
+	const struct display_buffer *buf;
+
+	if (i == DISPLAY_NO_BUFFER || i == dc->backend->front)
+		return false;
+	buf = &dc->backend->buffers[i];
+	return buf->owner == dn->serial && buf->owner_gen == dn->gen && display_socket_n_mappers(dn->socket) == 0;
+}
+
+/* A buffer that holds the persona's frame already: the spare, or the back buffer. */
+static unsigned int buffer_holding(struct display_class *dc, struct display_node *dn) {
+	if (buffer_holds(dc, dc->backend->spare, dn))
+		return dc->backend->spare;
+	if (buffer_holds(dc, dc->backend->back, dn))
+		return dc->backend->back;
+	return DISPLAY_NO_BUFFER;
+}
+
+/*
+ * Starts presenting the active persona's pending rows unless a copy or a
+ * flip is under way. An urgent present (a switch) copies in one go, or
+ * flips to the back buffer at once when that holds the frame already.
+ */
+void display_flush(struct display_class *dc) {
+	struct display_node *dn = dc->active;
+	unsigned int held;
+	int r;
+
+	if (!dn) {
+		/* Nothing to show for the persona switched to. */
+		if (dc->urgent) {
+			dc->urgent = false;
+			display_switch_shown(dc);
+		}
+		return;
+	}
+	if (dc->damage.y0 >= dc->damage.y1 || dc->backend->flip_pending || dc->backend->copying)
+		return;
+	dc->copy_owner = dn->serial;
+	dc->copy_gen = dn->gen;
+	held = dc->urgent ? buffer_holding(dc, dn) : DISPLAY_NO_BUFFER;
+	if (held != DISPLAY_NO_BUFFER && display_output_begin_reuse(dc->backend, held) == 0) {
+		dc->damage = (struct fb_rows){ 0, 0 };
+		dc->urgent = false;
+		finish_copy(dc, true);
+		return;
+	}
+	r = display_output_begin(dc->backend, dc->damage.y0, dc->damage.y1);
+	if (r < 0)
+		return;
+	/* Until the copy completes the back buffer holds nobody's frame whole. */
+	display_output_back(dc->backend)->owner = 0;
+	dc->damage = (struct fb_rows){ 0, 0 };
+	/* A scanned mapped frame is shown from what the scan took. */
+	if (dn->fb->state.blank != FB_BLANK_UNBLANK)
+		dc->copy_src = NULL;
+	else if (dc->scan_valid && display_socket_n_mappers(dn->socket) > 0)
+		dc->copy_src = dc->snap;
+	else
+		dc->copy_src = fb_node_visible(dn->fb);
+	dc->copy_stride = dn->fb->state.fix.line_length;
+	if (dc->urgent) {
+		dc->urgent = false;
+		display_complete_copy(dc, true);
+		return;
+	}
+	dc->copy_rows = MAX(1u, COPY_STEP_BYTES / MAX(1u, dc->copy_stride));
+	sd_event_source_set_enabled(dc->copy, SD_EVENT_ON);
+}
+
+static bool tick_wanted(struct display_class *dc) {
+	struct display_node *dn;
+
+	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0)
+		return true;
+	if (dc->damage.y0 < dc->damage.y1)
+		return true;
+	LIST_FOREACH(dn, &dc->nodes, link)
+		if (dn->cuse && cuse_fb_vsync_waiters(dn->cuse) > 0)
+			return true;
+	return false;
+}
+
+void display_update_tick(struct display_class *dc) {
+	int enabled = SD_EVENT_OFF;
+
+	sd_event_source_get_enabled(dc->tick, &enabled);
+	if (enabled != SD_EVENT_OFF || !tick_wanted(dc))
+		return;
+	sd_event_source_set_time_relative(dc->tick, dc->refresh_usec);
+	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
+}
+
+/* The tick after the one due at usec: one period later, whatever the tick's own work took. */
+static void next_tick(struct display_class *dc, uint64_t usec) {
+	uint64_t now = 0, next = usec + dc->refresh_usec;
+
+	if (!tick_wanted(dc))
+		return;
+	sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now);
+	/* Behind by a period or more: the next period boundary after now. */
+	if (next <= now)
+		next += (now - next) / dc->refresh_usec * dc->refresh_usec + dc->refresh_usec;
+	sd_event_source_set_time(dc->tick, next);
+	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
+}
+
+/* Once a refresh: written and mapped changes of the active persona go to the screen, vsync waiters wake up. */
+int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
+	struct display_class *dc = userdata;
+	struct display_node *dn;
+
+	(void)s;
+	dc->scanned = false;
+	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0) {
+		/* While a program pans, each refresh presents its whole frame, as each pan does. */
+		if (dc->presented_whole) {
+			dc->presented_whole = false;
+			dc->scan_valid = false;
+			display_damage_all(dc);
+		} else
+			display_scan_mapped(dc);
+	}
+	display_flush(dc);
+	LIST_FOREACH(dn, &dc->nodes, link)
+		/* The active persona's waiters wake when the present under way completes. */
+		if (dn->cuse && !(dn == dc->active && (dc->backend->flip_pending || dc->backend->copying)))
+			cuse_fb_vsync(dn->cuse);
+	next_tick(dc, usec);
+	return 0;
+}
+
+void display_on_flip_done(void *userdata) {
+	struct display_class *dc = userdata;
+
+	if (dc->shown_on_flip)
+		display_switch_shown(dc);
+	if (dc->active && dc->active->cuse)
+		cuse_fb_vsync(dc->active->cuse);
+	display_flush(dc);
+}
+
+int display_on_backend(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	struct display_class *dc = userdata;
+	int r;
+
+	(void)s;
+	(void)fd;
+	(void)revents;
+	r = display_output_dispatch(dc->backend);
+	if (r < 0)
+		log_warning_errno(r, "%s: %m", dc->device);
+	return 0;
+}
+
+void display_node_mappers_changed(struct display_node *dn) {
+	struct display_class *dc = dn->class;
+
+	dn->gen++;
+	if (dn == dc->active) {
+		dc->scan_valid = false;
+		display_damage_all(dc);
+		display_flush(dc);
+	}
+	display_update_tick(dc);
+}
+
+/*
+ * A background persona wrote rows: when the spare keeps its frame, they go
+ * there too, so that switching to it stays a flip. Returns whether the
+ * spare holds the frame as written.
+ */
+bool display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows) {
+	struct fb_rows visible;
+
+	if (!buffer_holds(dc, dc->backend->spare, dn))
+		return false;
+	/* A blanked persona shows black whatever it writes. */
+	if (dn->fb->state.blank != FB_BLANK_UNBLANK || !fb_node_visible_rows(dn->fb, rows, &visible))
+		return true;
+	return display_output_stage(dc->backend, fb_node_visible(dn->fb), dn->fb->state.fix.line_length, visible.y0,
+				    visible.y1) == 0;
+}

@@ -1,0 +1,363 @@
+#!/usr/bin/python3
+"""The D-Bus interface under attack, on a real dbus-daemon with the shipped
+policy (conf/org.devns1.conf): root of another pid namespace, non-root host
+users and app uids inside a persona call devnsd through busctl and devnsctl.
+After each attack, nothing changed outside the attacker's container and
+devnsd still answers within a second."""
+
+import errno
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import busping
+import devnsrig as rig
+
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+APP = ["setpriv", "--reuid=1000", "--regid=1000", "--clear-groups"]
+SWITCH_GID = 4243
+MEMBER = ["setpriv", "--reuid=65534", "--regid=65534", "--groups=%d" % SWITCH_GID]
+BUSCTL = ["busctl", "--system", "call", "org.devns1", "/org/devns1", "org.devns1.Manager"]
+PRIVILEGED_DENIED = "in devnsd's own user and pid namespaces"
+# What the bus or devnsd answers to a call it refuses.
+DENIED = r"Access denied|Rejected send message|needs root"
+
+# Reads a node until it fails; prints "open ok", then "read errno N" or "eof".
+READER = """
+import os, select, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+print("open ok", flush=True)
+while True:
+    select.select([fd], [], [], 60)
+    try:
+        if not os.read(fd, 24 * 64):
+            print("eof", flush=True)
+            break
+    except BlockingIOError:
+        continue
+    except OSError as err:
+        print("read errno %d" % err.errno, flush=True)
+        break
+"""
+
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Calls RequestActive on a connection of its own; prints "granted", "refused" or the error.
+ASK = "import sys; sys.path.insert(0, sys.argv[1]); import busping; print(busping.Connection().request_active())"
+
+
+def run(cmd, inside=None, check=False):
+    if inside:
+        return inside.run(*cmd, check=check)
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=check)
+
+
+class BusAttacks(rig.PersonaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        subprocess.run(["groupadd", "-g", str(SWITCH_GID), "devnsbus"], check=True)
+        cls.kbd = rig.make_keyboard()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.bus = rig.Bus()
+        conf = rig.conf_for(
+            [cls.kbd_hw], personas=("work", "personal", "burst", "apps", "loose"), active="work",
+            daemon={"SwitchGroup": "devnsbus"},
+            persona_keys={"work": {"AllowRequestActive": "yes"},
+                          "personal": {"AllowRequestActive": "no"},
+                          "burst": {"AllowRequestActive": "yes"},
+                          "apps": {"AllowRequestActive": "yes", "RequestActiveUsers": "0 1000-1999"}})
+        conf += "\n[Display]\nBackend=headless\nMode=64x32\n"
+        cls.daemon = rig.Daemon(conf)
+        cls.containers = {name: rig.Container() for name in ("work", "personal", "burst", "apps", "loose")}
+        for name, c in cls.containers.items():
+            rig.devnsctl("attach", name, "--pid", str(c.pid))
+        cls.evil = rig.Container()
+        # One connection kept open, so that timing an answer does not time a process start.
+        cls.conn = busping.Connection()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.conn.close()
+        for c in list(cls.containers.values()) + [cls.evil]:
+            c.stop()
+        cls.stop_daemon()
+        cls.kbd.close()
+
+    def node(self, persona):
+        return rig.persona_node(persona, self.kbd_hw)
+
+    def answers_within_a_second(self):
+        """devnsd answers a D-Bus call within a second; returns devnsctl list's output."""
+        self.assertLess(self.conn.ping(1.0), 1.0)
+        return rig.devnsctl("list").stdout
+
+    def active(self):
+        return rig.devnsctl("status").stdout.splitlines()[0].split(": ")[1]
+
+    def opens(self, container, persona):
+        p = container.run(sys.executable, "-c", "import os,sys; os.close(os.open(sys.argv[1], os.O_RDONLY))",
+                          self.node(persona), check=False)
+        return p.returncode == 0
+
+    def assert_refused(self, p, *words):
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        for w in words:
+            self.assertIn(w, p.stderr + p.stdout)
+
+    def assert_denied(self, p):
+        self.assertNotEqual(p.returncode, 0, p.stdout)
+        self.assertRegex(p.stderr + p.stdout, DENIED)
+
+    # --- root of another pid namespace ------------------------------------------
+
+    def test_root_of_another_pid_namespace_gets_no_privileged_method(self):
+        for attacker in (self.evil, self.containers["personal"]):
+            for cmd in (["create", "intruder"], ["remove", "burst"], ["switch", "personal"],
+                        ["attach", "work", "--pid", str(attacker.pid)], ["detach", "work"]):
+                p = run([rig.DEVNSCTL, *cmd], inside=attacker)
+                self.assert_refused(p, PRIVILEGED_DENIED)
+            with tempfile.TemporaryDirectory() as d:
+                p = run([rig.DEVNSCTL, "screenshot", "work", os.path.join(d, "s.png")], inside=attacker)
+                self.assert_refused(p, PRIVILEGED_DENIED)
+                self.assertEqual(os.listdir(d), [])
+            # The bus answers D-Bus's own error.
+            for args in (["CreatePersona", "s", "intruder"], ["SwitchTo", "s", "personal"],
+                         ["Attach", "su", "work", str(attacker.pid)], ["AttachMachine", "ss", "work", "m"],
+                         ["Screenshot", "s", "work"], ["Detach", "s", "work"], ["RemovePersona", "s", "burst"]):
+                p = run(BUSCTL + args, inside=attacker)
+                self.assert_denied(p)
+        listing = self.answers_within_a_second()
+        self.assertNotIn("intruder", listing)
+        self.assertIn("burst", listing)
+        self.assertEqual(self.active(), "work")
+        # work is still bound to its own container, and the attacker got nothing.
+        self.assertTrue(self.opens(self.containers["work"], "work"))
+        self.assertFalse(self.opens(self.evil, "work"))
+        self.assertRegex(self.daemon.output(), r"refused [\w ]+ to pid \d+: not root in devnsd's namespaces")
+
+    def test_host_root_keeps_every_method(self):
+        rig.devnsctl("create", "spare")
+        rig.devnsctl("switch", "spare")
+        rig.devnsctl("switch", "work")
+        rig.devnsctl("remove", "spare")
+        self.assertNotIn("spare", self.answers_within_a_second())
+
+    # --- host users ----------------------------------------------------------------
+
+    def test_host_user_lists_but_gets_no_frame(self):
+        for cmd in (["list"], ["status"]):
+            p = run(NOBODY + [rig.DEVNSCTL, *cmd])
+            self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("Active persona: work", p.stdout)
+        self.assertIn(self.node("personal"), p.stdout)
+        for method in ("ListPersonas", "ListNodes", "ListLights"):
+            p = run(NOBODY + BUSCTL + [method])
+            self.assertEqual(p.returncode, 0, p.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            os.chmod(d, 0o777)
+            p = run(NOBODY + [rig.DEVNSCTL, "screenshot", "work", os.path.join(d, "s.png")])
+            self.assert_denied(p)
+            self.assertEqual(os.listdir(d), [])
+        for args in (["Screenshot", "s", "work"], ["CreatePersona", "s", "x"], ["Detach", "s", "work"],
+                     ["Attach", "su", "work", "1"]):
+            self.assert_denied(run(NOBODY + BUSCTL + args))
+        self.assertEqual(self.active(), "work")
+        self.answers_within_a_second()
+
+    def test_switch_group_member_on_the_host_switches(self):
+        p = run(MEMBER + [rig.DEVNSCTL, "switch", "personal"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(self.active(), "personal")
+        p = run(NOBODY + [rig.DEVNSCTL, "switch", "work"])
+        self.assert_refused(p, "membership of group devnsbus")
+        self.assertEqual(self.active(), "personal")
+
+    def test_switch_group_member_in_a_container_does_not(self):
+        p = run(MEMBER + [rig.DEVNSCTL, "switch", "personal"], inside=self.containers["work"])
+        self.assert_refused(p, "devnsd's own user and pid namespaces")
+        self.assertEqual(self.active(), "work")
+        self.answers_within_a_second()
+
+    def test_container_lists_only_its_own_persona(self):
+        work = self.containers["work"]
+        p = run([rig.DEVNSCTL, "status"], inside=work, check=True)
+        self.assertIn(self.node("work"), p.stdout)
+        for other in ("personal", "burst", "loose"):
+            self.assertNotIn(self.node(other), p.stdout)
+        p = run(BUSCTL + ["ListPersonas"], inside=work, check=True)
+        self.assertIn('"work"', p.stdout)
+        self.assertNotIn('"personal"', p.stdout)
+        # A container bound to no persona sees none.
+        p = run(BUSCTL + ["ListNodes"], inside=self.evil, check=True)
+        self.assertEqual(p.stdout.split()[:2], ["a(ssssu)", "0"])
+        self.answers_within_a_second()
+
+    # --- RequestActive --------------------------------------------------------------
+
+    def test_request_active_from_an_app_uid_is_refused(self):
+        rig.devnsctl("switch", "personal")
+        p = run(APP + [rig.DEVNSCTL, "request-active"], inside=self.containers["work"])
+        self.assert_refused(p, "RequestActiveUsers=")
+        self.assertEqual(self.active(), "personal")
+        self.assertRegex(self.daemon.output(), r"persona work: RequestActive refused to uid 1000")
+        self.answers_within_a_second()
+
+    def test_request_active_from_a_nested_user_namespace_is_refused(self):
+        work = self.containers["work"]
+        if run(["unshare", "--user", "true"], inside=work).returncode != 0:
+            self.skipTest("no user namespaces in this guest")
+        rig.devnsctl("switch", "personal")
+        # An app uid that makes itself root of a user namespace of its own.
+        p = run(APP + ["unshare", "--user", "--map-root-user", rig.DEVNSCTL, "request-active"], inside=work)
+        self.assert_refused(p, "user namespace")
+        self.assertEqual(self.active(), "personal")
+
+    def test_request_active_in_a_user_namespaced_container(self):
+        # Root mapped to host uid 100000: its uid inside decides, read through its uid_map.
+        try:
+            c = rig.Container(userns=True)
+        except (TypeError, RuntimeError, OSError) as err:
+            self.skipTest("no user-namespaced containers in this rig: %s" % err)
+        ask = [sys.executable, "-c", ASK, HERE]
+        # dbus-daemon takes connections only from uids the host's user database knows.
+        for inside in (0, 1000):
+            subprocess.run(["useradd", "--no-create-home", "--no-user-group", "-u", str(c.host_id(inside)),
+                            "mapped%d" % inside], check=False, capture_output=True)
+        try:
+            rig.devnsctl("create", "mapped")
+            rig.devnsctl("attach", "mapped", "--pid", str(c.pid))
+            rig.devnsctl("switch", "personal")
+            # Its root passes the uid rule; the persona's policy (AllowRequestActive=no) then refuses.
+            self.assertEqual(run(ask, inside=c, check=True).stdout.strip(), "refused")
+            out = run(APP + ask, inside=c, check=True).stdout.strip()
+            self.assertIn("RequestActiveUsers=", out)
+            out = run(["unshare", "--user", "--map-root-user"] + ask, inside=c, check=True).stdout.strip()
+            self.assertIn("user namespace", out)
+            self.assertEqual(self.active(), "personal")
+            # Its root is no root of the host.
+            p = run([rig.DEVNSCTL, "create", "intruder"], inside=c)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertNotIn("intruder", rig.devnsctl("list").stdout)
+        finally:
+            c.stop()
+            rig.devnsctl("remove", "mapped", check=False)
+        self.answers_within_a_second()
+
+    def test_request_active_from_container_root_follows_the_policy(self):
+        rig.devnsctl("switch", "personal")
+        run([rig.DEVNSCTL, "request-active"], inside=self.containers["work"], check=True)
+        self.assertEqual(self.active(), "work")
+        p = run([rig.DEVNSCTL, "request-active"], inside=self.containers["personal"])
+        self.assert_refused(p, "AllowRequestActive=no")
+        self.assertEqual(self.active(), "work")
+        # apps lets uid 1000 ask too.
+        run(APP + [rig.DEVNSCTL, "request-active"], inside=self.containers["apps"], check=True)
+        self.assertEqual(self.active(), "apps")
+
+    def test_request_active_burst_is_rate_limited(self):
+        burst = self.containers["burst"]
+        results = []
+        start = time.monotonic()
+        for _ in range(8):
+            p = run([rig.DEVNSCTL, "request-active"], inside=burst)
+            results.append((p.returncode, p.stderr.strip()))
+        # Three at once, then one every 10 s.
+        allowed = 3 + int((time.monotonic() - start) // 10)
+        granted = [r for r in results if r[0] == 0]
+        limited = [r for r in results if r[0] != 0]
+        self.assertEqual(results[0][0], 0, results)
+        self.assertLessEqual(len(granted), allowed, results)
+        self.assertGreaterEqual(len(limited), 8 - allowed, results)
+        for _, err in limited:
+            self.assertIn("at most 3 requests at once", err)
+        # Another persona's budget is its own.
+        rig.devnsctl("switch", "personal")
+        run([rig.DEVNSCTL, "request-active"], inside=self.containers["work"], check=True)
+        self.assertEqual(self.active(), "work")
+        self.answers_within_a_second()
+
+    # --- screenshot files -----------------------------------------------------------
+
+    def test_screenshot_is_private_and_follows_no_link(self):
+        with tempfile.TemporaryDirectory() as d:
+            shot = os.path.join(d, "work.png")
+            rig.devnsctl("screenshot", "work", shot)
+            st = os.lstat(shot)
+            self.assertTrue(stat.S_ISREG(st.st_mode))
+            self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
+            # Replacing a file keeps it private too.
+            os.chmod(shot, 0o644)
+            rig.devnsctl("screenshot", "work", shot)
+            self.assertEqual(stat.S_IMODE(os.lstat(shot).st_mode), 0o600)
+
+            target = os.path.join(d, "target")
+            with open(target, "w") as f:
+                f.write("keep")
+            planted = os.path.join(d, "planted.png")
+            os.symlink(target, planted)
+            rig.devnsctl("screenshot", "work", planted)
+            with open(target) as f:
+                self.assertEqual(f.read(), "keep")
+            st = os.lstat(planted)
+            self.assertTrue(stat.S_ISREG(st.st_mode))
+            self.assertEqual(stat.S_IMODE(st.st_mode), 0o600)
+            with open(planted, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+            # No temporary file is left behind.
+            self.assertEqual(sorted(os.listdir(d)), ["planted.png", "target", "work.png"])
+
+    # --- the LXC example ------------------------------------------------------------
+
+    def test_lxc_example_allows_only_the_personas_own_minors(self):
+        hook = os.path.join(rig.SOURCE, "conf", "examples", "lxc-devns-hook")
+        p = subprocess.run(["sh", hook, "--devices", "work"], capture_output=True, text=True, timeout=30)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        own = [os.stat(os.path.join("/dev/devns/work", n)).st_rdev for n in os.listdir("/dev/devns/work")]
+        want = ["lxc.cgroup2.devices.allow = c %d:%d rw" % (os.major(d), os.minor(d)) for d in own]
+        self.assertEqual(sorted(p.stdout.splitlines()), sorted(want))
+        other = os.stat(self.node("personal")).st_rdev
+        self.assertNotIn(" %d:%d " % (os.major(other), os.minor(other)), p.stdout)
+
+    # --- Detach -----------------------------------------------------------------------
+
+    def test_detach_unbinds_the_container(self):
+        loose = self.containers["loose"]
+        self.assertTrue(self.opens(loose, "loose"))
+        rig.devnsctl("detach", "loose")
+        try:
+            self.assertFalse(self.opens(loose, "loose"))
+            p = rig.devnsctl("detach", "loose", check=False)
+            self.assert_refused(p, "not attached")
+            p = rig.devnsctl("detach", "nosuch", check=False)
+            self.assert_refused(p, "No persona named 'nosuch'")
+        finally:
+            rig.devnsctl("attach", "loose", "--pid", str(loose.pid))
+        self.assertTrue(self.opens(loose, "loose"))
+        self.answers_within_a_second()
+
+    def test_detach_revokes_open_readers(self):
+        # Needs the input class's revocation (rebind with revoke): readers get ENODEV.
+        loose = self.containers["loose"]
+        reader = loose.popen(sys.executable, "-c", READER, self.node("loose"), stdout=subprocess.PIPE, text=True)
+        try:
+            self.assertEqual(reader.stdout.readline().strip(), "open ok")
+            rig.devnsctl("detach", "loose")
+            try:
+                out = reader.communicate(timeout=20)[0].strip()
+            except subprocess.TimeoutExpired:
+                self.fail("a reader in the detached container still reads 20 s after Detach")
+            self.assertEqual(out, "read errno %d" % errno.ENODEV)
+        finally:
+            if reader.poll() is None:
+                reader.kill()
+                reader.wait()
+            rig.devnsctl("attach", "loose", "--pid", str(loose.pid))
+        self.answers_within_a_second()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

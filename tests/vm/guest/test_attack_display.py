@@ -1,0 +1,391 @@
+#!/usr/bin/python3
+"""The framebuffer path under attack, on a real kernel: the persona's CUSE
+fb0 node, its memfd socket under /run/devnsd/fb and libdevns-fbmmap.so.
+Attackers are a non-root user on the host, an app uid inside a container,
+anyone with a forged, replayed or expired ticket, one uid hoarding a
+persona's slots, and a container that keeps drawing after its persona was
+attached to another one. Each attack runs against its own persona (and its
+own container where there is one). After each, the other personas' frames
+and the screen are as they were, and devnsd answers D-Bus within a second."""
+
+import grp
+import os
+import signal
+import subprocess
+import sys
+import time
+import unittest
+
+import devnsrig as rig
+import fbrig
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FBRIG = [sys.executable, os.path.join(HERE, "fbrig.py"), "probe"]
+FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
+PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
+OUT = os.environ.get("DEVNS_OUT", "/tmp")
+
+PERSONAS = ("work", "personal", "tickets", "appuid", "limits", "reattach", "owned")
+EACCES, EMFILE, ENODEV = 13, 24, 19
+APP_UID = 1000
+# Tickets live 5 s (devns-fb.h).
+TICKET_LIFETIME = 5.0
+# Per persona, one uid may hold a quarter of the mappings (64) and open files (64).
+MAPPINGS_PER_UID = 16
+OPEN_PER_UID = 16
+
+
+def as_user(uid, groups=()):
+    """setpriv arguments that run a command as uid, with only the given supplementary groups."""
+    args = ["setpriv", "--reuid=%d" % uid, "--regid=%d" % uid]
+    return args + (["--groups=" + ",".join(str(g) for g in groups)] if groups else ["--clear-groups"])
+
+
+class AttackDisplay(rig.PersonaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display(personas=PERSONAS, routed=True))
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            var = fbrig.get_var(fd)
+        finally:
+            os.close(fd)
+        cls.w, cls.h = var["xres"], var["yres"]
+        cls.frames = {
+            "work": fbrig.frame(cls.w, cls.h, (20, 140, 60), band=(200, 260)),
+            "personal": fbrig.frame(cls.w, cls.h, (150, 30, 90), band=(500, 540), band_color=(0, 0, 0)),
+        }
+        for persona, data in cls.frames.items():
+            fd = os.open(fbrig.fb_node(persona), os.O_RDWR)
+            try:
+                fbrig.write_all(fd, data)
+            finally:
+                os.close(fd)
+        cls.n_dumps = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def probe(self, *steps, user=None, container=None, check_exit=True):
+        """Runs fbrig.py's probe (as user, inside container); its output lines."""
+        cmd = (user or []) + FBRIG + [str(s) for s in steps]
+        env = dict(os.environ, PYTHONPATH=HERE)
+        if container:
+            p = container.run(*cmd, check=False, env=env)
+        else:
+            p = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=env)
+        if check_exit:
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        return p.stdout.splitlines()
+
+    def hold_probe(self, container, user, steps):
+        """Starts a probe whose steps end with "held", "wait": its output up to "held", while it holds on."""
+        p = container.popen(*user, *FBRIG, *steps, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=dict(os.environ, PYTHONPATH=HERE))
+        self.addCleanup(p.kill)
+        lines = []
+        while not (lines and lines[-1].startswith("held")):
+            line = p.stdout.readline()
+            self.assertTrue(line, "the probe ended early:\n" + "\n".join(lines))
+            lines.append(line.strip())
+        return p, lines
+
+    @staticmethod
+    def release(p):
+        p.stdin.write("\n")
+        p.stdin.close()
+        p.wait(60)
+        p.stdout.close()
+
+    def assert_screen(self, data, what, timeout=10.0):
+        type(self).n_dumps += 1
+        name = "attack-%s-%02d" % (self.id().split(".")[-1], self.n_dumps)
+        ok, diff = fbrig.screen_shows(name, self.w, self.h, data, timeout=timeout)
+        self.assertTrue(ok, "%s: screen (%s.png) differs from the expected frame: %s pixels" % (what, name, diff))
+
+    def screenshot(self, persona):
+        path = os.path.join(OUT, "attack-%s.png" % persona)
+        rig.devnsctl("screenshot", persona, path)
+        return fbrig.read_png_rgb(path)[2]
+
+    def assert_bus_answers(self):
+        """devnsd answers D-Bus within a second: `devnsctl list` takes at most a second longer than
+        starting devnsctl without a bus call. The emulated machine shares its host with other work and
+        stalls now and then, so one answer in three tries counts; a devnsd that is stuck fails all three."""
+        times = []
+        for _ in range(3):
+            start = time.monotonic()
+            subprocess.run([rig.DEVNSCTL, "--help"], capture_output=True, timeout=30)
+            spawn = time.monotonic() - start
+            start = time.monotonic()
+            try:
+                p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=spawn + 1)
+            except subprocess.TimeoutExpired:
+                times.append("over %.2f s (starting devnsctl: %.2f s)" % (spawn + 1, spawn))
+                continue
+            self.assertEqual(p.returncode, 0, p.stderr)
+            return
+        self.fail("devnsd did not answer `devnsctl list` within a second: " + ", ".join(times))
+
+    def assert_untouched(self, screen=True):
+        """Nothing outside the attacked persona changed, and devnsd answers."""
+        self.assert_bus_answers()
+        for persona, data in self.frames.items():
+            self.assertTrue(self.screenshot(persona) == fbrig.to_rgb(data), "persona %s's frame changed" % persona)
+        if screen:
+            self.assert_screen(self.frames["work"], "the active persona's frame")
+        self.assertTrue(self.daemon.alive())
+
+    def assert_no_memfd(self, lines):
+        got = [line for line in lines if line.endswith(("memfd rw", "memfd ro", "memfd wo"))]
+        self.assertEqual(got, [], "a program got the framebuffer memory:\n" + "\n".join(lines))
+
+    def assert_private(self, path):
+        """0660 (never world-accessible), and owned as the persona's node and socket must be alike."""
+        st = os.lstat(path)
+        self.assertEqual(st.st_mode & 0o777, 0o660, "%s has mode %o" % (path, st.st_mode & 0o777))
+        return st
+
+    # --- a non-root user on the host ---------------------------------------------------------
+
+    def test_host_user_gets_no_memfd(self):
+        """`nobody` on the host can neither open a persona's fb0 nor get its memfd from the socket."""
+        steps = []
+        for persona in ("work", "personal"):
+            sock = fbrig.socket_path(persona)
+            steps += ["open", persona, fbrig.fb_node(persona), "r", "legacy", sock, "forge", persona,
+                      "redeem", sock, persona, "m"]
+        steps += ["open", "routed", "/dev/devns/fb0", "r"]
+        lines = self.probe(*steps, user=as_user(65534))
+        self.assert_no_memfd(lines)
+        for persona in ("work", "personal", "routed"):
+            self.assertIn("open %s errno %d" % (persona, EACCES), lines)
+        for persona in ("work", "personal"):
+            self.assert_private(fbrig.socket_path(persona))
+            self.assert_private(fbrig.fb_node(persona))
+        self.assert_untouched()
+
+    # --- an app uid inside a container ---------------------------------------------------------
+
+    def test_app_uid_in_container_gets_nothing(self):
+        """Inside the persona's own container, a uid that is neither root nor in the video group can
+        neither open /dev/fb0 nor get the memfd; the container's root can, through a ticket."""
+        sock = fbrig.socket_path("appuid")
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "appuid", "--pid", str(c.pid))
+            c.run("test", "-c", "/dev/fb0")
+            c.run("test", "-S", sock)
+            lines = self.probe("open", "rw", "/dev/fb0", "rw", "open", "r", "/dev/fb0", "r",
+                               "open", "host", fbrig.fb_node("appuid"), "r",
+                               "legacy", sock, "forge", "f", "redeem", sock, "f", "m",
+                               user=as_user(APP_UID), container=c)
+            self.assert_no_memfd(lines)
+            for name in ("rw", "r"):
+                self.assertIn("open %s errno %d" % (name, EACCES), lines)
+            # The node's rule, not a blanket refusal: the container's root gets the memory.
+            lines = self.probe("open", "a", "/dev/fb0", "rw", "ticket", "a", "t", "redeem", sock, "t", "m",
+                               container=c)
+            self.assertIn("redeem t memfd rw", lines)
+        finally:
+            c.stop()
+        self.assert_untouched()
+
+    # --- tickets ------------------------------------------------------------------------------
+
+    def test_forged_replayed_expired_tickets_get_nothing(self):
+        """Even where the socket lets a program in (root), nothing but a fresh ticket of an open fb0 file
+        of this persona gets the memfd: no old one-byte request, no forged, replayed, expired ticket,
+        none of a closed file or meant for another persona. A read-only file gets read-only memory."""
+        node, sock = fbrig.fb_node("tickets"), fbrig.socket_path("tickets")
+        before = self.daemon.output().count("tickets/fb0: refused")
+        lines = self.probe(
+            "open", "a", node, "rw",
+            "legacy", sock,
+            "forge", "forged", "redeem", sock, "forged", "m",
+            "raw", sock, "00" * 64,
+            "ticket", "a", "t1", "redeem", sock, "t1", "m", "redeem", sock, "t1", "m",
+            "ticket", "a", "other", "redeem", fbrig.socket_path("personal"), "other", "m",
+            "ticket", "a", "closed", "close", "a", "redeem", sock, "closed", "m",
+            "open", "b", node, "rw", "ticket", "b", "old", "sleep", TICKET_LIFETIME + 1, "redeem", sock, "old", "m",
+            "open", "r", node, "r", "ticket", "r", "ro", "redeem", sock, "ro", "m", "mapwrite",
+            "open", "w", node, "w", "ticket", "w", "wo", "redeem", sock, "wo", "w",
+            "raw", sock, "")
+        self.assertEqual([line for line in lines if " memfd " in line or line.startswith("mapwrite")], [
+            "legacy memfd none",
+            "redeem forged memfd none",
+            "raw memfd none",
+            "redeem t1 memfd rw",
+            "redeem t1 memfd none",
+            "redeem other memfd none",
+            "redeem closed memfd none",
+            "redeem old memfd none",
+            "redeem ro memfd ro",
+            "mapwrite errno %d" % EACCES,
+            "redeem wo memfd wo",
+            "raw memfd none",
+        ], "\n".join(lines))
+        # The refusals are logged, once.
+        self.assertEqual(self.daemon.output().count("tickets/fb0: refused") - before, 1, self.daemon.output())
+
+        # Read-only memory stays read-only: an app of the video group in the persona's container, which may
+        # open /dev/fb0, cannot reopen the memory it got for a read-only file for writing.
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "tickets", "--pid", str(c.pid))
+            gid = self.assert_private(node).st_gid
+            self.assertEqual(self.assert_private(sock).st_gid, gid, "the node and its socket have different groups")
+            lines = self.probe("open", "r", "/dev/fb0", "r", "ticket", "r", "t", "redeem", sock, "t", "m",
+                               "reopen-rw", "mapwrite", user=as_user(APP_UID, [gid]), container=c)
+            self.assertEqual(lines[-3:], ["redeem t memfd ro", "reopen-rw errno %d" % EACCES,
+                                          "mapwrite errno %d" % EACCES], "\n".join(lines))
+        finally:
+            c.stop()
+        self.assert_untouched()
+
+    # --- limits -------------------------------------------------------------------------------
+
+    def test_one_uid_cannot_take_every_slot(self):
+        """In the persona's container, one app uid of the video group gets at most a quarter of the
+        persona's mappings and open files; another uid still gets its own."""
+        sock = fbrig.socket_path("limits")
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "limits", "--pid", str(c.pid))
+            gid = self.assert_private(fbrig.fb_node("limits")).st_gid
+            steps = ["open", "a", "/dev/fb0", "rw"]
+            for i in range(MAPPINGS_PER_UID + 1):
+                steps += ["ticket", "a", "t%d" % i, "redeem", sock, "t%d" % i, "m"]
+            steps += ["held", "wait"]
+            hoarder, lines = self.hold_probe(c, as_user(APP_UID, [gid]), steps)
+            self.assertEqual(lines[-1], "held %d" % MAPPINGS_PER_UID, "\n".join(lines))
+            self.assertEqual(lines[-2], "redeem t%d memfd none" % MAPPINGS_PER_UID)
+            # Another uid of the persona still maps it.
+            other = self.probe("open", "a", "/dev/fb0", "rw", "ticket", "a", "t", "redeem", sock, "t", "m",
+                               user=as_user(APP_UID + 1, [gid]), container=c)
+            self.assertIn("redeem t memfd rw", other)
+            self.release(hoarder)
+
+            steps = []
+            for i in range(OPEN_PER_UID + 1):
+                steps += ["open", "f%d" % i, "/dev/fb0", "r"]
+            hoarder, lines = self.hold_probe(c, as_user(APP_UID, [gid]), steps + ["held", "wait"])
+            self.assertEqual(lines[OPEN_PER_UID - 1], "open f%d ok" % (OPEN_PER_UID - 1), "\n".join(lines))
+            self.assertEqual(lines[OPEN_PER_UID], "open f%d errno %d" % (OPEN_PER_UID, EMFILE))
+            lines = self.probe("open", "a", "/dev/fb0", "r", user=as_user(APP_UID + 1, [gid]), container=c)
+            self.assertEqual(lines, ["open a ok"])
+            self.release(hoarder)
+        finally:
+            c.stop()
+        self.assert_untouched()
+
+    # --- re-attach --------------------------------------------------------------------------
+
+    def test_reattach_revokes_the_old_container(self):
+        """Once the persona is attached to a new container, the old container's open files answer ENODEV,
+        its tickets are void, and what its program draws into its old mapping reaches neither the screen
+        nor the persona's new memory; the new container starts from a fresh black frame and draws."""
+        sock = fbrig.socket_path("reattach")
+        routed = os.stat("/dev/devns/fb0").st_rdev
+        rig.devnsctl("switch", "reattach")
+        old = rig.Container(private_dev=True)
+        new = rig.Container(private_dev=True)
+        outputs = []
+        try:
+            rig.devnsctl("attach", "reattach", "--pid", str(old.pid))
+            old.run("mknod", "/dev/routed-fb0", "c", str(os.major(routed)), str(os.minor(routed)))
+            drawer = old.popen("env", "LD_PRELOAD=" + PRELOAD, FBDRAW, "/dev/fb0", "31", "--no-pan",
+                               "--change-on-signal", "32", "0", str(self.h), "--hold", "120000", "--report",
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            drawn = rig.Output(drawer)
+            outputs.append(drawn)
+            self.assertTrue(drawn.wait_for("drawn"), drawn.text)
+            self.assert_screen(fbrig.pattern_frame(self.w, self.h, 31), "the old container drew")
+
+            holder = old.popen(*FBRIG, "open", "a", "/dev/fb0", "rw", "open", "routed", "/dev/routed-fb0", "rw",
+                               "ticket", "a", "t", "blank", "a", "4", "wait",
+                               "info", "a", "write", "a", "info", "routed", "redeem", sock, "t", "m",
+                               "open", "again", "/dev/fb0", "r",
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                               env=dict(os.environ, PYTHONPATH=HERE))
+            held = rig.Output(holder)
+            outputs.append(held)
+            self.assertTrue(held.wait_for("blank a ok"), held.text)
+            self.assertIn("open routed ok", held.text)
+
+            rig.devnsctl("attach", "reattach", "--pid", str(new.pid))
+            black = bytes(self.w * self.h * 4)
+            self.assert_screen(black, "after the re-attach")
+            self.assertTrue(self.screenshot("reattach") == fbrig.to_rgb(black),
+                            "the new container sees the old one's frame")
+            holder.stdin.write("\n")
+            holder.stdin.flush()
+            self.assertTrue(held.wait_for("open again"), held.text)
+            for line in ("info a errno %d" % ENODEV, "write a errno %d" % ENODEV, "info routed errno %d" % ENODEV,
+                         "redeem t memfd none", "open again errno %d" % EACCES):
+                self.assertIn(line, held.text)
+
+            # The old program draws into its mapping: nothing of it is shown or kept.
+            os.kill(child_of(drawer.pid), signal.SIGUSR1)
+            self.assertTrue(drawn.wait_for("after change: "), drawn.text)
+            self.assertIn("after change: errno %d" % ENODEV, drawn.text)
+            time.sleep(0.5)
+            self.assert_screen(black, "the old container drew after the re-attach", timeout=0)
+            self.assertTrue(self.screenshot("reattach") == fbrig.to_rgb(black),
+                            "the persona's new memory holds something")
+
+            # The new container draws as on a fresh device (not blanked, not panned).
+            p = new.run("env", "LD_PRELOAD=" + PRELOAD, FBDRAW, "/dev/fb0", "33", check=False)
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assert_screen(fbrig.pattern_frame(self.w, self.h, 33), "the new container drew")
+            self.assertTrue(self.screenshot("reattach") == fbrig.to_rgb(fbrig.pattern_frame(self.w, self.h, 33)))
+        finally:
+            for out in outputs:
+                out.proc.kill()
+                out.finish()
+                out.proc.stdout.close()
+                if out.proc.stdin:
+                    out.proc.stdin.close()
+            old.stop()
+            new.stop()
+        self.assert_bus_answers()
+        rig.devnsctl("switch", "work")
+        self.assert_untouched()
+
+    # --- ownership ---------------------------------------------------------------------------
+
+    def test_node_and_socket_belong_to_the_container(self):
+        """An unattached persona's host node and socket are root's, 0660. Attached, they belong to the
+        container's root and video group (p->owner), still 0660."""
+        for path in (fbrig.fb_node("owned"), fbrig.socket_path("owned")):
+            st = self.assert_private(path)
+            self.assertEqual((st.st_uid, st.st_gid), (0, 0), path)
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "owned", "--pid", str(c.pid))
+            video = grp.getgrnam("video").gr_gid
+            for path in (fbrig.fb_node("owned"), fbrig.socket_path("owned")):
+                st = self.assert_private(path)
+                self.assertEqual((st.st_uid, st.st_gid), (0, video), path)
+        finally:
+            c.stop()
+        self.assert_untouched()
+
+
+def child_of(pid):
+    """The one child of process pid (nsenter forks the command into the pid namespace)."""
+    for _ in range(100):
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            kids = f.read().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.05)
+    raise RuntimeError("no child of %d" % pid)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,262 @@
+#!/usr/bin/python3
+"""Attach against hostile containers: each attack is a container whose root
+planted something for devnsd to trip over while it makes the persona's
+nodes (an NSS module of its own, symlinks out of its tree, a FIFO, the
+host's own /dev/input). After each: nothing outside the container
+changed, none of its code ran in devnsd, and devnsd answers D-Bus at once."""
+
+import errno
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+import devnsrig as rig
+
+PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nsprobe.py")
+
+# An NSS module: if any process loads it, it leaves a note in its /run.
+EVIL_NSS = r"""
+#include <stdio.h>
+#include <unistd.h>
+__attribute__((constructor)) static void evil(void) {
+    FILE *f = fopen("/run/nss-ran", "w");
+    if (f) { fprintf(f, "pid %d uid %d\n", (int)getpid(), (int)geteuid()); fclose(f); }
+}
+"""
+HESIOD = "/usr/lib/x86_64-linux-gnu/libnss_hesiod.so.2"
+
+
+class Hostile:
+    """A container (own pid and mount namespaces, own tmpfs /dev and /run)
+    whose root ran `plant` (shell) inside before devnsd looks at it. The
+    plant script also sees the host's /dev at /mnt/hostdev."""
+
+    def __init__(self, plant):
+        script = ("mkdir -p /mnt/hostdev && mount --bind /dev /mnt/hostdev && "
+                  "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
+                  "(%s) && touch /run/planted && exec sleep 100000") % plant
+        self.proc = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script])
+        self.pid = None
+        for _ in range(200):
+            try:
+                with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                    kids = f.read().split()
+                if kids and os.path.exists("/proc/%s/root/run/planted" % kids[0]):
+                    self.pid = int(kids[0])
+                    break
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError("container setup failed")
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("container did not start")
+
+    def path(self, p):
+        return "/proc/%d/root%s" % (self.pid, p)
+
+    def run(self, *cmd, check=True):
+        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
+        return subprocess.run(full, capture_output=True, text=True, timeout=60, check=check)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+        subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], check=False)
+
+
+def answers_within(seconds):
+    """devnsd answers a D-Bus call within `seconds` (the best of three calls in a row,
+    so that a slow start of devnsctl under emulation is not taken for a stall)."""
+    took = []
+    for _ in range(3):
+        start = time.monotonic()
+        p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=30)
+        took.append(time.monotonic() - start)
+        if p.returncode == 0 and took[-1] < seconds:
+            return True
+    print("devnsctl list took", took)
+    return False
+
+
+def listing(path):
+    """Names, types and device numbers below path, to compare before and after."""
+    out = {}
+    for dirpath, dirs, files in os.walk(path):
+        for name in dirs + files:
+            full = os.path.join(dirpath, name)
+            st = os.lstat(full)
+            out[full] = (stat.S_IFMT(st.st_mode), st.st_rdev, st.st_size, st.st_mtime_ns)
+    return out
+
+
+class PopulateAttacks(rig.PersonaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.kbd = rig.make_keyboard()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.name = os.path.basename(cls.kbd_hw)
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(rig.conf_for([cls.kbd_hw], personas=("work", "personal", "evil"),
+                                             active="work", daemon={"Routed": "yes"}))
+        cls.victim = tempfile.mkdtemp(prefix="host-victim-")
+        # An NSS module of the container's, compiled here.
+        cls.evil_so = os.path.join(cls.victim, "..", "evil-nss.so")
+        src = cls.evil_so + ".c"
+        with open(src, "w") as f:
+            f.write(EVIL_NSS)
+        subprocess.run(["cc", "-shared", "-fPIC", "-o", cls.evil_so, src], check=True)
+        cls.nsswitch = cls.evil_so + ".nsswitch"
+        with open(cls.nsswitch, "w") as f:
+            f.write("passwd: hesiod\ngroup: hesiod\nshadow: hesiod\n")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+        cls.kbd.close()
+
+    def setUp(self):
+        super().setUp()
+        self.host_before = listing(self.victim)
+        self.host_dev_before = listing("/dev/input")
+        self.containers = []
+
+    def tearDown(self):
+        for c in self.containers:
+            c.stop()
+        self.assertEqual(listing(self.victim), self.host_before, "a host directory changed")
+        self.assertEqual(listing("/dev/input"), self.host_dev_before, "the host's /dev/input changed")
+        self.assertTrue(answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        super().tearDown()
+
+    def hostile(self, plant):
+        c = Hostile(plant)
+        self.containers.append(c)
+        return c
+
+    def attach(self, c, persona="evil", timeout=20):
+        start = time.monotonic()
+        p = subprocess.run([rig.DEVNSCTL, "attach", persona, "--pid", str(c.pid)],
+                           capture_output=True, text=True, timeout=timeout)
+        return p, time.monotonic() - start
+
+    # --- the attacks ------------------------------------------------------------
+
+    def test_container_nss_module_never_runs(self):
+        c = self.hostile("mount --bind %s %s && mount --bind %s /etc/nsswitch.conf"
+                         % (self.evil_so, HESIOD, self.nsswitch))
+        # The container's own lookups do load it: the module works.
+        c.run("getent", "group", "input", check=False)
+        self.assertTrue(os.path.exists(c.path("/run/nss-ran")), "the planted NSS module is not loadable")
+        os.unlink(c.path("/run/nss-ran"))
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertFalse(os.path.exists(c.path("/run/nss-ran")),
+                         "the container's NSS module ran in devnsd: " +
+                         (open(c.path("/run/nss-ran")).read() if os.path.exists(c.path("/run/nss-ran")) else ""))
+        # The nodes are there all the same.
+        self.assertTrue(stat.S_ISCHR(os.stat(c.path("/dev/input/" + self.name)).st_mode))
+
+    def test_symlinked_dev_input_is_not_followed(self):
+        c = self.hostile("ln -s %s /dev/input" % self.victim)
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(self.daemon.output(), r"hold something else \(first /dev/input/%s\)" % self.name)
+        # The alias below /dev/devns/ was still made.
+        self.assertTrue(stat.S_ISCHR(os.stat(c.path("/dev/devns/evil/" + self.name)).st_mode))
+
+    def test_symlinked_udev_database_is_not_followed(self):
+        c = self.hostile("mkdir -p /run/udev && ln -s %s /run/udev/data && "
+                         "ln -s %s/control /run/udev/control" % (self.victim, self.victim))
+        c2 = self.hostile("mkdir -p /run/udev/data && ln -s %s/control /run/udev/control" % self.victim)
+        for box in (c, c2):
+            p, _ = self.attach(box)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertTrue(stat.S_ISCHR(os.stat(box.path("/dev/input/" + self.name)).st_mode))
+            self.assertTrue(os.path.islink(box.path("/run/udev/control")))
+        # Where the database is the container's own, the record is written there.
+        host = os.stat(rig.persona_node("evil", self.kbd_hw))
+        record = c2.path("/run/udev/data/c%d:%d" % (os.major(host.st_rdev), os.minor(host.st_rdev)))
+        with open(record) as f:
+            self.assertIn("E:ID_INPUT=1", f.read())
+
+    def test_fifo_as_etc_group_stalls_nothing(self):
+        c = self.hostile("mkfifo /run/fifo && mount --bind /run/fifo /etc/group")
+        self.assertTrue(stat.S_ISFIFO(os.stat(c.path("/etc/group")).st_mode))
+        # While attach runs, another client is answered at once.
+        attach = subprocess.Popen([rig.DEVNSCTL, "attach", "evil", "--pid", str(c.pid)],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.assertTrue(answers_within(1.0), "devnsd stalled while attaching")
+        out, err = attach.communicate(timeout=20)
+        self.assertEqual(attach.returncode, 0, err)
+        self.assertTrue(stat.S_ISCHR(os.stat(c.path("/dev/input/" + self.name)).st_mode))
+        # Without a readable /etc/group, the node takes the container's root group and says so.
+        self.assertRegex(self.daemon.output(), r"persona evil: the container has no group 'input'")
+
+    def test_host_dev_input_bound_into_container_is_left_alone(self):
+        c = self.hostile("mkdir /dev/input && mount --bind /mnt/hostdev/input /dev/input")
+        self.assertTrue(os.path.exists(c.path("/dev/input/" + self.name)))
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(self.daemon.output(), r"hold something else \(first /dev/input/%s\)" % self.name)
+        # The host's node is still the hardware's.
+        self.assertEqual(os.stat(self.kbd_hw).st_rdev, os.stat(c.path("/dev/input/" + self.name)).st_rdev)
+
+    def test_container_files_are_never_replaced(self):
+        c = self.hostile("mkdir /dev/input && echo mine > /dev/input/%s" % self.name)
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        mine = c.path("/dev/input/" + self.name)
+        self.assertTrue(stat.S_ISREG(os.lstat(mine).st_mode), "the container's file was replaced")
+        with open(mine) as f:
+            self.assertEqual(f.read(), "mine\n")
+
+    def test_reattach_to_the_same_container_keeps_its_nodes(self):
+        c = self.hostile("true")
+        first, _ = self.attach(c)
+        again, _ = self.attach(c)
+        self.assertEqual(first.returncode, 0, first.stderr)
+        self.assertEqual(again.returncode, 0, again.stderr)
+        self.assertEqual(first.stdout, again.stdout)
+        node = c.path("/dev/input/" + self.name)
+        self.assertEqual(os.stat(node).st_rdev, os.stat(rig.persona_node("evil", self.kbd_hw)).st_rdev)
+
+    def test_user_namespaced_container_root_opens_its_nodes(self):
+        c = rig.Container(private_dev=True, userns=True)
+        self.containers.append(c)
+        self.assertEqual(c.run("cat", "/proc/self/uid_map").stdout.split(), ["0", "100000", "65536"])
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        node = "/dev/input/" + self.name
+        # The container's root and its input group own the node, through the user namespace.
+        inside = c.run("stat", "-c", "%u %G %a", node).stdout.split()
+        self.assertEqual(inside, ["0", "input", "660"])
+        self.assertEqual(os.stat("/proc/%d/root%s" % (c.pid, node)).st_uid, 100000)
+        self.assertEqual(c.run(sys.executable, PROBE, node, "0").stdout.strip(), "open ok")
+        # An app's uid in the container is not in the group: the kernel refuses it.
+        app = c.run(sys.executable, PROBE, node, "0", uid=10050)
+        self.assertEqual(app.stdout.strip(), "open errno %d" % errno.EACCES)
+
+    def test_host_users_never_open_persona_nodes(self):
+        c = self.hostile("true")
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        # The node's group is the container's input group, which is a host group too: still refused,
+        # and so is anyone when the node's mode would let everyone in.
+        host_node = rig.persona_node("evil", self.kbd_hw)
+        gid = os.stat(host_node).st_gid
+        routed = "/dev/devns/" + self.name
+        for node in (host_node, routed):
+            os.chmod(node, 0o666)
+        for node in (host_node, routed):
+            out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--groups=%d" % gid,
+                                  sys.executable, PROBE, node, "0"], capture_output=True, text=True).stdout
+            self.assertEqual(out.strip(), "open errno %d" % errno.EACCES, node)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""The configuration a phone has, all at once: the display (bochs DRM), a
+keyboard and a touchscreen (uinput) and the i8042 keyboard, the keyboard's
+capslock LED and a backlight, routed nodes, and two containers attached to
+the two personas, each with its own /dev and /run and the persona's LED
+and backlight views bound at /sys/class as a container manager does.
+Attach must answer with every class configured, and each container gets
+its own screen, input, LEDs and backlight, following the active persona."""
+
+import glob
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from evdev import ecodes as e
+
+import devnsrig as rig
+import fbrig
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
+I8042 = "/dev/input/event0"
+PERSONAS = ("work", "personal")
+COLORS = {"work": (200, 30, 30), "personal": (30, 30, 200)}
+BL_MAX = 1000
+
+
+def find_capslock():
+    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
+        if glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*")):
+            return led
+    raise unittest.SkipTest("no keyboard with a capslock LED")
+
+
+def write_file(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def read_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+class PhoneContainer(rig.Container):
+    """A container as a manager makes it: its own /dev and /run, the
+    persona's views bound at /sys/class/leds and /sys/class/backlight, and
+    the routed nodes given in its /dev as /dev/input/routedN, all from the
+    host's side before the container's pid namespace starts."""
+
+    def __init__(self, persona, routed):
+        views = "/run/devns/%s/sys/class" % persona
+        setup = ("mount --bind %s/leds /sys/class/leds && mount --bind %s/backlight /sys/class/backlight && "
+                 "mkdir -p /mnt/host-devns && mount --bind /dev/devns /mnt/host-devns && "
+                 "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && mkdir /dev/input && ") % (views, views)
+        for i, node in enumerate(routed):
+            setup += ("touch /dev/input/routed%d && mount --bind /mnt/host-devns/%s /dev/input/routed%d && "
+                      % (i, node, i))
+        self.proc = subprocess.Popen(
+            ["unshare", "--mount", "sh", "-c",
+             setup + "exec unshare --pid --fork --mount-proc sleep 100000"])
+        self.pid = None
+        for _ in range(200):
+            try:
+                with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
+                    kids = f.read().split()
+                if kids:
+                    with open("/proc/%s/comm" % kids[0]) as f:
+                        if f.read().strip() == "sleep":
+                            self.pid = int(kids[0])
+                            break
+            except (FileNotFoundError, ProcessLookupError):
+                pass
+            if self.proc.poll() is not None:
+                raise RuntimeError("container setup failed")
+            time.sleep(0.05)
+        else:
+            raise RuntimeError("container did not start")
+
+
+def answers_within(seconds):
+    took = []
+    for _ in range(3):
+        start = time.monotonic()
+        p = subprocess.run([rig.DEVNSCTL, "list"], capture_output=True, text=True, timeout=30)
+        took.append(time.monotonic() - start)
+        if p.returncode == 0 and took[-1] < seconds:
+            return True
+    print("devnsctl list took", took)
+    return False
+
+
+class Phone(rig.PersonaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.kbd = rig.make_keyboard()
+        cls.touch = rig.make_touchscreen()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.touch_hw = rig.event_node(cls.touch)
+        cls.led = find_capslock()
+        cls.bl_dir = os.path.join(tempfile.mkdtemp(prefix="phone-sys-"), "panel0")
+        os.mkdir(cls.bl_dir)
+        for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
+                            ("bl_power", 0)):
+            write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
+        cls.bus = rig.Bus()
+        conf = "\n".join([
+            "[Daemon]", "Routed=yes", "SwitchKeys=KEY_LEFTMETA+KEY_F1:work KEY_LEFTMETA+KEY_F2:personal", "",
+            "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
+            "[Input]", "Devices=%s %s %s" % (cls.kbd_hw, cls.touch_hw, I8042), "",
+            "[Leds]", "Devices=" + cls.led, "",
+            "[Backlight]", "Devices=" + cls.bl_dir, "",
+            "[Persona work]", "Active=yes", "",
+            "[Persona personal]", "",
+        ])
+        cls.daemon = rig.Daemon(conf)
+        cls.containers = {p: PhoneContainer(p, [os.path.basename(cls.kbd_hw)]) for p in PERSONAS}
+        cls.attach_out = {}
+        for p, c in cls.containers.items():
+            out = subprocess.run([rig.DEVNSCTL, "attach", p, "--pid", str(c.pid)], capture_output=True,
+                                 text=True, timeout=30)
+            cls.attach_out[p] = out
+        if not answers_within(1.0):
+            cls.stop_daemon()
+            raise AssertionError("devnsd stopped answering after attach: %s\n%s" % (
+                {p: o.stderr for p, o in cls.attach_out.items()}, cls.daemon.output()))
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            cls.var = fbrig.get_var(fd)
+        finally:
+            os.close(fd)
+        cls.w, cls.h = cls.var["xres"], cls.var["yres"]
+
+    @classmethod
+    def tearDownClass(cls):
+        for c in cls.containers.values():
+            c.stop()
+        cls.stop_daemon()
+        cls.kbd.close()
+        cls.touch.close()
+
+    def tearDown(self):
+        self.assertTrue(answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        super().tearDown()
+
+    def inside(self, persona, *cmd, check=True):
+        return self.containers[persona].run(*cmd, check=check)
+
+    def test_attach_answers_with_every_class_configured(self):
+        for p, out in self.attach_out.items():
+            self.assertEqual(out.returncode, 0, "%s: %s" % (p, out.stderr))
+            self.assertRegex(out.stdout, r"attached, [1-9]\d* nodes made")
+        for p in PERSONAS:
+            for node in ("/dev/fb0", "/dev/input/" + os.path.basename(self.kbd_hw),
+                         "/dev/input/" + os.path.basename(self.touch_hw), "/dev/input/event0"):
+                line = self.inside(p, "stat", "-c", "%F %t:%T", node).stdout.split()
+                self.assertEqual(line[:2], ["character", "special"], node)
+                host = os.stat("/dev/devns/%s/%s" % (p, os.path.basename(node)))
+                self.assertEqual(line[-1], "%x:%x" % (os.major(host.st_rdev), os.minor(host.st_rdev)))
+
+    def test_input_follows_the_active_persona(self):
+        node = "/dev/input/" + os.path.basename(self.kbd_hw)
+        for active in PERSONAS:
+            rig.devnsctl("switch", active)
+            probes = {p: self.containers[p].popen(*PROBE, node, "4", stdout=subprocess.PIPE, text=True)
+                      for p in PERSONAS}
+            for proc in probes.values():
+                self.assertEqual(proc.stdout.readline().strip(), "open ok")
+            time.sleep(0.3)
+            rig.press(self.kbd, e.KEY_A, 1)
+            rig.press(self.kbd, e.KEY_A, 0)
+            for p, proc in probes.items():
+                out = proc.communicate(timeout=30)[0]
+                saw = "ev %d %d 1" % (e.EV_KEY, e.KEY_A) in out
+                self.assertEqual(saw, p == active, "%s saw %s while %s was active" % (p, out, active))
+
+    def test_screen_backlight_and_leds_follow_the_active_persona(self):
+        levels = {"work": 120, "personal": 880}
+        bl = os.path.basename(self.bl_dir)
+        led = os.path.basename(self.led)
+        for p in PERSONAS:
+            fb = fbrig.frame(self.w, self.h, COLORS[p])
+            path = os.path.join(tempfile.mkdtemp(), "frame")
+            with open(path, "wb") as f:
+                f.write(fb)
+            self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
+            self.inside(p, "sh", "-c", "echo %d > /sys/class/backlight/%s/brightness" % (levels[p], bl))
+            self.inside(p, "sh", "-c", "echo %d > /sys/class/leds/%s/brightness" % (1 if p == "personal" else 0,
+                                                                                   led))
+        for active in ("personal", "work", "personal"):
+            rig.devnsctl("switch", active)
+            ok, diff = fbrig.screen_shows("phone-" + active, self.w, self.h,
+                                          fbrig.frame(self.w, self.h, COLORS[active]))
+            self.assertTrue(ok, "the screen does not show %s's frame (%s pixels differ)" % (active, diff))
+            self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(levels[active]))
+            self.assertEqual(int(read_file(os.path.join(self.led, "brightness"))) > 0, active == "personal")
+            for p in PERSONAS:
+                self.assertEqual(self.inside(p, "cat", "/sys/class/backlight/%s/brightness" % bl).stdout.strip(),
+                                 str(levels[p]))
+
+    def test_routed_nodes_give_each_container_its_persona(self):
+        routed = "/dev/input/routed0"
+        rig.devnsctl("switch", "personal")
+        for p in PERSONAS:
+            proc = self.containers[p].popen(*PROBE, routed, "4", stdout=subprocess.PIPE, text=True)
+            self.assertEqual(proc.stdout.readline().strip(), "open ok")
+            time.sleep(0.3)
+            rig.press(self.kbd, e.KEY_B, 1)
+            rig.press(self.kbd, e.KEY_B, 0)
+            out = proc.communicate(timeout=30)[0]
+            self.assertEqual("ev %d %d 1" % (e.EV_KEY, e.KEY_B) in out, p == "personal", out)
+
+    def test_views_in_the_container_are_the_personas(self):
+        bl = os.path.basename(self.bl_dir)
+        for p in PERSONAS:
+            names = self.inside(p, "ls", "/sys/class/backlight").stdout.split()
+            self.assertEqual(names, [bl])
+            st = os.stat("/run/devns/%s/sys/class/backlight/%s/brightness" % (p, bl))
+            self.assertTrue(stat.S_ISREG(st.st_mode))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
