@@ -12,8 +12,8 @@
  *
  * Checked: every call is answered; the manager's persona list stays
  * consistent; a caller that is not root never gets CreatePersona,
- * RemovePersona, Attach, AttachMachine or Screenshot through; after the
- * input devnsd still answers ListPersonas.
+ * RemovePersona, Attach, AttachMachine, Detach or Screenshot through;
+ * after the input devnsd still answers ListPersonas.
  *
  * Not reached: pids of other pid namespaces (the pid of Attach is mapped to
  * the fuzzer's own or to a pid that cannot exist, so populate never runs
@@ -82,6 +82,7 @@ static const struct method methods[] = {
 	{ "org.freedesktop.DBus.Properties", "Get", "ss", false },
 	{ "org.freedesktop.DBus.Properties", "GetAll", "s", false },
 	{ "org.freedesktop.DBus.Introspectable", "Introspect", "", false },
+	{ "org.devns1.Manager", "Detach", "s", true },
 };
 
 static const char *const names[] = {

@@ -4,16 +4,22 @@
  * /dev/devns/PERSONA/fb0: ioctls (with CUSE's retries), read()s and
  * write()s at each open file's stream position, mapped onto the fb node
  * the way src/cuse/cuse-fb.c maps them, on a node of a mode the input
- * picks. What the display does next is checked instead of done: the rows
- * a write or DEVNS_FBIO_WROTE reports, and the visible frame after a pan
- * or a new screen info, must lie inside the node's memory.
+ * picks; tickets for the memory issued to open files and redeemed with
+ * what the caller's memory holds (as the fb socket redeems a request),
+ * time passing, files closing, and the node getting fresh memory as a
+ * revocation gives it. What the display does next is checked instead of
+ * done: the rows a write or DEVNS_FBIO_WROTE reports, and the visible frame
+ * after a pan or a new screen info, must lie inside the node's memory. A
+ * ticket must lead to the open file it was issued for, once.
  */
+#include <fcntl.h>
 #include <linux/fb.h>
 #include <sys/mman.h>
 
 #include "devns-fb.h"
 #include "fb-ioctl.h"
 #include "fb-node.h"
+#include "fb-ticket.h"
 #include "fuzz-cuse.h"
 
 #define FILES 8
@@ -22,10 +28,16 @@
 /* What one CUSE read or write request carries at most. */
 #define IO_MAX (128u * 1024)
 
+struct file {
+	uint64_t pos;
+	bool open;
+};
+
 struct rig {
 	struct fb_node *node;
-	uint64_t pos[FILES];
-	bool open[FILES];
+	struct file files[FILES];
+	struct fb_tickets tickets;
+	uint64_t now; /* CLOCK_MONOTONIC, as the input lets it pass */
 	const char *socket_path;
 	uint8_t user[FUZZ_USER_SIZE];
 };
@@ -55,9 +67,17 @@ static void rows_written(const struct fb_node *n, const struct fb_rows *rows) {
 		fuzz_assert(vis.y0 < vis.y1 && vis.y1 <= n->state.var.yres);
 }
 
+/* cuse-fb.c's issue_ticket(): a ticket bound to the open file. */
+static int issue_ticket(void *userdata, struct devns_fb_ticket *ret) {
+	int r = fb_tickets_issue(&rig.tickets, userdata, rig.now, ret);
+
+	fuzz_assert(r == 0);
+	return r;
+}
+
 struct ioctl_call {
 	struct rig *rig;
-	uint64_t *pos;
+	struct file *file;
 	unsigned int cmd;
 	enum fb_effect effect;
 	struct fb_rows rows;
@@ -67,7 +87,13 @@ static void ioctl_step(void *userdata, void *arg, const void *in, size_t in_size
 		       struct fuzz_step *ret) {
 	static struct fb_ioctl_step step;
 	struct ioctl_call *call = userdata;
-	struct fb_ioctl_file file = { .pos = call->pos, .socket_path = call->rig->socket_path };
+	struct fb_ioctl_file file = {
+		.pos = &call->file->pos,
+		.socket_path = call->rig->socket_path,
+		.serial = call->rig->node->serial,
+		.ticket = call->rig->socket_path ? issue_ticket : NULL,
+		.userdata = call->file,
+	};
 
 	fb_ioctl(&call->rig->node->state, &file, call->cmd, arg, in, in_size, out_size, &step);
 	call->effect = step.effect;
@@ -80,16 +106,16 @@ static unsigned int pick_cmd(struct fuzz_input *in) {
 		FBIOGET_VSCREENINFO, FBIOPUT_VSCREENINFO, FBIOGET_FSCREENINFO, FBIOPAN_DISPLAY,
 		FBIOGETCMAP, FBIOPUTCMAP, FBIOBLANK, FBIO_WAITFORVSYNC,
 		DEVNS_FBIOGET_POS, DEVNS_FBIOSET_POS, DEVNS_FBIO_TELL, DEVNS_FBIO_SEEK,
-		DEVNS_FBIO_WROTE, DEVNS_FBIOGET_SOCKET,
+		DEVNS_FBIO_WROTE, DEVNS_FBIOGET_SOCKET, DEVNS_FBIOGET_TICKET,
 	};
 	uint8_t how = fuzz_u8(in);
 
 	return how % 8 == 0 ? fuzz_u32(in) : known[how % ELEMENTSOF(known)];
 }
 
-static void file_ioctl(struct rig *r, uint64_t *pos, struct fuzz_input *in) {
-	struct ioctl_call call = { .rig = r, .pos = pos, .cmd = pick_cmd(in) };
-	/* FBIOBLANK and DEVNS_FBIO_SEEK take a value. */
+static void file_ioctl(struct rig *r, struct file *f, struct fuzz_input *in) {
+	struct ioctl_call call = { .rig = r, .file = f, .cmd = pick_cmd(in) };
+	/* FBIOBLANK, DEVNS_FBIO_SEEK and DEVNS_FBIO_TELL take a value. */
 	void *arg = fuzz_ioctl_arg(in, true);
 	int k;
 
@@ -135,37 +161,78 @@ static void poke_user(struct rig *r, struct fuzz_input *in) {
 	fuzz_bytes(in, r->user + off, fuzz_len(in, FUZZ_USER_SIZE - off));
 }
 
-static void one_op(struct rig *r, struct fuzz_input *in) {
-	uint8_t op = fuzz_u8(in), f = fuzz_u8(in) % FILES;
+/* The fb socket's request: a ticket, read from where the caller's ioctl put it. */
+static void redeem(struct rig *r, struct fuzz_input *in) {
+	struct devns_fb_ticket token;
+	const void *file = NULL;
+	int k;
+
+	memcpy(&token, r->user + fuzz_u16(in) % (FUZZ_USER_SIZE - sizeof(token)), sizeof(token));
+	k = fb_tickets_redeem(&r->tickets, &token, r->now, &file);
+	fuzz_assert(k == 0 || k == -ENOENT);
+	if (k < 0)
+		return;
+	fuzz_assert(file >= (const void *)r->files && file < (const void *)(r->files + FILES));
+	fuzz_assert(((const struct file *)file)->open);
+	fuzz_assert(fb_tickets_redeem(&r->tickets, &token, r->now, &file) == -ENOENT);
+}
+
+/* Less often: tickets, time, a revocation's fresh memory, the memfd reopened for the socket. */
+static void other_op(struct rig *r, struct fuzz_input *in) {
+	uint8_t op = fuzz_u8(in);
 	int fd;
 
-	if (op % 8 < 3 && !r->open[f])
-		return;
-	switch (op % 8) {
+	switch (op % 5) {
 	case 0:
-		file_ioctl(r, &r->pos[f], in);
+		redeem(r, in);
 		break;
 	case 1:
-		file_read(r, &r->pos[f], fuzz_u8(in) & 1 ? fuzz_u32(in) % (IO_MAX + 1) : fuzz_len(in, IO_MAX));
+		r->now += fuzz_u32(in);
 		break;
 	case 2:
-		file_write(r, &r->pos[f], in);
+		fuzz_assert(fb_node_renew(r->node) == 0);
+		fb_tickets_clear(&r->tickets);
+		check_visible(r->node);
 		break;
 	case 3:
-		r->open[f] = true;
-		r->pos[f] = 0;
+		if (fb_node_reopen(r->node, (op >> 3) % 3, &fd) == 0)
+			close(fd);
 		break;
-	case 4:
-		r->open[f] = false;
+	default:
+		if (fuzz_u8(in) == 'S' && fb_node_snapshot(r->node, &fd) == 0)
+			close(fd);
+		break;
+	}
+}
+
+static void one_op(struct rig *r, struct fuzz_input *in) {
+	uint8_t op = fuzz_u8(in);
+	struct file *f = &r->files[fuzz_u8(in) % FILES];
+
+	if (op % 7 < 3 && !f->open)
+		return;
+	switch (op % 7) {
+	case 0:
+		file_ioctl(r, f, in);
+		break;
+	case 1:
+		file_read(r, &f->pos, fuzz_u8(in) & 1 ? fuzz_u32(in) % (IO_MAX + 1) : fuzz_len(in, IO_MAX));
+		break;
+	case 2:
+		file_write(r, &f->pos, in);
+		break;
+	case 3:
+		*f = (struct file){ .open = true };
+		break;
+	case 4: /* cuse-fb.c's release: the file's tickets go with it */
+		f->open = false;
+		fb_tickets_drop_file(&r->tickets, f);
 		break;
 	case 5:
 		poke_user(r, in);
 		break;
-	case 6: /* Screenshot */
-		if (fuzz_u8(in) == 'S' && fb_node_snapshot(r->node, &fd) == 0)
-			close(fd);
-		break;
 	default:
+		other_op(r, in);
 		break;
 	}
 }
@@ -199,7 +266,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	r->socket_path = socket_paths[(setup >> 1) % ELEMENTSOF(socket_paths)];
 	if (fb_node_new(&r->node, &mode, "fuzz") < 0)
 		return 0;
-	r->open[0] = true;
+	r->files[0].open = true;
+	r->now = 1000000;
 	check_visible(r->node);
 
 	for (unsigned int i = 0; i < OPS_MAX && !fuzz_done(&in); i++)
