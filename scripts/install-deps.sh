@@ -1,9 +1,11 @@
 #!/bin/sh
-# Installs the Debian packages devns needs to build, test and run its VM rig.
+# Installs the Debian packages devns needs to build, test (clang for the
+# sanitizer build and the fuzz targets) and run its VM rig.
 # Safe to run repeatedly: it installs only what is missing.
 set -eu
 
 PKGS="build-essential meson ninja-build pkg-config scdoc
+clang libclang-rt-14-dev
 libfuse3-dev fuse3 libevdev-dev libsystemd-dev libinih-dev libcmocka-dev
 libdrm-dev libpng-dev libxxhash-dev
 dbus-daemon dbus-bin

@@ -140,7 +140,10 @@ static struct timeval convert_time(struct timeval t, clockid_t clock, struct clo
 		o->us[i] = to_us(other) - to_us(mono);
 		o->known[i] = true;
 	}
-	us = to_us(t) + o->us[i];
+	/* A time no clock reaches (only a broken device sends one) is passed on as it is. */
+	if (__builtin_mul_overflow((long long)t.tv_sec, 1000000LL, &us) ||
+	    __builtin_add_overflow(us, (long long)t.tv_usec, &us) || __builtin_add_overflow(us, o->us[i], &us))
+		return t;
 	return (struct timeval){ .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 }
 

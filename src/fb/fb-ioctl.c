@@ -81,8 +81,9 @@ static void get_cmap(struct fb_ioctl_step *s, struct fb_state *st, void *arg, co
 	if (out_size < n * len) {
 		s->retry = true;
 		want(s->in_iov, &s->n_in, arg, sizeof(c));
+		/* The caller's addresses, NULL too: computed as numbers, never as pointers here. */
 		for (size_t i = 0; i < n; i++)
-			want(s->out_iov, &s->n_out, arrays[i] + to, len);
+			want(s->out_iov, &s->n_out, (void *)((uintptr_t)arrays[i] + to * sizeof(uint16_t)), len);
 		return;
 	}
 	(void)in_size;

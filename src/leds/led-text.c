@@ -45,8 +45,8 @@ void led_triggers_parse(const char *text, struct led_triggers *ret, size_t *ret_
 				current = 0;
 			continue;
 		}
-		/* A long list is cut, but never before the current trigger. */
-		if (bracketed && t.n == LED_TRIGGERS_MAX)
+		/* A long list is cut, but never before the current trigger (one too long to keep cuts nothing). */
+		if (bracketed && len <= LED_TRIGGER_NAME_MAX && t.n == LED_TRIGGERS_MAX)
 			t.n--;
 		add_trigger(&t, word, len);
 		if (bracketed && len <= LED_TRIGGER_NAME_MAX)

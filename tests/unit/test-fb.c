@@ -188,6 +188,22 @@ static void test_cmap(void **state) {
 	assert_int_equal(fb_state_cmap_range(256, 1, &from, &to), -EINVAL);
 }
 
+/* The arrays of a struct fb_cmap are the caller's addresses, NULL too: a retry only names them. */
+static void test_cmap_null_array(void **state) {
+	static struct fb_ioctl_step step;
+	struct fb_node *n = *state;
+	uint16_t g[4], b[4];
+	struct fb_cmap get = { .start = 0, .len = 4, .red = NULL, .green = g, .blue = b };
+	uint64_t pos = 0;
+	struct fb_ioctl_file file = { .pos = &pos };
+
+	fb_ioctl(&n->state, &file, FBIOGETCMAP, &get, &get, sizeof(get), 0, &step);
+	assert_true(step.retry);
+	assert_int_equal(step.n_out, 3);
+	assert_null(step.out_iov[0].iov_base);
+	assert_ptr_equal(step.out_iov[1].iov_base, g);
+}
+
 static void test_stream_bounds(void **state) {
 	/* The kernel's fb_write()/fb_read() arithmetic. */
 	(void)state;
@@ -452,6 +468,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_put_var_checks, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_pan, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_cmap, node_setup, node_teardown),
+		cmocka_unit_test_setup_teardown(test_cmap_null_array, node_setup, node_teardown),
 		cmocka_unit_test(test_stream_bounds),
 		cmocka_unit_test_setup_teardown(test_memfd_writer_ioctls, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_read_write_position, node_setup, node_teardown),

@@ -94,6 +94,12 @@ static void test_triggers_long_list(void **state) {
 	led_triggers_parse(text, &t, &current);
 	assert_int_equal(t.n, LED_TRIGGERS_MAX);
 	assert_string_equal(t.names[current], "last");
+
+	/* A current trigger too long to keep cuts nothing: the one before it stays current. */
+	snprintf(text + len, sizeof(text) - len, " [last] [%0*d]", LED_TRIGGER_NAME_MAX + 1, 0);
+	led_triggers_parse(text, &t, &current);
+	assert_int_equal(t.n, LED_TRIGGERS_MAX);
+	assert_string_equal(t.names[current], "last");
 }
 
 static void test_triggers_find(void **state) {

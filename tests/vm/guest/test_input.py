@@ -249,7 +249,9 @@ class InputPersonas(rig.PersonaTestCase):
         self.assertIn((e.EV_SYN, e.SYN_DROPPED, 0), got)
         self.assertLess(len(got), 300 * 4)
         after = rig.rss_kib(self.daemon.proc.pid)
-        self.assertLess(after - before, 1024, "devnsd grew by %d KiB" % (after - before))
+        # AddressSanitizer holds freed memory in quarantine: there growth says nothing about queues.
+        if not os.environ.get("DEVNS_SANITIZE"):
+            self.assertLess(after - before, 1024, "devnsd grew by %d KiB" % (after - before))
 
     # --- waiting -------------------------------------------------------------
 
