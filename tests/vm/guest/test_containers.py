@@ -179,7 +179,12 @@ class Containers(rig.PersonaTestCase):
     def test_request_active_follows_the_policy(self):
         mon = subprocess.Popen(["dbus-monitor", "--system", "type='signal',member='PersonaActivationRequested'"],
                                stdout=subprocess.PIPE, text=True)
-        time.sleep(0.5)
+        # dbus-monitor gives its name up once it is a monitor: from then on it sees every signal.
+        seen = ""
+        while "member=NameLost" not in seen:
+            line = mon.stdout.readline()
+            self.assertTrue(line, "dbus-monitor ended: " + seen)
+            seen += line
         env = dict(os.environ)
         p = self.personal.run(rig.DEVNSCTL, "request-active", check=False, env=env)
         self.assertNotEqual(p.returncode, 0)
