@@ -30,7 +30,7 @@ __attribute__((constructor)) static void evil(void) {
 HESIOD = "/usr/lib/x86_64-linux-gnu/libnss_hesiod.so.2"
 
 
-class Hostile:
+class Hostile(rig.Container):
     """A container (own pid and mount namespaces, own tmpfs /dev and /run)
     whose root ran `plant` (shell) inside before devnsd looks at it. The
     plant script also sees the host's /dev at /mnt/hostdev."""
@@ -40,33 +40,11 @@ class Hostile:
                   "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
                   "(%s) && touch /run/planted && exec sleep 100000") % plant
         self.proc = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script])
-        self.pid = None
-        for _ in range(200):
-            try:
-                with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
-                    kids = f.read().split()
-                if kids and os.path.exists("/proc/%s/root/run/planted" % kids[0]):
-                    self.pid = int(kids[0])
-                    break
-            except (FileNotFoundError, ProcessLookupError):
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError("container setup failed")
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("container did not start")
+        self.userns = False
+        self.pid = self._wait_for_init()
 
     def path(self, p):
         return "/proc/%d/root%s" % (self.pid, p)
-
-    def run(self, *cmd, check=True):
-        full = ["nsenter", "-t", str(self.pid), "--pid", "--mount", "--root", "--wd", "--"] + list(cmd)
-        return subprocess.run(full, capture_output=True, text=True, timeout=60, check=check)
-
-    def stop(self):
-        self.proc.kill()
-        self.proc.wait()
-        subprocess.run(["pkill", "-KILL", "-P", str(self.proc.pid)], check=False)
 
 
 def listing(path):

@@ -64,23 +64,7 @@ class PhoneContainer(rig.Container):
         self.proc = subprocess.Popen(
             ["unshare", "--mount", "sh", "-c",
              setup + "exec unshare --pid --fork --mount-proc sleep 100000"])
-        self.pid = None
-        for _ in range(200):
-            try:
-                with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
-                    kids = f.read().split()
-                if kids:
-                    with open("/proc/%s/comm" % kids[0]) as f:
-                        if f.read().strip() == "sleep":
-                            self.pid = int(kids[0])
-                            break
-            except (FileNotFoundError, ProcessLookupError):
-                pass
-            if self.proc.poll() is not None:
-                raise RuntimeError("container setup failed")
-            time.sleep(0.05)
-        else:
-            raise RuntimeError("container did not start")
+        self.pid = self._wait_for_init()
 
 
 class Phone(rig.PersonaTestCase):
