@@ -64,6 +64,9 @@ static inline int take_fd(int *fd) {
 
 #define streq(a, b) (strcmp((a), (b)) == 0)
 
+/* Reads fd to its end into buf: at most max bytes, -EFBIG when there is more. */
+int read_bounded(int fd, char *buf, size_t max, size_t *ret_len);
+
 /* chown and chmod of the file an O_PATH fd names (fchmod() does not take one). */
 int fd_set_owner(int fd, unsigned int uid, unsigned int gid, unsigned int mode);
 

@@ -108,18 +108,9 @@ int cfs_read_file(int root_fd, const char *path, size_t max, char **ret, size_t 
 	buf = malloc(max + 1);
 	if (!buf)
 		return -ENOMEM;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max)
-			return -EFBIG;
-	}
+	r = read_bounded(fd, buf, max, &len);
+	if (r < 0)
+		return r;
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);
 	*ret_len = len;

@@ -64,6 +64,7 @@ int idmap_read(int proc_fd, const char *file, struct idmap *ret) {
 	_cleanup_(closep) int fd = -1;
 	_cleanup_(freep) char *buf = NULL;
 	size_t len = 0;
+	int r;
 
 	fd = openat(proc_fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
@@ -71,18 +72,9 @@ int idmap_read(int proc_fd, const char *file, struct idmap *ret) {
 	buf = malloc(IDMAP_TEXT_MAX);
 	if (!buf)
 		return -ENOMEM;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, IDMAP_TEXT_MAX - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len == IDMAP_TEXT_MAX)
-			return -EFBIG;
-	}
+	r = read_bounded(fd, buf, IDMAP_TEXT_MAX, &len);
+	if (r < 0)
+		return r;
 	return idmap_parse(buf, len, ret);
 }
 

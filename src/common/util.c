@@ -42,3 +42,23 @@ int fd_set_owner(int fd, unsigned int uid, unsigned int gid, unsigned int mode) 
 	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
 	return chmod(proc, (mode_t)mode) < 0 ? -errno : 0;
 }
+
+int read_bounded(int fd, char *buf, size_t max, size_t *ret_len) {
+	size_t len = 0;
+	char extra;
+
+	for (;;) {
+		ssize_t n = len < max ? read(fd, buf + len, max - len) : read(fd, &extra, 1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		if (len == max)
+			return -EFBIG;
+		len += (size_t)n;
+	}
+	*ret_len = len;
+	return 0;
+}
