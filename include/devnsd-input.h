@@ -29,6 +29,20 @@ struct input_device {
 	char udev[256];
 	char routed_path[64];
 	bool routed_ready;
+	/* The kernel's device (/sys/devices/.../eventN); empty when unknown. */
+	char syspath[256];
+	/* Came while devnsd ran: its nodes go into attached containers as they appear. */
+	bool hotplugged;
+	/*
+	 * The hardware is gone: held keys were released, readers get ENODEV.
+	 * reap then takes the nodes from the containers (unplugged) and ends
+	 * the CUSE devices once their handles are closed, or at gone_deadline.
+	 */
+	bool gone, unplugged;
+	sd_event_source *reap;
+	uint64_t gone_deadline;
+	/* The LED class holds it: once gone it stays, without nodes, until devnsd ends. */
+	bool pinned;
 	LIST_HEAD(, input_node) nodes;
 	LIST_ENTRY(input_device) link;
 };
@@ -48,6 +62,27 @@ struct input_class {
 	struct device_class base;
 	LIST_HEAD(, input_device) devices;
 };
+
+/* How long the nodes of a device that went away stay for handles still open on them (answering ENODEV). */
+#define INPUT_GONE_LINGER_USEC (2 * 1000000ULL)
+
+/*
+ * Hotplug: an evdev device that matches [Input] Devices= appeared (its
+ * node devnode, sysfs path syspath). Every persona gets a node for it, and
+ * attached containers get those nodes as they come. 1 when added, 0 when
+ * devnsd has it already, or a negative errno (-ENOENT while its node is not
+ * in /dev yet).
+ */
+int input_device_appeared(struct manager *m, const char *syspath, const char *devnode);
+
+/*
+ * The device went away: what its active persona held is released (readers
+ * see the keys go up and a SYN_REPORT), then every reader gets ENODEV and
+ * poll POLLERR|POLLHUP, as from the kernel's evdev. The nodes leave the
+ * attached containers, and their CUSE devices end once no handle is open
+ * on them, at the latest after INPUT_GONE_LINGER_USEC.
+ */
+void input_device_vanished(struct manager *m, const char *syspath, const char *devnode);
 
 /*
  * The owned input device whose kernel device is sysfs_dir (as

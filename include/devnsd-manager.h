@@ -43,6 +43,9 @@ struct persona {
 	struct ratelimit request_limit;
 	/* Making the nodes in its container, while that runs. */
 	struct populate *populate;
+	/* The process it was attached through (pidfd, -1 before), for later changes to its container's /dev. */
+	int container_pidfd;
+	pid_t container_pid;
 	/* Where nodes appear inside the container: node name -> path. */
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;

@@ -7,6 +7,7 @@
 
 #include "cuse-evdev.h"
 #include "devnsd-input.h"
+#include "devnsd-populate.h"
 #include "evdev-node.h"
 #include "evdev-udev.h"
 #include "hotkey.h"
@@ -62,6 +63,24 @@ static void node_set_owner(struct input_node *in) {
 				  (unsigned int)o->input_gid);
 }
 
+static void on_container_changed(struct persona *p, int r, const struct populate_result *res, void *userdata) {
+	(void)userdata;
+	if (r < 0 && r != -ECANCELED)
+		log_warning_errno(r, "persona %s: its container's /dev did not follow a device (%s): %m", p->name,
+				  res->failed);
+}
+
+/* An attached container gets the node, or loses it. */
+static void node_to_container(struct input_node *in, bool remove) {
+	struct manager *m = in->device->class->base.manager;
+	int r = populate_node(m, in->persona,
+			      &(struct node_desc){ .path = in->path, .kind = "input", .udev = in->device->udev }, remove,
+			      on_container_changed, NULL);
+
+	if (r < 0)
+		log_warning_errno(r, "%s: the container of persona %s cannot follow: %m", in->path, in->persona->name);
+}
+
 static void node_ready(void *userdata) {
 	struct input_node *in = userdata;
 
@@ -71,6 +90,8 @@ static void node_ready(void *userdata) {
 	log_debug("%s: ready", in->path);
 	node_set_owner(in);
 	manager_node_ready(in->device->class->base.manager);
+	if (in->device->hotplugged)
+		node_to_container(in, false);
 }
 
 static int node_may_open(void *userdata, pid_t pid) {
@@ -89,6 +110,9 @@ static struct input_node *input_node_free(struct input_node *in) {
 		return NULL;
 	if (in->device->routed)
 		cuse_evdev_close_node(in->device->routed, in->evdev);
+	/* A node of a device that went before its node came is not waited for. */
+	if (!in->ready && in->device->gone)
+		manager_node_ready(in->device->class->base.manager);
 	cuse_evdev_free(in->cuse);
 	evdev_node_free(in->evdev);
 	LIST_REMOVE(in, by_device);
@@ -101,14 +125,7 @@ static void deliver(struct input_device *d, const struct input_event *evs, size_
 		evdev_node_deliver(d->active->evdev, evs, n);
 }
 
-static void device_gone(struct input_device *d) {
-	struct input_node *in;
-
-	log_warning("%s: device is gone; its persona nodes now answer ENODEV", d->backend->path);
-	sd_event_source_set_enabled(d->source, SD_EVENT_OFF);
-	LIST_FOREACH(in, &d->nodes, by_device)
-		evdev_node_set_gone(in->evdev);
-}
+static void device_gone(struct input_device *d);
 
 /* Folds events into the hardware state and passes them on in packets. */
 static void pass_on(struct input_device *d, struct input_event *batch, size_t *n, const struct input_event *evs,
@@ -234,8 +251,11 @@ static struct input_device *input_device_free(struct input_device *d) {
 		return NULL;
 	while ((in = LIST_FIRST(&d->nodes)))
 		input_node_free(in);
+	if (d->routed && !d->routed_ready && d->gone)
+		manager_node_ready(d->class->base.manager);
 	cuse_evdev_free(d->routed);
 	free(d->hotkey);
+	sd_event_source_disable_unref(d->reap);
 	sd_event_source_disable_unref(d->source);
 	input_backend_free(d->backend);
 	free(d);
@@ -262,6 +282,14 @@ static int input_device_new(struct input_class *ic, struct input_backend *backen
 	}
 	if (evdev_udev_properties(backend->desc, d->udev, sizeof(d->udev)) < 0)
 		d->udev[0] = '\0';
+	{
+		_cleanup_(freep) char *sys = NULL;
+		char path[64];
+
+		snprintf(path, sizeof(path), "/sys/class/input/%s", backend->name);
+		sys = realpath(path, NULL);
+		snprintf(d->syspath, sizeof(d->syspath), "%s", sys ? sys : "");
+	}
 	if (backend->fd >= 0) {
 		r = sd_event_add_io(ic->base.manager->event, &d->source, backend->fd, EPOLLIN, on_input, d);
 		if (r < 0) {
@@ -322,9 +350,13 @@ static struct input_node *node_of(struct input_device *d, struct persona *p) {
 static void input_device_switch(struct input_device *d, struct persona *from, struct persona *to) {
 	struct input_node *old = node_of(d, from), *new = node_of(d, to);
 
+	if (d->gone)
+		return;
 	/* What was pressed before the switch belongs to the old persona. */
 	if (d->source)
 		(void)drain(d);
+	if (d->gone)
+		return;
 	if (old)
 		evdev_node_deactivate(old->evdev);
 	d->active = new;
@@ -388,6 +420,8 @@ static int input_add_persona(struct device_class *dc, struct persona *p) {
 	int r;
 
 	LIST_FOREACH(d, &to_input(dc)->devices, link) {
+		if (d->gone)
+			continue;
 		r = input_device_add_persona(d, p);
 		if (r < 0)
 			return log_error_errno(r, "/dev/%s/%s/%s: cannot create the node: %m", DEVNS_DEV_DIR, p->name,
@@ -418,7 +452,7 @@ static void input_foreach_node(struct device_class *dc, struct persona *p, node_
 
 	LIST_FOREACH(d, &to_input(dc)->devices, link) {
 		struct input_node *in = node_of(d, p);
-		if (in)
+		if (in && !d->gone)
 			fn(userdata, &(struct node_desc){
 				.path = in->path,
 				.kind = "input",
@@ -565,8 +599,10 @@ struct input_device *input_find_by_sysfs(struct manager *m, const char *sysfs_di
 
 			snprintf(path, sizeof(path), "/sys/class/input/%s/device", d->backend->name);
 			real = realpath(path, NULL);
-			if (real && streq(real, want))
+			if (real && streq(real, want)) {
+				d->pinned = true;
 				return d;
+			}
 		}
 	}
 	return NULL;
@@ -590,4 +626,159 @@ int input_led_set(struct input_device *d, struct persona *p, unsigned int code, 
 	if (code > LED_MAX)
 		return -EINVAL;
 	return evdev_node_set_feedback(in->evdev, EV_LED, (uint16_t)code, on);
+}
+
+/* --- hotplug ------------------------------------------------------------------ */
+
+/* How often a device that went away looks whether its nodes' handles are closed. */
+#define REAP_POLL_USEC (100 * 1000ULL)
+
+static unsigned int open_handles(const struct input_device *d) {
+	const struct input_node *in;
+	unsigned int n = 0;
+
+	LIST_FOREACH(in, &d->nodes, by_device)
+		n += in->evdev->n_clients;
+	return n;
+}
+
+/* Nodes and CUSE devices end; a device the LED class holds stays as a shell without nodes. */
+static void device_reap(struct input_device *d) {
+	struct input_node *in;
+
+	log_info("%s: nodes removed", d->backend->path);
+	if (!d->pinned) {
+		LIST_REMOVE(d, link);
+		input_device_free(d);
+		return;
+	}
+	while ((in = LIST_FIRST(&d->nodes)))
+		input_node_free(in);
+	if (d->routed && !d->routed_ready)
+		manager_node_ready(d->class->base.manager);
+	d->routed = cuse_evdev_free(d->routed);
+	d->reap = sd_event_source_disable_unref(d->reap);
+}
+
+static void device_unplug(struct input_device *d) {
+	struct input_node *in;
+
+	if (d->unplugged)
+		return;
+	d->unplugged = true;
+	LIST_FOREACH(in, &d->nodes, by_device)
+		if (in->ready)
+			node_to_container(in, true);
+}
+
+static int on_reap(sd_event_source *s, uint64_t usec, void *userdata) {
+	struct input_device *d = userdata;
+
+	device_unplug(d);
+	if (open_handles(d) > 0 && usec < d->gone_deadline) {
+		(void)sd_event_source_set_time_relative(s, REAP_POLL_USEC);
+		return sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+	}
+	device_reap(d);
+	return 0;
+}
+
+static void device_gone(struct input_device *d) {
+	struct manager *m = d->class->base.manager;
+	struct input_node *in;
+	uint64_t now = 0;
+	int r;
+
+	if (d->gone)
+		return;
+	d->gone = true;
+	log_info("%s: device is gone; its persona nodes now answer ENODEV", d->backend->path);
+	sd_event_source_set_enabled(d->source, SD_EVENT_OFF);
+	/* As the kernel does when a device goes: what the active persona held is released first. */
+	if (d->active)
+		evdev_node_deactivate(d->active->evdev);
+	d->active = NULL;
+	LIST_FOREACH(in, &d->nodes, by_device)
+		evdev_node_set_gone(in->evdev);
+	/* The rest happens from the loop: the caller may be walking the device list. */
+	(void)sd_event_now(m->event, CLOCK_MONOTONIC, &now);
+	d->gone_deadline = now + INPUT_GONE_LINGER_USEC;
+	r = sd_event_add_time(m->event, &d->reap, CLOCK_MONOTONIC, now, 0, on_reap, d);
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot schedule the removal of its nodes: %m", d->backend->path);
+}
+
+static struct input_class *input_class_of(struct manager *m) {
+	struct device_class *dc;
+
+	LIST_FOREACH(dc, &m->classes, link)
+		if (dc->ops == &input_class_ops)
+			return to_input(dc);
+	return NULL;
+}
+
+static struct input_device *device_named(struct input_class *ic, const char *name, bool gone) {
+	struct input_device *d;
+
+	LIST_FOREACH(d, &ic->devices, link)
+		if (d->gone == gone && !(gone && d->pinned && d->unplugged && LIST_EMPTY(&d->nodes)) &&
+		    streq(d->backend->name, name))
+			return d;
+	return NULL;
+}
+
+int input_device_appeared(struct manager *m, const char *syspath, const char *devnode) {
+	struct input_class *ic = input_class_of(m);
+	const char *name = strrchr(devnode, '/');
+	struct input_backend *b;
+	struct input_device *d;
+	struct persona *p;
+	int r;
+
+	if (!ic || !name)
+		return 0;
+	name++;
+	d = device_named(ic, name, false);
+	if (d && (!d->syspath[0] || streq(d->syspath, syspath)))
+		return 0;
+	/* An older device of that name is gone, whether or not its removal was seen. */
+	if (d)
+		device_gone(d);
+	/* Its CUSE devices end now: the new ones take the same names and numbers. */
+	while ((d = device_named(ic, name, true))) {
+		device_unplug(d);
+		device_reap(d);
+	}
+	r = input_evdev_open(devnode, &b);
+	if (r < 0)
+		return r;
+	r = input_device_new(ic, b, &d);
+	if (r < 0)
+		return r;
+	d->hotplugged = true;
+	snprintf(d->syspath, sizeof(d->syspath), "%s", syspath);
+	if (m->conf->routed) {
+		r = input_device_add_routed(d);
+		if (r < 0)
+			return r;
+	}
+	LIST_FOREACH(p, &m->personas, link) {
+		r = input_device_add_persona(d, p);
+		if (r < 0)
+			log_error_errno(r, "/dev/%s/%s/%s: cannot create the node: %m", DEVNS_DEV_DIR, p->name, name);
+	}
+	log_info("%s: %s (added)", devnode, libevdev_get_name(b->desc));
+	return 1;
+}
+
+void input_device_vanished(struct manager *m, const char *syspath, const char *devnode) {
+	struct input_class *ic = input_class_of(m);
+	const char *name = strrchr(devnode, '/');
+	struct input_device *d;
+
+	if (!ic || !name)
+		return;
+	d = device_named(ic, name + 1, false);
+	if (d && (!d->syspath[0] || streq(d->syspath, syspath)))
+		device_gone(d);
 }

@@ -29,6 +29,7 @@ static int persona_new(struct manager *m, const char *name, const struct conf_pe
 		return -ENOMEM;
 	p->manager = m;
 	p->ns = PIDNS_NULL;
+	p->container_pidfd = -1;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->input_group = (struct conf_group){ .name = "input", .gid = -1 };
 	p->video_group = (struct conf_group){ .name = "video", .gid = -1 };

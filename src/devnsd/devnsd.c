@@ -6,6 +6,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "devnsd-conf.h"
+#include "devnsd-input-hotplug.h"
 #include "devnsd-manager.h"
 #include "log.h"
 
@@ -23,6 +24,7 @@ static void help(void) {
 static int run(const struct conf *conf) {
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
 	_cleanup_(manager_freep) struct manager *m = NULL;
+	_cleanup_(input_hotplug_freep) struct input_hotplug *hotplug = NULL;
 	int r;
 
 	r = sd_event_default(&event);
@@ -40,6 +42,10 @@ static int run(const struct conf *conf) {
 	r = manager_new(&m, event, conf);
 	if (r < 0)
 		return r;
+	/* Devices that come between opening the configured ones and this are missed. */
+	r = input_hotplug_new(m, &hotplug);
+	if (r < 0)
+		log_warning("input devices that appear later will not be shared");
 	r = bus_setup(m);
 	if (r < 0)
 		return r;
