@@ -285,7 +285,19 @@ struct mount_job {
 	int tree_fd;
 	int target_fd;
 	bool node;
+	/* Where a node's empty file was made, to take it away again if the mount fails. */
+	int dir_fd;
+	const char *name;
 };
+
+/* Takes away the empty file made for a node's mount. */
+static void unmake_target(const struct mount_job *job) {
+	struct stat st;
+
+	if (job->node && fstatat(job->dir_fd, job->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == 0)
+		(void)unlinkat(job->dir_fd, job->name, 0);
+}
 
 /*
  * The child holds none of devnsd's other files: a CUSE device devnsd closes
@@ -431,7 +443,8 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		if (r < 0)
 			child_exit(plan, result_fd, r, "making a place for a node");
 		if (r == 0)
-			jobs[n_jobs++] = (struct mount_job){ .tree_fd = host_trees[i], .target_fd = target, .node = true };
+			jobs[n_jobs++] = (struct mount_job){ .tree_fd = host_trees[i], .target_fd = target, .node = true,
+							     .dir_fd = take_fd(&dir), .name = name };
 		else
 			plan->result.made++;
 		if (own_run && e->udev[0]) {
@@ -467,8 +480,13 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
 	for (size_t i = 0; i < n_jobs; i++) {
 		if (move_mount(jobs[i].tree_fd, "", jobs[i].target_fd, "",
-			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-			child_exit(plan, result_fd, -errno, "mounting a node");
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+			r = -errno;
+			/* No empty file is left where a node belongs (a node that went away meanwhile). */
+			for (size_t k = i; k < n_jobs; k++)
+				unmake_target(&jobs[k]);
+			child_exit(plan, result_fd, r, "mounting a node");
+		}
 		if (jobs[i].node)
 			plan->result.made++;
 	}
@@ -809,8 +827,16 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 		return -errno;
 	if (!S_ISCHR(st.st_mode))
 		return -ENODEV;
-	LIST_FOREACH(pop, &m->populates, link)
+	LIST_FOREACH(pop, &m->populates, link) {
+		/* A node that goes before its coming reached the container: neither needs doing. */
+		if (remove && pop->job && !pop->job->remove && pop->persona == p && pop->pidfd < 0 && !pop->finished &&
+		    pop->job->rdev == st.st_rdev && streq(pop->job->path, nd->path)) {
+			finish(pop, 0);
+			populate_free(pop);
+			return 1;
+		}
 		n += pop->job != NULL;
+	}
 	if (n >= POPULATE_JOBS_MAX)
 		return -EBUSY;
 	job = calloc(1, sizeof(*job));
