@@ -50,10 +50,16 @@ struct input_class {
 };
 
 /*
+ * devnsd-input.c: the evdev input class, over the devices [Input]
+ * Devices= names. Register it with manager_add_class(&ic->base).
+ */
+int input_class_new(struct manager *m, const struct conf *conf, struct input_class **ret);
+
+/*
  * The owned input device whose kernel device is sysfs_dir (as
  * /sys/class/input/eventN/device names it, e.g. .../input0), or NULL.
  */
-struct input_device *input_find_by_sysfs(struct manager *m, const char *sysfs_dir);
+struct input_device *input_find_by_sysfs(struct input_class *ic, const char *sysfs_dir);
 
 /* Persona p's view of an LED of the device: 0 or 1; -ENOENT without a node, -EINVAL without that LED. */
 int input_led_get(struct input_device *d, struct persona *p, unsigned int code);

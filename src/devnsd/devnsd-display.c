@@ -190,17 +190,15 @@ static void display_remove_persona(struct device_class *base, struct persona *p)
 		display_node_free(dn);
 }
 
-static void display_switch_to(struct device_class *base, struct persona *from, struct persona *to) {
+static void display_switch_to(struct device_class *base, struct persona *from, struct persona *to,
+			      struct switch_op *op) {
 	struct display_class *dc = to_display(base);
 
 	(void)from;
 	display_abort_copy(dc);
 	/* A flip under way shows an older frame: this switch is shown by the flip after it. */
-	dc->shown_on_flip = false;
-	if (!dc->holding) {
-		dc->holding = true;
-		manager_switch_hold(base->manager);
-	}
+	switch_hold(&dc->switch_copy, op);
+	switch_release(&dc->switch_flip);
 	dc->active = node_of(dc, to);
 	dc->scan_valid = false;
 	dc->presented_whole = false;
@@ -372,7 +370,7 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 	}
 }
 
-int display_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
+int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
 	struct display_class *dc;
 	const char *device = NULL;
 	struct display_output *b;
@@ -430,28 +428,16 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 	log_info("%s: %s display, %ux%u at %u Hz, %u buffers%s", device, b->kind, b->mode.width, b->mode.height,
 		 b->mode.refresh_hz, b->n_buffers,
 		 conf->display_spare && conf->display == DISPLAY_DRM && b->n_buffers < 3 ? " (no room for a spare)" : "");
-	*ret = &dc->base;
+	*ret = dc;
 	return 0;
 }
 
-static struct display_class *display_class_of(struct manager *m) {
-	struct device_class *dc;
-
-	LIST_FOREACH(dc, &m->classes, link)
-		if (dc->ops == &display_class_ops)
-			return to_display(dc);
-	return NULL;
-}
-
-uint64_t display_frames_shown(struct manager *m) {
-	struct display_class *dc = display_class_of(m);
-
+uint64_t display_frames_shown(const struct display_class *dc) {
 	return dc ? dc->backend->n_flips : 0;
 }
 
-int display_snapshot(struct manager *m, struct persona *p, int *ret_fd, uint32_t *ret_width, uint32_t *ret_height,
-		     uint32_t *ret_stride) {
-	struct display_class *dc = display_class_of(m);
+int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, uint32_t *ret_width,
+		     uint32_t *ret_height, uint32_t *ret_stride) {
 	struct display_node *dn = dc ? node_of(dc, p) : NULL;
 	int r;
 

@@ -173,7 +173,7 @@ static int on_input(sd_event_source *s, int fd, uint32_t revents, void *userdata
 	if (!p)
 		log_warning("switch key for persona %s, which no longer exists", target);
 	else
-		manager_switch(m, p);
+		manager_switch(m, p, NULL, NULL);
 	return 0;
 }
 
@@ -406,9 +406,10 @@ static void input_remove_persona(struct device_class *dc, struct persona *p) {
 	}
 }
 
-static void input_switch_to(struct device_class *dc, struct persona *from, struct persona *to) {
+static void input_switch_to(struct device_class *dc, struct persona *from, struct persona *to, struct switch_op *op) {
 	struct input_device *d;
 
+	(void)op;
 	LIST_FOREACH(d, &to_input(dc)->devices, link)
 		input_device_switch(d, from, to);
 }
@@ -509,7 +510,7 @@ static int open_input(struct input_class *ic, const char *path) {
 	return 0;
 }
 
-int input_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
+int input_class_new(struct manager *m, const struct conf *conf, struct input_class **ret) {
 	struct input_class *ic;
 	int r = 0;
 
@@ -544,30 +545,24 @@ int input_class_new(struct manager *m, const struct conf *conf, struct device_cl
 		input_class_free(&ic->base);
 		return r;
 	}
-	*ret = &ic->base;
+	*ret = ic;
 	return 0;
 }
 
-struct input_device *input_find_by_sysfs(struct manager *m, const char *sysfs_dir) {
+struct input_device *input_find_by_sysfs(struct input_class *ic, const char *sysfs_dir) {
 	_cleanup_(freep) char *want = realpath(sysfs_dir, NULL);
-	struct device_class *dc;
+	struct input_device *d;
 
 	if (!want)
 		return NULL;
-	LIST_FOREACH(dc, &m->classes, link) {
-		struct input_device *d;
+	LIST_FOREACH(d, &ic->devices, link) {
+		char path[256];
+		_cleanup_(freep) char *real = NULL;
 
-		if (dc->ops != &input_class_ops)
-			continue;
-		LIST_FOREACH(d, &to_input(dc)->devices, link) {
-			char path[256];
-			_cleanup_(freep) char *real = NULL;
-
-			snprintf(path, sizeof(path), "/sys/class/input/%s/device", d->backend->name);
-			real = realpath(path, NULL);
-			if (real && streq(real, want))
-				return d;
-		}
+		snprintf(path, sizeof(path), "/sys/class/input/%s/device", d->backend->name);
+		real = realpath(path, NULL);
+		if (real && streq(real, want))
+			return d;
 	}
 	return NULL;
 }
