@@ -36,6 +36,8 @@ struct display_node {
 
 struct display_class {
 	struct device_class base;
+	/* Personas' framebuffers are served (fb0 nodes and sockets); without, the class is its core alone. */
+	bool serve;
 	struct display_output *backend;
 	char *device;
 	sd_event_source *backend_source;
@@ -130,6 +132,14 @@ void display_node_mappers_changed(struct display_node *dn);
  * with manager_add_class(&dc->base).
  */
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret);
+/*
+ * The display class over backend b (taken over, also on failure), device
+ * naming it in messages. Without serve, personas get their framebuffer
+ * memory but no node or socket: switching and presenting run alone, as
+ * unit tests drive them.
+ */
+int display_class_new_core(struct manager *m, struct display_output *b, const char *device, bool serve,
+			   struct display_class **ret);
 
 /* Frames the display has shown since devnsd started (flips); 0 without a display (dc NULL). */
 uint64_t display_frames_shown(const struct display_class *dc);

@@ -104,6 +104,8 @@ struct device_class_ops {
 struct device_class {
 	const struct device_class_ops *ops;
 	struct manager *manager;
+	/* Set by manager_add_class(): the manager's personas get nodes of what the class adds later. */
+	bool registered;
 	LIST_ENTRY(device_class) link;
 };
 

@@ -158,6 +158,8 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		log_error_errno(r, "%s: cannot allocate the framebuffer: %m", dn->path);
 		goto fail;
 	}
+	if (!dc->serve)
+		goto done;
 	r = display_socket_new(&dn->socket, dn);
 	if (r < 0) {
 		log_error_errno(r, "%s: cannot listen: %m", dn->socket_path);
@@ -172,6 +174,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		goto fail;
 	}
 	manager_node_added(m);
+done:
 	if (p == m->active) {
 		dc->active = dn;
 		display_damage_all(dc);
@@ -370,6 +373,49 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 	}
 }
 
+int display_class_new_core(struct manager *m, struct display_output *b, const char *device, bool serve,
+			   struct display_class **ret) {
+	struct display_class *dc;
+	int r;
+
+	dc = calloc(1, sizeof(*dc));
+	if (!dc) {
+		display_output_free(b);
+		return -ENOMEM;
+	}
+	dc->base.ops = &display_class_ops;
+	dc->base.manager = m;
+	dc->backend = b;
+	dc->serve = serve;
+	LIST_INIT(&dc->nodes);
+	b->flip_done = display_on_flip_done;
+	b->userdata = dc;
+	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
+	dc->device = strdup(device);
+	r = dc->device ? 0 : -ENOMEM;
+	if (r >= 0 && b->fd >= 0 && b->ops->dispatch)
+		r = sd_event_add_io(m->event, &dc->backend_source, b->fd, EPOLLIN, display_on_backend, dc);
+	/* Accuracy 1 µs: sd-event's default (0) lets a timer slip by up to 250 ms. */
+	if (r >= 0)
+		r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 1,
+					       display_on_tick, dc);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
+	/* Copy steps yield to requests: the lowest priority. */
+	if (r >= 0)
+		r = sd_event_add_defer(m->event, &dc->copy, display_on_copy, dc);
+	if (r >= 0)
+		r = sd_event_source_set_priority(dc->copy, SD_EVENT_PRIORITY_IDLE);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	if (r < 0) {
+		display_class_free(&dc->base);
+		return r;
+	}
+	*ret = dc;
+	return 0;
+}
+
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
 	struct display_class *dc;
 	const char *device = NULL;
@@ -379,45 +425,9 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	r = open_backend(conf, &b, &device);
 	if (r < 0)
 		return r;
-	dc = calloc(1, sizeof(*dc));
-	if (!dc) {
-		display_output_free(b);
-		return log_error_errno(ENOMEM, "out of memory");
-	}
-	dc->base.ops = &display_class_ops;
-	dc->base.manager = m;
-	dc->backend = b;
-	LIST_INIT(&dc->nodes);
-	b->flip_done = display_on_flip_done;
-	b->userdata = dc;
-	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
-	dc->device = strdup(device);
-	if (!dc->device) {
-		display_class_free(&dc->base);
-		return log_error_errno(ENOMEM, "out of memory");
-	}
-	if (b->fd >= 0 && b->ops->dispatch) {
-		r = sd_event_add_io(m->event, &dc->backend_source, b->fd, EPOLLIN, display_on_backend, dc);
-		if (r < 0) {
-			display_class_free(&dc->base);
-			return log_error_errno(r, "%s: cannot watch the display: %m", device);
-		}
-	}
-	/* Accuracy 1 µs: sd-event's default (0) lets a timer slip by up to 250 ms. */
-	r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 1, display_on_tick, dc);
-	if (r < 0) {
-		display_class_free(&dc->base);
-		return log_error_errno(r, "cannot set up the refresh timer: %m");
-	}
-	sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
-	/* Copy steps yield to requests: the lowest priority. */
-	r = sd_event_add_defer(m->event, &dc->copy, display_on_copy, dc);
-	if (r < 0) {
-		display_class_free(&dc->base);
-		return log_error_errno(r, "cannot set up presenting: %m");
-	}
-	sd_event_source_set_priority(dc->copy, SD_EVENT_PRIORITY_IDLE);
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	r = display_class_new_core(m, b, device, true, &dc);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot set up the display: %m", device);
 	if (conf->routed) {
 		r = add_routed(dc);
 		if (r < 0) {

@@ -139,6 +139,7 @@ int manager_add_class(struct manager *m, struct device_class *dc) {
 	int r;
 
 	dc->manager = m;
+	dc->registered = true;
 	LIST_INSERT_HEAD(&m->classes, dc, link);
 	LIST_FOREACH(p, &m->personas, link) {
 		r = dc->ops->add_persona(dc, p);
