@@ -344,6 +344,7 @@ class Container:
 
     def __init__(self, private_dev=False, userns=False, dev_from_host=False, netns=False):
         self.userns = userns
+        self.netns = netns
         argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc"] + (["--net"] if netns else [])
         if userns:
             ids = "%d,0,%d" % (USERNS_BASE, USERNS_SIZE)
@@ -380,7 +381,7 @@ class Container:
         raise RuntimeError("container did not start")
 
     def _nsenter(self, user):
-        ns = ["--pid", "--mount"] + (["--user"] if user else [])
+        ns = ["--pid", "--mount"] + (["--user"] if user else []) + (["--net"] if self.netns else [])
         return ["nsenter", "-t", str(self.pid)] + ns + ["--root", "--wd", "--"]
 
     def host_id(self, container_id):
