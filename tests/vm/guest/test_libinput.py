@@ -69,7 +69,9 @@ class LibinputInContainers(rig.PersonaTestCase):
 
     def stop(self, p, out):
         os.killpg(p.pid, signal.SIGTERM)
-        return out.finish()
+        text = out.finish()
+        p.stdout.close()
+        return text
 
     def test_list_devices_shows_the_personas_devices(self):
         for c in (self.work, self.personal):
@@ -183,8 +185,7 @@ class LibinputInContainers(rig.PersonaTestCase):
                     self.assertRegex(mon_out.text, r"ID_INPUT_KEYBOARD=1")
                 finally:
                     self.stop(p, out)
-                    os.killpg(mon.pid, signal.SIGTERM)
-                    mon_out.finish()
+                    self.stop(mon, mon_out)
 
     def test_no_uevents_into_the_hosts_namespace(self):
         host = rig.Container()
