@@ -342,6 +342,8 @@ class Container:
     groups= to none), which also gives a container without a user namespace an
     unprivileged app uid."""
 
+    netns = False
+
     def __init__(self, private_dev=False, userns=False, dev_from_host=False, netns=False):
         self.userns = userns
         self.netns = netns
