@@ -17,6 +17,10 @@ struct populate_result {
 	/* Places where the container had something else: left alone, no node there. */
 	unsigned int refused;
 	char first_refused[128];
+	/* Input devices whose sysfs entries now give the persona's node (see devnsd-udev.h). */
+	unsigned int presented;
+	/* Why the container's /sys was left as it is, when it was (empty if not). */
+	char sysfs_left[96];
 	/* The container shares devnsd's /dev (it sees /dev/devns/ already): nothing was made. */
 	bool shares_dev;
 	/* InputGroup=/VideoGroup= names the container has no group for (its root group was taken). */
@@ -38,7 +42,10 @@ typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate
  * names a normal system uses (/dev/input/eventN, /dev/fb0), or where the
  * persona's DeviceMap= puts them, and at /dev/devns/PERSONA/NAME too (the
  * name their sysfs entry gives udev clients); input nodes get udev data
- * (/run/udev/data/cMAJ:MIN, /run/udev/control). Directories nodes name as
+ * (/run/udev/data/cMAJ:MIN, /run/udev/control) and, where the container
+ * sees the host's sysfs, read-only tmpfs overlays on the hardware's sysfs
+ * directory and on /sys/dev/char that present the persona's node there
+ * (devnsd-udev.h). Directories nodes name as
  * shares (the framebuffer's socket) are bound at the same path. A container
  * that shares devnsd's /dev gets no nodes, one that shares its /run no udev
  * data and no binds.

@@ -342,6 +342,10 @@ static void log_populated(struct persona *p, pid_t pid, const struct populate_re
 		log_warning("persona %s: %u places in process %d's container hold something else (first /%s); "
 			    "left alone, no node there",
 			    p->name, res->refused, (int)pid, res->first_refused);
+	if (res->sysfs_left[0])
+		log_notice("persona %s: process %d's container keeps its /sys as it is (%s); libinput's udev backend "
+			   "there will not take the persona's input nodes",
+			   p->name, (int)pid, res->sysfs_left);
 	if (res->input_group_missing)
 		log_notice("persona %s: the container has no group '%s'; input nodes get its root group", p->name,
 			   p->input_group.name);

@@ -21,6 +21,7 @@
 
 #include "container-fs.h"
 #include "devnsd-populate.h"
+#include "devnsd-udev.h"
 #include "idmap.h"
 
 #define POPULATE_MAX 128
@@ -31,6 +32,8 @@ struct entry {
 	char path[PATH_MAX]; /* where it goes in the container, without the leading '/' */
 	dev_t rdev;
 	char udev[512];
+	/* Its udev presentation in plan->nodes, or -1. */
+	int node;
 };
 
 /* A host directory bound into the container at the same path. */
@@ -50,6 +53,11 @@ struct plan {
 	struct stat host_dev, host_run;
 	struct idmap uids, gids;
 	struct conf_group input_group, video_group;
+	/* Input nodes as the container's udev clients are to see them. */
+	struct udev_node nodes[POPULATE_MAX];
+	size_t n_nodes;
+	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate. */
+	int mountinfo_fd;
 	struct populate_result result;
 };
 
@@ -99,14 +107,24 @@ static void plan_share(struct plan *plan, const char *path) {
 	plan->n_shares++;
 }
 
-static void plan_entry(struct plan *plan, const struct entry *e, const char *where) {
+static struct entry *plan_entry(struct plan *plan, const struct entry *e, const char *where) {
 	struct entry *copy;
 
 	if (plan->n == POPULATE_MAX)
-		return;
+		return NULL;
 	copy = &plan->entries[plan->n++];
 	*copy = *e;
 	snprintf(copy->path, sizeof(copy->path), "%s", where + strspn(where, "/"));
+	return copy;
+}
+
+/* A kernel input device's node at /dev/NAME in the container: its sysfs entry is to lead there. */
+static void plan_udev_node(struct plan *plan, struct entry *e, const struct node_desc *nd) {
+	if (!e || !nd->udev || !nd->source || strncmp(e->path, "dev/", 4) != 0)
+		return;
+	if (udev_node_describe(nd->source, e->rdev, e->path + 4, nd->udev, &plan->nodes[plan->n_nodes]) < 0)
+		return;
+	e->node = (int)plan->n_nodes++;
 }
 
 /*
@@ -117,7 +135,7 @@ static void plan_entry(struct plan *plan, const struct entry *e, const char *whe
 static void plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t rdev) {
 	const char *name = strrchr(nd->path, '/') + 1;
 	const char *where = mapped_path(plan->persona, name);
-	struct entry e = { 0 };
+	struct entry e = { .node = -1 };
 	char path[PATH_MAX];
 
 	snprintf(e.host, sizeof(e.host), "%s", nd->path);
@@ -127,7 +145,7 @@ static void plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t rd
 		snprintf(path, sizeof(path), streq(nd->kind, "input") ? "/dev/input/%s" : "/dev/%s", name);
 		where = path;
 	}
-	plan_entry(plan, &e, where);
+	plan_udev_node(plan, plan_entry(plan, &e, where), nd);
 	/* The node's sysfs entry names it /dev/devns/PERSONA/NAME, and udev clients open that name. */
 	if (!streq(where, nd->path)) {
 		e.udev[0] = '\0';
@@ -242,32 +260,22 @@ static int open_dir_of(struct plan *plan, int root_fd, const char *path, int cre
 	return 0;
 }
 
-/* The name of a node's record in udev's database. */
-static void udev_record_name(const struct entry *e, char *buf, size_t size) {
-	snprintf(buf, size, "c%u:%u", major(e->rdev), minor(e->rdev));
-}
-
-/* Udev's database entry: E: properties; I: when it was initialized. */
+/* Udev's database entry, under the number of the container's node (the one its sysfs entry gives). */
 static int write_udev(struct plan *plan, int root_fd, const struct entry *e) {
 	_cleanup_(closep) int dir = -1;
 	char name[32], text[1024];
-	const char *base, *line;
+	const char *base;
 	struct timespec ts;
-	size_t len;
 	int r;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	len = (size_t)snprintf(text, sizeof(text), "I:%lld\n", (long long)ts.tv_sec * 1000000 + ts.tv_nsec / 1000);
-	for (line = e->udev; *line && len < sizeof(text);) {
-		const char *nl = strchr(line, '\n');
-		size_t n = nl ? (size_t)(nl - line) : strlen(line);
-		len += (size_t)snprintf(text + len, sizeof(text) - len, "E:%.*s\n", (int)n, line);
-		line += n + (nl ? 1 : 0);
-	}
+	r = udev_db_record(e->udev, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, text, sizeof(text));
+	if (r < 0)
+		return r;
 	r = open_dir_of(plan, root_fd, "run/udev/data/x", 1, &dir, &base);
 	if (r < 0)
 		return r;
-	udev_record_name(e, name, sizeof(name));
+	udev_db_name(e->rdev, name);
 	r = cfs_write_file(dir, name, text, 0644);
 	if (r < 0)
 		return r;
@@ -303,17 +311,17 @@ static void unmake_target(const struct mount_job *job) {
  * The child holds none of devnsd's other files: a CUSE device devnsd closes
  * goes away at once, not when the child ends.
  */
-static void close_others(int a, int b, int c) {
-	int keep[3] = { a, b, c }, from = 3;
+static void close_others(int a, int b, int c, int d) {
+	int keep[4] = { a, b, c, d }, from = 3;
 
-	for (int i = 0; i < 3; i++)
-		for (int j = i + 1; j < 3; j++)
+	for (int i = 0; i < 4; i++)
+		for (int j = i + 1; j < 4; j++)
 			if (keep[j] < keep[i]) {
 				int t = keep[i];
 				keep[i] = keep[j];
 				keep[j] = t;
 			}
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		if (keep[i] > from)
 			(void)close_range((unsigned int)from, (unsigned int)keep[i] - 1, 0);
 		from = MAX(from, keep[i] + 1);
@@ -350,7 +358,7 @@ static void remove_udev(struct plan *plan, int root_fd, const struct entry *e) {
 
 	if (open_dir_of(plan, root_fd, "run/udev/data/x", 0, &dir, &base) < 0)
 		return;
-	udev_record_name(e, name, sizeof(name));
+	udev_db_name(e->rdev, name);
 	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
 		(void)unlinkat(dir, name, 0);
 }
@@ -368,7 +376,7 @@ _Noreturn static void populate_child_remove(struct plan *plan, int result_fd, in
 	int r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_others(result_fd, root_fd, mnt_fd);
+	close_others(result_fd, root_fd, mnt_fd, plan->mountinfo_fd);
 	r = drop_privileges(plan);
 	if (r < 0)
 		child_exit(plan, result_fd, r, "dropping privileges");
@@ -403,8 +411,124 @@ _Noreturn static void populate_child_remove(struct plan *plan, int result_fd, in
 	child_exit(plan, result_fd, 0, NULL);
 }
 
+/* Whether the mount holding fd passes mounts on to peers (the host's, say): then nothing is laid on it. */
+static bool mount_shared(const char *mountinfo, int fd) {
+	struct statx stx;
+	char id[32];
+	size_t id_len;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+		return true;
+	id_len = (size_t)snprintf(id, sizeof(id), "%llu ", (unsigned long long)stx.stx_mnt_id);
+	for (const char *line = mountinfo; *line;) {
+		size_t len = strcspn(line, "\n");
+		if (len > id_len && strncmp(line, id, id_len) == 0) {
+			/* Optional fields end at " - "; paths have their spaces escaped. */
+			const char *sep = memmem(line, len, " - ", 3);
+			return memmem(line, sep ? (size_t)(sep - line) : len, " shared:", 8) != NULL;
+		}
+		line += len + (line[len] ? 1 : 0);
+	}
+	return true;
+}
+
+/* The overlays planned for the container's sysfs (devnsd-udev.h); fds -1 where there is none. */
+struct sysfs_job {
+	int overlay_fd, target_fd;
+	int uevent_fd[POPULATE_MAX], dev_fd[POPULATE_MAX];
+};
+
+/* A directory (name NULL) or file of the container's /sys to lay something on. */
+static int sysfs_target(struct plan *plan, int root_fd, const char *mountinfo, const char *dir, const char *name,
+			int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+	int r;
+
+	r = cfs_open_dir(root_fd, dir, 0, 0, &fd);
+	if (r < 0)
+		return r;
+	if (name) {
+		int file = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (file < 0)
+			return -errno;
+		close(fd);
+		fd = file;
+	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (name ? !S_ISREG(st.st_mode) : !S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_dev == plan->host_dev.st_dev || st.st_dev == plan->host_run.st_dev)
+		return -EXDEV;
+	if (mount_shared(mountinfo, fd))
+		return -EREMOTE;
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+static void sysfs_left(struct plan *plan, const char *why) {
+	if (!plan->result.sysfs_left[0])
+		snprintf(plan->result.sysfs_left, sizeof(plan->result.sysfs_left), "%s", why);
+}
+
+/*
+ * Prepares the overlays that make the container's sysfs lead to the
+ * persona's input nodes, for once the child is in the container's mount
+ * namespace. A container whose /sys is missing, or passes mounts on to
+ * peers, keeps its /sys as it is.
+ */
+static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
+	_cleanup_(freep) char *mountinfo = NULL;
+	size_t len;
+	int r;
+
+	for (size_t i = 0; i < POPULATE_MAX; i++)
+		job->uevent_fd[i] = job->dev_fd[i] = -1;
+	if (plan->n_nodes == 0)
+		return;
+	mountinfo = malloc(CFS_READ_MAX + 1);
+	if (!mountinfo || read_bounded(plan->mountinfo_fd, mountinfo, CFS_READ_MAX, &len) < 0)
+		return sysfs_left(plan, "its mount table could not be read");
+	mountinfo[len] = '\0';
+	r = sysfs_target(plan, root_fd, mountinfo, "sys/dev/char", NULL, &job->target_fd);
+	if (r == -EREMOTE)
+		return sysfs_left(plan, "its /sys passes mounts on to other namespaces");
+	if (r < 0)
+		return sysfs_left(plan, "it has no /sys/dev/char of its own");
+	if (udev_overlay_new(plan->nodes, plan->n_nodes, &job->overlay_fd) < 0) {
+		closep(&job->target_fd);
+		job->target_fd = -1;
+		return sysfs_left(plan, "making its /sys/dev/char failed");
+	}
+	for (size_t i = 0; i < plan->n_nodes; i++) {
+		const char *dir = plan->nodes[i].syspath + 1;
+		if (sysfs_target(plan, root_fd, mountinfo, dir, "uevent", &job->uevent_fd[i]) < 0 ||
+		    sysfs_target(plan, root_fd, mountinfo, dir, "dev", &job->dev_fd[i]) < 0)
+			sysfs_left(plan, "a device's sysfs entry is not there");
+	}
+}
+
+/* In the container's mount namespace: lays the overlays plan_sysfs() prepared. */
+static int lay_sysfs(struct plan *plan, const struct sysfs_job *job) {
+	if (job->overlay_fd < 0)
+		return 0;
+	if (move_mount(job->overlay_fd, "", job->target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		return -errno;
+	for (size_t i = 0; i < plan->n_nodes; i++) {
+		if (job->uevent_fd[i] < 0 || job->dev_fd[i] < 0)
+			continue;
+		if (udev_overlay_bind(job->overlay_fd, i, job->uevent_fd[i], job->dev_fd[i]) < 0)
+			sysfs_left(plan, "binding a device's sysfs files failed");
+		else
+			plan->result.presented++;
+	}
+	return udev_overlay_seal(job->overlay_fd, plan->n_nodes);
+}
+
 _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
 	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES];
+	struct sysfs_job sysfs = { .overlay_fd = -1, .target_fd = -1 };
 	size_t n_jobs = 0;
 	int host_trees[POPULATE_MAX], share_trees[POPULATE_SHARES];
 	bool own_run;
@@ -412,7 +536,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 	int r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_others(result_fd, root_fd, mnt_fd);
+	close_others(result_fd, root_fd, mnt_fd, plan->mountinfo_fd);
 	/* devnsd's nodes and shares, taken from its own mount namespace while it is still there. */
 	for (size_t i = 0; i < plan->n; i++)
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -455,6 +579,8 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 				child_exit(plan, result_fd, r, "writing udev data");
 		}
 	}
+	if (own_run)
+		plan_sysfs(plan, root_fd, &sysfs);
 	/* Sockets (the framebuffer's, for mmap) live below /run: bind them where the container has its own. */
 	for (size_t i = 0; own_run && i < plan->n_shares; i++) {
 		_cleanup_(closep) int dir = -1;
@@ -476,7 +602,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 	}
 
 	/* Mounts need the container's mount namespace; every path was resolved before. */
-	if (n_jobs > 0 && setns(mnt_fd, CLONE_NEWNS) < 0)
+	if ((n_jobs > 0 || sysfs.overlay_fd >= 0) && setns(mnt_fd, CLONE_NEWNS) < 0)
 		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
 	for (size_t i = 0; i < n_jobs; i++) {
 		if (move_mount(jobs[i].tree_fd, "", jobs[i].target_fd, "",
@@ -490,6 +616,9 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		if (jobs[i].node)
 			plan->result.made++;
 	}
+	r = lay_sysfs(plan, &sysfs);
+	if (r < 0)
+		child_exit(plan, result_fd, r, "laying the container's /sys/dev/char");
 	child_exit(plan, result_fd, 0, NULL);
 }
 
@@ -671,7 +800,7 @@ typedef void (*child_fn)(struct plan *plan, int result_fd, int root_fd, int mnt_
  */
 static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target, child_fn fn,
 		 void (*add_nodes)(struct populate *pop, struct plan *plan)) {
-	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1;
+	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1, mountinfo_fd = -1;
 	struct manager *m = pop->manager;
 	int pipe_fds[2];
 	char path[64];
@@ -687,8 +816,10 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 		return r;
 	root_fd = openat(proc_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC);
-	if (root_fd < 0 || mnt_fd < 0)
+	mountinfo_fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
+	if (root_fd < 0 || mnt_fd < 0 || mountinfo_fd < 0)
 		return -errno;
+	plan->mountinfo_fd = mountinfo_fd;
 	if (exited(target))
 		return -ESRCH;
 	add_nodes(pop, plan);

@@ -321,6 +321,8 @@ class Container:
     capabilities only over the container's own namespaces. host_id() maps a
     container id to the host's.
 
+    netns: its own network namespace (where udev's netlink events reach it).
+
     private_dev: its own empty /dev and /run (tmpfs), as real containers have.
     With a user namespace, which namespace mounts them matters. By default the
     container's root mounts them from inside its user namespace, as real
@@ -340,9 +342,12 @@ class Container:
     groups= to none), which also gives a container without a user namespace an
     unprivileged app uid."""
 
-    def __init__(self, private_dev=False, userns=False, dev_from_host=False):
+    netns = False
+
+    def __init__(self, private_dev=False, userns=False, dev_from_host=False, netns=False):
         self.userns = userns
-        argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc"]
+        self.netns = netns
+        argv = ["unshare", "--pid", "--mount", "--fork", "--mount-proc"] + (["--net"] if netns else [])
         if userns:
             ids = "%d,0,%d" % (USERNS_BASE, USERNS_SIZE)
             argv += ["--map-users=" + ids, "--map-groups=" + ids, "--setuid=0", "--setgid=0"]
@@ -378,7 +383,7 @@ class Container:
         raise RuntimeError("container did not start")
 
     def _nsenter(self, user):
-        ns = ["--pid", "--mount"] + (["--user"] if user else [])
+        ns = ["--pid", "--mount"] + (["--user"] if user else []) + (["--net"] if self.netns else [])
         return ["nsenter", "-t", str(self.pid)] + ns + ["--root", "--wd", "--"]
 
     def host_id(self, container_id):
