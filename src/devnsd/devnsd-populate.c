@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -13,6 +14,8 @@
 #include <sys/mount.h>
 #include <sys/pidfd.h>
 #include <sys/prctl.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -22,6 +25,7 @@
 #include "container-fs.h"
 #include "devnsd-populate.h"
 #include "devnsd-udev.h"
+#include "devnsd-uevent.h"
 #include "idmap.h"
 
 #define POPULATE_MAX 128
@@ -58,6 +62,13 @@ struct plan {
 	size_t n_nodes;
 	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate. */
 	int mountinfo_fd;
+	/*
+	 * A change to one node: nodes[] also holds the persona's other input
+	 * nodes (overlay_only: their sysfs files were bound before), and the
+	 * /sys/dev/char laid by an earlier populate is replaced, not covered.
+	 */
+	bool overlay_only[POPULATE_MAX];
+	bool replace_overlay;
 	struct populate_result result;
 };
 
@@ -79,7 +90,10 @@ struct populate {
 /* One node to add to or remove from an attached container. */
 struct node_job {
 	bool remove;
-	char path[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
+	char path[PATH_MAX];   /* devnsd's node, /dev/devns/PERSONA/NAME */
+	char source[PATH_MAX]; /* the hardware's node, /dev/input/eventN */
+	char syspath[UDEV_SYSPATH_MAX];
+	char devname[UDEV_DEVNAME_MAX]; /* where the container has it, below /dev */
 	char kind[16];
 	char udev[512];
 	dev_t rdev;
@@ -435,6 +449,8 @@ static bool mount_shared(const char *mountinfo, int fd) {
 /* The overlays planned for the container's sysfs (devnsd-udev.h); fds -1 where there is none. */
 struct sysfs_job {
 	int overlay_fd, target_fd;
+	/* The container's /sys/dev, when an overlay laid before is replaced. */
+	int parent_fd;
 	int uevent_fd[POPULATE_MAX], dev_fd[POPULATE_MAX];
 };
 
@@ -492,6 +508,8 @@ static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
 		return sysfs_left(plan, "its mount table could not be read");
 	mountinfo[len] = '\0';
 	r = sysfs_target(plan, root_fd, mountinfo, "sys/dev/char", NULL, &job->target_fd);
+	if (r >= 0 && plan->replace_overlay && cfs_open_dir(root_fd, "sys/dev", 0, 0, &job->parent_fd) < 0)
+		job->parent_fd = -1;
 	if (r == -EREMOTE)
 		return sysfs_left(plan, "its /sys passes mounts on to other namespaces");
 	if (r < 0)
@@ -503,6 +521,8 @@ static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
 	}
 	for (size_t i = 0; i < plan->n_nodes; i++) {
 		const char *dir = plan->nodes[i].syspath + 1;
+		if (plan->overlay_only[i])
+			continue;
 		if (sysfs_target(plan, root_fd, mountinfo, dir, "uevent", &job->uevent_fd[i]) < 0 ||
 		    sysfs_target(plan, root_fd, mountinfo, dir, "dev", &job->dev_fd[i]) < 0)
 			sysfs_left(plan, "a device's sysfs entry is not there");
@@ -510,9 +530,31 @@ static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
 }
 
 /* In the container's mount namespace: lays the overlays plan_sysfs() prepared. */
-static int lay_sysfs(struct plan *plan, const struct sysfs_job *job) {
+/*
+ * Takes away the /sys/dev/char overlay an earlier populate laid (a
+ * read-only tmpfs), so that overlays do not pile up; the target becomes
+ * what is under it.
+ */
+static void unlay_overlay(struct sysfs_job *job) {
+	struct statfs sf;
+	int fd;
+
+	if (job->parent_fd < 0 || fstatfs(job->target_fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC ||
+	    !(sf.f_flags & ST_RDONLY))
+		return;
+	if (fchdir(job->parent_fd) < 0 || umount2("char", MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+		return;
+	fd = openat(job->parent_fd, "char", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	close(job->target_fd);
+	job->target_fd = fd;
+}
+
+static int lay_sysfs(struct plan *plan, struct sysfs_job *job) {
 	if (job->overlay_fd < 0)
 		return 0;
+	unlay_overlay(job);
 	if (move_mount(job->overlay_fd, "", job->target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 		return -errno;
 	for (size_t i = 0; i < plan->n_nodes; i++) {
@@ -528,7 +570,7 @@ static int lay_sysfs(struct plan *plan, const struct sysfs_job *job) {
 
 _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
 	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES];
-	struct sysfs_job sysfs = { .overlay_fd = -1, .target_fd = -1 };
+	struct sysfs_job sysfs = { .overlay_fd = -1, .target_fd = -1, .parent_fd = -1 };
 	size_t n_jobs = 0;
 	int host_trees[POPULATE_MAX], share_trees[POPULATE_SHARES];
 	bool own_run;
@@ -657,6 +699,7 @@ static void finish(struct populate *pop, int r) {
 }
 
 static void start_next_job(struct manager *m, struct persona *p);
+static void job_uevent(struct persona *p, const struct node_job *job, const char *action);
 
 static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct populate *pop = userdata;
@@ -679,6 +722,9 @@ static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *use
 		r = -EIO;
 	if (n != (ssize_t)sizeof(pop->result))
 		snprintf(pop->result.failed, sizeof(pop->result.failed), "the helper process");
+	/* The node is in place: udev clients may take it. */
+	if (r == 0 && p && !pop->finished && !pop->job->remove && streq(pop->job->kind, "input"))
+		job_uevent(p, pop->job, "add");
 	finish(pop, r);
 	populate_free(pop);
 	if (p)
@@ -896,11 +942,59 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 
 /* --- one node at a time ------------------------------------------------------ */
 
+/* Another of the persona's input nodes, for the /sys/dev/char overlay only. */
+static void plan_overlay_node(void *userdata, const struct node_desc *nd) {
+	struct plan *plan = userdata;
+	const char *name = strrchr(nd->path, '/') + 1;
+	const char *where = mapped_path(plan->persona, name);
+	char path[PATH_MAX];
+	struct stat st;
+
+	if (!streq(nd->kind, "input") || !nd->udev || !nd->source || plan->n_nodes == POPULATE_MAX ||
+	    streq(nd->path, plan->entries[0].host) || lstat(nd->path, &st) < 0 || !S_ISCHR(st.st_mode))
+		return;
+	if (!where) {
+		snprintf(path, sizeof(path), "/dev/input/%s", name);
+		where = path;
+	}
+	if (strncmp(where, "/dev/", 5) != 0 ||
+	    udev_node_describe(nd->source, st.st_rdev, where + 5, nd->udev, &plan->nodes[plan->n_nodes]) < 0)
+		return;
+	plan->overlay_only[plan->n_nodes++] = true;
+}
+
 static void add_job_node(struct populate *pop, struct plan *plan) {
 	const struct node_job *job = pop->job;
-	struct node_desc nd = { .path = job->path, .kind = job->kind, .udev = job->udev };
+	struct node_desc nd = { .path = job->path, .kind = job->kind, .udev = job->udev, .source = job->source };
 
 	plan_node_at(plan, &nd, job->rdev);
+	if (job->remove || plan->n == 0)
+		return;
+	manager_foreach_node(pop->manager, plan->persona, plan_overlay_node, plan);
+	plan->replace_overlay = true;
+}
+
+/*
+ * Tells the container's udev clients (libinput) of the change, as udevd
+ * would: an event in its network namespace. Best effort: a container that
+ * shares devnsd's network namespace, or is gone, gets none.
+ */
+static void job_uevent(struct persona *p, const struct node_job *job, const char *action) {
+	_cleanup_(closep) int netns = -1;
+	char devname[UEVENT_DEVNAME_MAX];
+	struct udev_node n = { .devnum = job->rdev };
+	struct uevent_device dev;
+	struct timespec ts;
+
+	if (strncmp(job->syspath, "/sys/devices/", 13) != 0 || p->container_pidfd < 0 || exited(p->container_pidfd) ||
+	    uevent_netns_of_pid(p->container_pid, &netns) < 0)
+		return;
+	snprintf(n.syspath, sizeof(n.syspath), "%s", job->syspath);
+	snprintf(n.devname, sizeof(n.devname), "%s", job->devname);
+	snprintf(n.properties, sizeof(n.properties), "%s", job->udev);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uevent_device_for_input(&n, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, devname, &dev);
+	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, action, &dev);
 }
 
 static bool job_running(struct manager *m, struct persona *p) {
@@ -928,6 +1022,9 @@ static void start_next_job(struct manager *m, struct persona *p) {
 
 		if (r == 0 && (p->container_pidfd < 0 || exited(p->container_pidfd)))
 			r = -ESRCH;
+		/* udev clients let go of the node before it goes. */
+		if (r == 0 && oldest->job->remove && streq(oldest->job->kind, "input"))
+			job_uevent(p, oldest->job, "remove");
 		if (r == 0)
 			r = spawn(oldest, plan, p->container_pid, p->container_pidfd,
 				  oldest->job->remove ? populate_child_remove : populate_child, add_job_node);
@@ -943,7 +1040,7 @@ static void start_next_job(struct manager *m, struct persona *p) {
 	}
 }
 
-int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, bool remove,
+int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, const char *syspath, bool remove,
 		  populate_done_fn done, void *userdata) {
 	struct populate *pop;
 	struct node_job *job;
@@ -981,6 +1078,16 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 	snprintf(job->path, sizeof(job->path), "%s", nd->path);
 	snprintf(job->kind, sizeof(job->kind), "%s", nd->kind);
 	snprintf(job->udev, sizeof(job->udev), "%s", nd->udev ? nd->udev : "");
+	snprintf(job->source, sizeof(job->source), "%s", nd->source ? nd->source : "");
+	snprintf(job->syspath, sizeof(job->syspath), "%s", syspath ? syspath : "");
+	{
+		const char *name = strrchr(nd->path, '/') + 1, *where = mapped_path(p, name);
+
+		if (where && strncmp(where, "/dev/", 5) == 0)
+			snprintf(job->devname, sizeof(job->devname), "%s", where + 5);
+		else
+			snprintf(job->devname, sizeof(job->devname), "input/%s", name);
+	}
 	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
 				  .userdata = userdata, .job = job };
 	LIST_INSERT_HEAD(&m->populates, pop, link);

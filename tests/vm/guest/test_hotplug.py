@@ -81,14 +81,22 @@ class Hotplug(rig.PersonaTestCase):
     def setUpClass(cls):
         cls.bus = rig.Bus()
         cls.daemon = rig.Daemon(rig.conf_for(["/dev/input/event*"], personas=PERSONAS, active="work"))
-        cls.container = rig.Container(private_dev=True)
+        # A container as runtimes make them: its own /dev, /run and network namespace.
+        cls.container = rig.Container(private_dev=True, netns=True)
         rig.devnsctl("attach", "work", "--pid", str(cls.container.pid))
         cls.kbd = None
+        # libinput's udev backend in the container, as a compositor runs it, from before any device comes.
+        cls.libinput = cls.container.popen("libinput", "debug-events", stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        cls.libinput_out = rig.Output(cls.libinput)
+        assert cls.libinput_out.wait_for(r"DEVICE_ADDED"), cls.libinput_out.text
 
     @classmethod
     def tearDownClass(cls):
         if cls.kbd:
             cls.kbd.close()
+        os.killpg(cls.libinput.pid, signal.SIGTERM)
+        cls.libinput_out.finish()
         cls.container.stop()
         cls.stop_daemon()
 
@@ -137,6 +145,12 @@ class Hotplug(rig.PersonaTestCase):
         Hotplug.kbd, Hotplug.name = self.plug()
         Hotplug.rdev = self.assert_mirrored(self.name)
         self.assertIn("(added)", self.daemon.output())
+        # libinput in the container learns of it from udev's event, takes it, and gets its keys.
+        out = self.libinput_out
+        self.assertTrue(out.wait_for(r"%s\s+DEVICE_ADDED\s+devns test keyboard" % self.name), out.text)
+        rig.press(self.kbd, e.KEY_A, 1)
+        rig.press(self.kbd, e.KEY_A, 0)
+        self.assertTrue(out.wait_for(r"%s\s+KEYBOARD_KEY.*pressed" % self.name), out.text)
 
         work = rig.open_node("/dev/devns/work/" + self.name)
         personal = rig.open_node("/dev/devns/personal/" + self.name)
@@ -197,6 +211,8 @@ class Hotplug(rig.PersonaTestCase):
             os.close(reader_fd)
             os.close(other)
         self.assert_gone(self.name, self.rdev)
+        out = self.libinput_out
+        self.assertTrue(out.wait_for(r"%s\s+DEVICE_REMOVED\s+devns test keyboard" % self.name), out.text)
         self.assertTrue(rig.answers_within(1.0))
 
     def test_3_device_that_comes_back_is_mirrored_again(self):
@@ -204,6 +220,9 @@ class Hotplug(rig.PersonaTestCase):
         # The kernel gives the lowest free number: the same eventN, and devnsd the same device numbers.
         self.assertEqual(name, self.name)
         self.assertEqual(self.assert_mirrored(name), self.rdev)
+        mark = len(self.libinput_out.text)
+        self.assertTrue(self.libinput_out.wait_for(r"(?s)DEVICE_REMOVED.*%s\s+DEVICE_ADDED\s+devns test keyboard" % name),
+                        self.libinput_out.text[mark:])
         work = rig.open_node("/dev/devns/work/" + name)
         self.fds.append(work)
         rig.press(self.kbd, e.KEY_B, 1)
