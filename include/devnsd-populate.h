@@ -58,7 +58,23 @@ typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate
  */
 int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata);
 
-/* Stops p's populate if one runs; its done() gets -ECANCELED. */
+/*
+ * A node of p's came (hotplug) or is going away: its attached container
+ * follows, as populate_start() would have made it. With remove, the bind
+ * mounts of the node in the container (a character device with the node's
+ * number, nothing else) are unmounted, the empty files under them and the
+ * node's udev record removed. The node must still be in devnsd's /dev.
+ *
+ * The work is done by a child process as for populate_start(), one change
+ * of a persona at a time, in the order asked; done() is called once each
+ * ends (from inside this call when it cannot start). Returns 1 when queued,
+ * 0 when p is attached to no container, -EBUSY past POPULATE_JOBS_MAX
+ * changes in flight.
+ */
+int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, bool remove,
+		  populate_done_fn done, void *userdata);
+
+/* p left its container, or is removed: its populate and node changes stop; each done() gets -ECANCELED. */
 void populate_cancel(struct persona *p);
 /* Stops every populate (devnsd exits); each done() that is still owed gets -ECANCELED. */
 void populate_stop_all(struct manager *m);

@@ -26,6 +26,8 @@
 
 #define POPULATE_MAX 128
 #define POPULATE_SHARES 16
+/* A container with a larger mount table keeps its /sys as it is. */
+#define MOUNTINFO_MAX (256 * 1024)
 
 struct entry {
 	char host[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
@@ -56,8 +58,8 @@ struct plan {
 	/* Input nodes as the container's udev clients are to see them. */
 	struct udev_node nodes[POPULATE_MAX];
 	size_t n_nodes;
-	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate. */
-	int mountinfo_fd;
+	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate; "" if unread. */
+	char mountinfo[MOUNTINFO_MAX];
 	struct populate_result result;
 };
 
@@ -71,7 +73,18 @@ struct populate {
 	void *userdata;
 	bool finished;
 	struct populate_result result;
+	/* A change to one node (hotplug); NULL for a whole attach. Waits (pidfd -1) behind p's other jobs. */
+	struct node_job *job;
 	LIST_ENTRY(populate) link;
+};
+
+/* One node to add to or remove from an attached container. */
+struct node_job {
+	bool remove;
+	char path[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
+	char kind[16];
+	char udev[512];
+	dev_t rdev;
 };
 
 static const char *mapped_path(const struct persona *p, const char *node) {
@@ -121,20 +134,14 @@ static void plan_udev_node(struct plan *plan, struct entry *e, const struct node
  * of devnsd's own FUSE mounts (the LED views), which this process serves
  * and must not wait on.
  */
-static void plan_node(void *userdata, const struct node_desc *nd) {
-	struct plan *plan = userdata;
+static void plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t rdev) {
 	const char *name = strrchr(nd->path, '/') + 1;
 	const char *where = mapped_path(plan->persona, name);
 	struct entry e = { .node = -1 };
 	char path[PATH_MAX];
-	struct stat st;
 
-	if (nd->share)
-		plan_share(plan, nd->share);
-	if (strncmp(nd->path, "/dev/", 5) != 0 || lstat(nd->path, &st) < 0 || !S_ISCHR(st.st_mode))
-		return;
 	snprintf(e.host, sizeof(e.host), "%s", nd->path);
-	e.rdev = st.st_rdev;
+	e.rdev = rdev;
 	snprintf(e.udev, sizeof(e.udev), "%s", nd->udev ? nd->udev : "");
 	if (!where) {
 		snprintf(path, sizeof(path), streq(nd->kind, "input") ? "/dev/input/%s" : "/dev/%s", name);
@@ -146,6 +153,17 @@ static void plan_node(void *userdata, const struct node_desc *nd) {
 		e.udev[0] = '\0';
 		plan_entry(plan, &e, nd->path);
 	}
+}
+
+static void plan_node(void *userdata, const struct node_desc *nd) {
+	struct plan *plan = userdata;
+	struct stat st;
+
+	if (nd->share)
+		plan_share(plan, nd->share);
+	if (strncmp(nd->path, "/dev/", 5) != 0 || lstat(nd->path, &st) < 0 || !S_ISCHR(st.st_mode))
+		return;
+	plan_node_at(plan, nd, st.st_rdev);
 }
 
 static bool same_inode(const struct stat *a, const struct stat *b) {
@@ -221,7 +239,8 @@ static void refuse(struct plan *plan, const char *path) {
 }
 
 /* A directory for path's last component, on none of devnsd's own file systems. */
-static int open_dir_of(struct plan *plan, int root_fd, const char *path, int *ret_fd, const char **ret_name) {
+static int open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,
+		       const char **ret_name) {
 	_cleanup_(closep) int fd = -1;
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -231,7 +250,7 @@ static int open_dir_of(struct plan *plan, int root_fd, const char *path, int *re
 	if (!slash)
 		return -EINVAL;
 	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	r = cfs_open_dir(root_fd, dir, 1, 0755, &fd);
+	r = cfs_open_dir(root_fd, dir, create, 0755, &fd);
 	if (r < 0)
 		return r;
 	if (fstat(fd, &st) < 0)
@@ -243,7 +262,15 @@ static int open_dir_of(struct plan *plan, int root_fd, const char *path, int *re
 	return 0;
 }
 
-/* Udev's database entry, under the number of the container's node (the one its sysfs entry gives). */
+/* The name of a node's record in udev's database: the number of the container's node, the one its sysfs entry gives. */
+static void udev_record_name(const struct entry *e, char *buf, size_t size) {
+	char name[32];
+
+	udev_db_name(e->rdev, name);
+	snprintf(buf, size, "%s", name);
+}
+
+/* Udev's database entry, as udevd writes it (udev_db_record()). */
 static int write_udev(struct plan *plan, int root_fd, const struct entry *e) {
 	_cleanup_(closep) int dir = -1;
 	char name[32], text[1024];
@@ -255,16 +282,16 @@ static int write_udev(struct plan *plan, int root_fd, const struct entry *e) {
 	r = udev_db_record(e->udev, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, text, sizeof(text));
 	if (r < 0)
 		return r;
-	r = open_dir_of(plan, root_fd, "run/udev/data/x", &dir, &base);
+	r = open_dir_of(plan, root_fd, "run/udev/data/x", 1, &dir, &base);
 	if (r < 0)
 		return r;
-	udev_db_name(e->rdev, name);
+	udev_record_name(e, name, sizeof(name));
 	r = cfs_write_file(dir, name, text, 0644);
 	if (r < 0)
 		return r;
 	closep(&dir);
 	dir = -1;
-	r = open_dir_of(plan, root_fd, "run/udev/control", &dir, &base);
+	r = open_dir_of(plan, root_fd, "run/udev/control", 1, &dir, &base);
 	if (r < 0)
 		return r;
 	/* Clients take udev as running when this exists; whatever is there already stays. */
@@ -276,6 +303,9 @@ struct mount_job {
 	int tree_fd;
 	int target_fd;
 	bool node;
+	/* Where a node's empty file was made, to take it away again if the mount fails. */
+	int dir_fd;
+	const char *name;
 };
 
 /* Whether the mount holding fd passes mounts on to peers (the host's, say): then nothing is laid on it. */
@@ -346,24 +376,22 @@ static void sysfs_left(struct plan *plan, const char *why) {
  * peers, keeps its /sys as it is.
  */
 static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
-	_cleanup_(freep) char *mountinfo = NULL;
-	size_t len;
+	const char *mountinfo = plan->mountinfo;
 	int r;
 
 	for (size_t i = 0; i < POPULATE_MAX; i++)
 		job->uevent_fd[i] = job->dev_fd[i] = -1;
 	if (plan->n_nodes == 0)
 		return;
-	mountinfo = malloc(CFS_READ_MAX + 1);
-	if (!mountinfo || read_bounded(plan->mountinfo_fd, mountinfo, CFS_READ_MAX, &len) < 0)
+	if (!mountinfo[0])
 		return sysfs_left(plan, "its mount table could not be read");
-	mountinfo[len] = '\0';
 	r = sysfs_target(plan, root_fd, mountinfo, "sys/dev/char", NULL, &job->target_fd);
 	if (r == -EREMOTE)
 		return sysfs_left(plan, "its /sys passes mounts on to other namespaces");
 	if (r < 0)
 		return sysfs_left(plan, "it has no /sys/dev/char of its own");
-	if (udev_overlay_new(plan->nodes, plan->n_nodes, &job->overlay_fd) < 0) {
+	/* From the container's own view, so that what earlier attaches or nodes laid there stays. */
+	if (udev_overlay_new(job->target_fd, plan->nodes, plan->n_nodes, &job->overlay_fd) < 0) {
 		closep(&job->target_fd);
 		job->target_fd = -1;
 		return sysfs_left(plan, "making its /sys/dev/char failed");
@@ -393,6 +421,119 @@ static int lay_sysfs(struct plan *plan, const struct sysfs_job *job) {
 	return udev_overlay_seal(job->overlay_fd, plan->n_nodes);
 }
 
+/* Takes away the empty file made for a node's mount. */
+static void unmake_target(const struct mount_job *job) {
+	struct stat st;
+
+	if (job->node && fstatat(job->dir_fd, job->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == 0)
+		(void)unlinkat(job->dir_fd, job->name, 0);
+}
+
+/*
+ * The child holds none of devnsd's other files: a CUSE device devnsd closes
+ * goes away at once, not when the child ends.
+ */
+static void close_others(int a, int b, int c) {
+	int keep[3] = { a, b, c }, from = 3;
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (int i = 0; i < 3; i++) {
+		if (keep[i] > from)
+			(void)close_range((unsigned int)from, (unsigned int)keep[i] - 1, 0);
+		from = MAX(from, keep[i] + 1);
+	}
+	(void)close_range((unsigned int)from, ~0U, 0);
+}
+
+/* The container has its own /dev (else nothing is done there), and its own /run? */
+static int container_dirs(struct plan *plan, int result_fd, int root_fd, bool *ret_own_run) {
+	_cleanup_(closep) int dev = -1, run = -1;
+	struct stat st;
+	int r;
+
+	r = cfs_open_dir(root_fd, "dev", 0, 0, &dev);
+	if (r < 0)
+		child_exit(plan, result_fd, r, "opening the container's /dev");
+	if (fstat(dev, &st) < 0)
+		child_exit(plan, result_fd, -errno, "opening the container's /dev");
+	if (same_inode(&st, &plan->host_dev)) {
+		plan->result.shares_dev = true;
+		child_exit(plan, result_fd, 0, NULL);
+	}
+	*ret_own_run = cfs_open_dir(root_fd, "run", 0, 0, &run) == 0 && fstat(run, &st) == 0 &&
+		       st.st_dev != plan->host_run.st_dev;
+	return 0;
+}
+
+/* Removes the udev record of a node this helper wrote: only a regular file is taken away. */
+static void remove_udev(struct plan *plan, int root_fd, const struct entry *e) {
+	_cleanup_(closep) int dir = -1;
+	const char *base;
+	char name[32];
+	struct stat st;
+
+	if (open_dir_of(plan, root_fd, "run/udev/data/x", 0, &dir, &base) < 0)
+		return;
+	udev_record_name(e, name, sizeof(name));
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		(void)unlinkat(dir, name, 0);
+}
+
+/*
+ * Takes nodes away: at each place, only a character device with the node's
+ * number (the bind mount this helper made) is unmounted, and then only the
+ * empty file it was mounted on is removed.
+ */
+_Noreturn static void populate_child_remove(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
+	int dirs[POPULATE_MAX];
+	const char *names[POPULATE_MAX];
+	size_t n = 0;
+	bool own_run;
+	int r;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	close_others(result_fd, root_fd, mnt_fd);
+	r = drop_privileges(plan);
+	if (r < 0)
+		child_exit(plan, result_fd, r, "dropping privileges");
+	container_dirs(plan, result_fd, root_fd, &own_run);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct entry *e = &plan->entries[i];
+		struct stat st;
+		int dir = -1;
+
+		if (own_run && e->udev[0])
+			remove_udev(plan, root_fd, e);
+		if (open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
+			continue;
+		if (fstatat(dir, names[n], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != e->rdev) {
+			close(dir);
+			continue;
+		}
+		dirs[n++] = dir;
+	}
+	if (n > 0 && setns(mnt_fd, CLONE_NEWNS) < 0)
+		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		if (fchdir(dirs[i]) < 0 || umount2(names[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+			continue;
+		if (fstatat(dirs[i], names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+			(void)unlinkat(dirs[i], names[i], 0);
+		plan->result.made++;
+	}
+	child_exit(plan, result_fd, 0, NULL);
+}
+
 _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
 	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES];
 	struct sysfs_job sysfs = { .overlay_fd = -1, .target_fd = -1 };
@@ -403,6 +544,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 	int r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	close_others(result_fd, root_fd, mnt_fd);
 	/* devnsd's nodes and shares, taken from its own mount namespace while it is still there. */
 	for (size_t i = 0; i < plan->n; i++)
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -413,24 +555,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 	if (r < 0)
 		child_exit(plan, result_fd, r, "dropping privileges");
 	resolve_groups(plan, root_fd);
-
-	{
-		_cleanup_(closep) int dev = -1;
-		r = cfs_open_dir(root_fd, "dev", 0, 0, &dev);
-		if (r < 0)
-			child_exit(plan, result_fd, r, "opening the container's /dev");
-		if (fstat(dev, &st) < 0)
-			child_exit(plan, result_fd, -errno, "opening the container's /dev");
-		if (same_inode(&st, &plan->host_dev)) {
-			plan->result.shares_dev = true;
-			child_exit(plan, result_fd, 0, NULL);
-		}
-	}
-	{
-		_cleanup_(closep) int run = -1;
-		own_run = cfs_open_dir(root_fd, "run", 0, 0, &run) == 0 && fstat(run, &st) == 0 &&
-			  st.st_dev != plan->host_run.st_dev;
-	}
+	container_dirs(plan, result_fd, root_fd, &own_run);
 
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct entry *e = &plan->entries[i];
@@ -440,7 +565,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 
 		if (host_trees[i] < 0)
 			child_exit(plan, result_fd, -ENODEV, "taking devnsd's node");
-		r = open_dir_of(plan, root_fd, e->path, &dir, &name);
+		r = open_dir_of(plan, root_fd, e->path, 1, &dir, &name);
 		if (r >= 0)
 			r = cfs_mount_target(dir, name, e->rdev, &target);
 		if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR || r == -EXDEV) {
@@ -450,7 +575,8 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		if (r < 0)
 			child_exit(plan, result_fd, r, "making a place for a node");
 		if (r == 0)
-			jobs[n_jobs++] = (struct mount_job){ .tree_fd = host_trees[i], .target_fd = target, .node = true };
+			jobs[n_jobs++] = (struct mount_job){ .tree_fd = host_trees[i], .target_fd = target, .node = true,
+							     .dir_fd = take_fd(&dir), .name = name };
 		else
 			plan->result.made++;
 		if (own_run && e->udev[0]) {
@@ -488,8 +614,13 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
 	for (size_t i = 0; i < n_jobs; i++) {
 		if (move_mount(jobs[i].tree_fd, "", jobs[i].target_fd, "",
-			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-			child_exit(plan, result_fd, -errno, "mounting a node");
+			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+			r = -errno;
+			/* No empty file is left where a node belongs (a node that went away meanwhile). */
+			for (size_t k = i; k < n_jobs; k++)
+				unmake_target(&jobs[k]);
+			child_exit(plan, result_fd, r, "mounting a node");
+		}
 		if (jobs[i].node)
 			plan->result.made++;
 	}
@@ -500,6 +631,9 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 }
 
 /* --- the parent ------------------------------------------------------------ */
+
+/* Node jobs waiting or running at once, over every persona; past this a change is refused. */
+#define POPULATE_JOBS_MAX 256
 
 static struct populate *populate_free(struct populate *pop) {
 	if (!pop)
@@ -512,6 +646,7 @@ static struct populate *populate_free(struct populate *pop) {
 	sd_event_source_disable_unref(pop->timer);
 	closep(&pop->pidfd);
 	closep(&pop->result_fd);
+	free(pop->job);
 	free(pop);
 	return NULL;
 }
@@ -529,8 +664,12 @@ static void finish(struct populate *pop, int r) {
 	pop->done(p, r, &pop->result, pop->userdata);
 }
 
+static void start_next_job(struct manager *m, struct persona *p);
+
 static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct populate *pop = userdata;
+	struct persona *p = pop->job ? pop->persona : NULL;
+	struct manager *m = pop->manager;
 	siginfo_t si = { 0 };
 	ssize_t n;
 	int r = 0;
@@ -550,43 +689,77 @@ static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *use
 		snprintf(pop->result.failed, sizeof(pop->result.failed), "the helper process");
 	finish(pop, r);
 	populate_free(pop);
+	if (p)
+		start_next_job(m, p);
 	return 0;
 }
 
 static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 	struct populate *pop = userdata;
+	struct persona *p = pop->job ? pop->persona : NULL;
 
 	(void)s;
 	(void)usec;
 	(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
 	snprintf(pop->result.failed, sizeof(pop->result.failed), "the container's files (no answer in time)");
 	finish(pop, -ETIMEDOUT);
+	/* The next change need not wait for this helper to be reaped. */
+	if (p)
+		start_next_job(pop->manager, p);
 	return 0;
+}
+
+static void forget_container(struct persona *p) {
+	closep(&p->container_pidfd);
+	p->container_pid = 0;
 }
 
 void populate_stop_all(struct manager *m) {
 	struct populate *pop;
+	struct persona *p;
 
 	while ((pop = LIST_FIRST(&m->populates))) {
-		(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
+		if (pop->pidfd >= 0)
+			(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
 		if (!pop->finished) {
 			snprintf(pop->result.failed, sizeof(pop->result.failed), "devnsd stopping");
 			finish(pop, -ECANCELED);
 		}
 		/* Reaped now if it is gone already; else by init once devnsd exits. */
-		(void)waitid(P_PIDFD, (id_t)pop->pidfd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
+		if (pop->pidfd >= 0)
+			(void)waitid(P_PIDFD, (id_t)pop->pidfd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
 		populate_free(pop);
 	}
+	LIST_FOREACH(p, &m->personas, link)
+		forget_container(p);
+}
+
+static void cancel(struct populate *pop, const char *why) {
+	if (pop->pidfd >= 0)
+		(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
+	snprintf(pop->result.failed, sizeof(pop->result.failed), "%s", why);
+	finish(pop, -ECANCELED);
+}
+
+static void cancel_attach(struct persona *p) {
+	if (p->populate)
+		cancel(p->populate, "a newer request");
 }
 
 void populate_cancel(struct persona *p) {
-	struct populate *pop = p->populate;
+	struct manager *m = p->manager;
+	struct populate *pop, *next;
 
-	if (!pop)
-		return;
-	(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
-	snprintf(pop->result.failed, sizeof(pop->result.failed), "a newer request");
-	finish(pop, -ECANCELED);
+	cancel_attach(p);
+	for (pop = LIST_FIRST(&m->populates); pop; pop = next) {
+		next = LIST_NEXT(pop, link);
+		if (!pop->job || pop->persona != p || pop->finished)
+			continue;
+		cancel(pop, "the persona left its container");
+		if (pop->pidfd < 0)
+			populate_free(pop);
+	}
+	forget_container(p);
 }
 
 /* Ids of the container's root, from its user namespace's maps. */
@@ -611,28 +784,47 @@ static bool exited(int pidfd) {
 	return poll(&pfd, 1, 0) != 0;
 }
 
-int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata) {
-	_cleanup_(freep) struct plan *plan = NULL;
-	_cleanup_(closep) int target = -1, proc_fd = -1, root_fd = -1, mnt_fd = -1, mountinfo_fd = -1;
+/* The kernel's text of the container's mount table (never a file of the container's). */
+static void read_mountinfo(struct plan *plan, int proc_fd) {
+	_cleanup_(closep) int fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
+
+	plan->mountinfo[0] = '\0';
+	if (fd >= 0 && read_bounded(fd, plan->mountinfo, sizeof(plan->mountinfo) - 1, &len) == 0)
+		plan->mountinfo[len] = '\0';
+}
+
+static struct plan *plan_new(struct persona *p) {
+	struct plan *plan = calloc(1, sizeof(*plan));
+
+	if (!plan)
+		return NULL;
+	plan->persona = p;
+	plan->input_group = p->input_group;
+	plan->video_group = p->video_group;
+	if (stat("/dev", &plan->host_dev) < 0 || stat("/run", &plan->host_run) < 0) {
+		free(plan);
+		return NULL;
+	}
+	return plan;
+}
+
+typedef void (*child_fn)(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+
+/*
+ * Runs fn in a child on the container of process pid (its pidfd target,
+ * checked to be alive once its files are open), for pop. add_nodes fills
+ * the plan once the container's ids are known.
+ */
+static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target, child_fn fn,
+		 void (*add_nodes)(struct populate *pop, struct plan *plan)) {
+	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1;
+	struct manager *m = pop->manager;
 	int pipe_fds[2];
-	struct populate *pop;
 	char path[64];
 	pid_t child;
 	int r;
 
-	plan = calloc(1, sizeof(*plan));
-	if (!plan)
-		return -ENOMEM;
-	plan->persona = p;
-	plan->input_group = p->input_group;
-	plan->video_group = p->video_group;
-	if (stat("/dev", &plan->host_dev) < 0 || stat("/run", &plan->host_run) < 0)
-		return -errno;
-
-	/* The process stays the one named while its files are opened: checked through its pidfd after. */
-	target = pidfd_open(pid, 0);
-	if (target < 0)
-		return errno == EINVAL ? -ESRCH : -errno;
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
 	proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (proc_fd < 0)
@@ -642,35 +834,25 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 		return r;
 	root_fd = openat(proc_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC);
-	mountinfo_fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
-	if (root_fd < 0 || mnt_fd < 0 || mountinfo_fd < 0)
+	if (root_fd < 0 || mnt_fd < 0)
 		return -errno;
-	plan->mountinfo_fd = mountinfo_fd;
+	read_mountinfo(plan, proc_fd);
 	if (exited(target))
 		return -ESRCH;
-	manager_foreach_node(m, p, plan_node, plan);
-
-	pop = calloc(1, sizeof(*pop));
-	if (!pop)
-		return -ENOMEM;
-	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
-				  .userdata = userdata, .result = plan->result };
-	LIST_INSERT_HEAD(&m->populates, pop, link);
-	if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0) {
-		populate_free(pop);
+	add_nodes(pop, plan);
+	pop->result = plan->result;
+	if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
-	}
 	pop->result_fd = pipe_fds[0];
 	child = fork();
 	if (child < 0) {
-		r = -errno;
 		close(pipe_fds[1]);
-		populate_free(pop);
-		return r;
+		return -errno;
 	}
 	if (child == 0) {
 		close(pipe_fds[0]);
-		populate_child(plan, pipe_fds[1], root_fd, mnt_fd);
+		fn(plan, pipe_fds[1], root_fd, mnt_fd);
+		_exit(EXIT_FAILURE);
 	}
 	close(pipe_fds[1]);
 	pop->pidfd = pidfd_open(child, 0);
@@ -678,7 +860,6 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 		r = -errno;
 		(void)kill(child, SIGKILL);
 		(void)waitpid(child, NULL, 0);
-		populate_free(pop);
 		return r;
 	}
 	r = sd_event_add_io(m->event, &pop->exit_source, pop->pidfd, EPOLLIN, on_child_exit, pop);
@@ -688,10 +869,138 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 	if (r < 0) {
 		(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
 		(void)waitid(P_PIDFD, (id_t)pop->pidfd, &(siginfo_t){ 0 }, WEXITED);
+		return r;
+	}
+	return 0;
+}
+
+static void add_all_nodes(struct populate *pop, struct plan *plan) {
+	manager_foreach_node(pop->manager, plan->persona, plan_node, plan);
+}
+
+int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata) {
+	_cleanup_(freep) struct plan *plan = NULL;
+	_cleanup_(closep) int target = -1;
+	struct populate *pop;
+	int r;
+
+	plan = plan_new(p);
+	if (!plan)
+		return -ENOMEM;
+	/* The process stays the one named while its files are opened: checked through its pidfd after. */
+	target = pidfd_open(pid, 0);
+	if (target < 0)
+		return errno == EINVAL ? -ESRCH : -errno;
+	pop = calloc(1, sizeof(*pop));
+	if (!pop)
+		return -ENOMEM;
+	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
+				  .userdata = userdata };
+	LIST_INSERT_HEAD(&m->populates, pop, link);
+	r = spawn(pop, plan, pid, target, populate_child, add_all_nodes);
+	if (r < 0) {
 		populate_free(pop);
 		return r;
 	}
-	populate_cancel(p);
+	cancel_attach(p);
 	p->populate = pop;
+	/* Later changes to its nodes (hotplug) go to this container. */
+	forget_container(p);
+	p->container_pidfd = take_fd(&target);
+	p->container_pid = pid;
 	return 0;
+}
+
+/* --- one node at a time ------------------------------------------------------ */
+
+static void add_job_node(struct populate *pop, struct plan *plan) {
+	const struct node_job *job = pop->job;
+	struct node_desc nd = { .path = job->path, .kind = job->kind, .udev = job->udev };
+
+	plan_node_at(plan, &nd, job->rdev);
+}
+
+static bool job_running(struct manager *m, struct persona *p) {
+	struct populate *pop;
+
+	LIST_FOREACH(pop, &m->populates, link)
+		if (pop->job && pop->persona == p && pop->pidfd >= 0 && !pop->finished)
+			return true;
+	return false;
+}
+
+/* Starts p's oldest waiting job, unless one runs. Jobs run in the order they came. */
+static void start_next_job(struct manager *m, struct persona *p) {
+	struct populate *pop, *oldest = NULL;
+
+	if (job_running(m, p))
+		return;
+	/* New jobs go to the head of the list: the oldest is the last one. */
+	LIST_FOREACH(pop, &m->populates, link)
+		if (pop->job && pop->persona == p && pop->pidfd < 0 && !pop->finished)
+			oldest = pop;
+	while (oldest) {
+		_cleanup_(freep) struct plan *plan = plan_new(p);
+		int r = plan ? 0 : -ENOMEM;
+
+		if (r == 0 && (p->container_pidfd < 0 || exited(p->container_pidfd)))
+			r = -ESRCH;
+		if (r == 0)
+			r = spawn(oldest, plan, p->container_pid, p->container_pidfd,
+				  oldest->job->remove ? populate_child_remove : populate_child, add_job_node);
+		if (r == 0)
+			return;
+		/* This one cannot run: it is done, and the next gets its turn. */
+		finish(oldest, r);
+		populate_free(oldest);
+		oldest = NULL;
+		LIST_FOREACH(pop, &m->populates, link)
+			if (pop->job && pop->persona == p && pop->pidfd < 0 && !pop->finished)
+				oldest = pop;
+	}
+}
+
+int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, bool remove,
+		  populate_done_fn done, void *userdata) {
+	struct populate *pop;
+	struct node_job *job;
+	unsigned int n = 0;
+	struct stat st;
+
+	if (p->container_pidfd < 0)
+		return 0;
+	if (strncmp(nd->path, "/dev/", 5) != 0 || strlen(nd->path) >= sizeof(job->path))
+		return -EINVAL;
+	if (lstat(nd->path, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode))
+		return -ENODEV;
+	LIST_FOREACH(pop, &m->populates, link) {
+		/* A node that goes before its coming reached the container: neither needs doing. */
+		if (remove && pop->job && !pop->job->remove && pop->persona == p && pop->pidfd < 0 && !pop->finished &&
+		    pop->job->rdev == st.st_rdev && streq(pop->job->path, nd->path)) {
+			finish(pop, 0);
+			populate_free(pop);
+			return 1;
+		}
+		n += pop->job != NULL;
+	}
+	if (n >= POPULATE_JOBS_MAX)
+		return -EBUSY;
+	job = calloc(1, sizeof(*job));
+	pop = calloc(1, sizeof(*pop));
+	if (!job || !pop) {
+		free(job);
+		free(pop);
+		return -ENOMEM;
+	}
+	*job = (struct node_job){ .remove = remove, .rdev = st.st_rdev };
+	snprintf(job->path, sizeof(job->path), "%s", nd->path);
+	snprintf(job->kind, sizeof(job->kind), "%s", nd->kind);
+	snprintf(job->udev, sizeof(job->udev), "%s", nd->udev ? nd->udev : "");
+	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
+				  .userdata = userdata, .job = job };
+	LIST_INSERT_HEAD(&m->populates, pop, link);
+	start_next_job(m, p);
+	return 1;
 }
