@@ -49,7 +49,9 @@ static void on_container_changed(struct persona *p, int r, const struct populate
 static void node_to_container(struct input_node *in, bool remove) {
 	struct manager *m = in->device->class->base.manager;
 	int r = populate_node(m, in->persona,
-			      &(struct node_desc){ .path = in->path, .kind = "input", .udev = in->device->udev }, remove,
+			      &(struct node_desc){ .path = in->path, .kind = "input", .udev = in->device->udev,
+						  .source = in->device->backend->path },
+			      remove,
 			      on_container_changed, NULL);
 
 	if (r < 0)

@@ -22,6 +22,7 @@
 #include "container-fs.h"
 #include "devnsd-populate.h"
 #include "devnsd-udev.h"
+#include "devnsd-uevent.h"
 #include "idmap.h"
 
 #define POPULATE_MAX 128
@@ -58,6 +59,8 @@ struct plan {
 	/* Input nodes as the container's udev clients are to see them. */
 	struct udev_node nodes[POPULATE_MAX];
 	size_t n_nodes;
+	/* A change of one node (hotplug): its udev event is for devnsd to send once the container follows. */
+	bool node_job;
 	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate; "" if unread. */
 	char mountinfo[MOUNTINFO_MAX];
 	struct populate_result result;
@@ -84,6 +87,7 @@ struct node_job {
 	char path[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
 	char kind[16];
 	char udev[512];
+	char source[PATH_MAX]; /* the hardware, for its sysfs entry; "" if unknown */
 	dev_t rdev;
 };
 
@@ -487,6 +491,37 @@ static void remove_udev(struct plan *plan, int root_fd, const struct entry *e) {
 }
 
 /*
+ * The device a node that goes stood for, as the container's sysfs presents
+ * it (its /sys/dev/char entry for the node's number, which an earlier
+ * attach or hotplug laid): what its "remove" event names. The kernel's
+ * directory may be gone already.
+ */
+static void describe_removed(struct plan *plan, int root_fd, const struct entry *e) {
+	_cleanup_(closep) int dir = -1;
+	struct udev_node *n = &plan->result.announced;
+	char name[32], target[UDEV_SYSPATH_MAX];
+	ssize_t len;
+
+	if (!plan->node_job || !e->udev[0] || strncmp(e->path, "dev/", 4) != 0 ||
+	    cfs_open_dir(root_fd, "sys/dev/char", 0, 0, &dir) < 0)
+		return;
+	snprintf(name, sizeof(name), "%u:%u", major(e->rdev), minor(e->rdev));
+	len = readlinkat(dir, name, target, sizeof(target) - 1);
+	if (len <= 0)
+		return;
+	target[len] = '\0';
+	/* "../../devices/...", as udev_overlay_new() makes it. */
+	if (strncmp(target, "../../devices/", 14) != 0 || strstr(target + 14, "..") ||
+	    strlen(e->path + 4) >= sizeof(n->devname) || strlen(e->udev) >= sizeof(n->properties))
+		return;
+	*n = (struct udev_node){ .devnum = e->rdev };
+	snprintf(n->syspath, sizeof(n->syspath), "/sys/%s", target + 6);
+	snprintf(n->devname, sizeof(n->devname), "%s", e->path + 4);
+	snprintf(n->properties, sizeof(n->properties), "%s", e->udev);
+	plan->result.announce = true;
+}
+
+/*
  * Takes nodes away: at each place, only a character device with the node's
  * number (the bind mount this helper made) is unmounted, and then only the
  * empty file it was mounted on is removed.
@@ -509,8 +544,10 @@ _Noreturn static void populate_child_remove(struct plan *plan, int result_fd, in
 		struct stat st;
 		int dir = -1;
 
-		if (own_run && e->udev[0])
+		if (own_run && e->udev[0]) {
 			remove_udev(plan, root_fd, e);
+			describe_removed(plan, root_fd, e);
+		}
 		if (open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
 			continue;
 		if (fstatat(dir, names[n], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
@@ -627,8 +664,13 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 	r = lay_sysfs(plan, &sysfs);
 	if (r < 0)
 		child_exit(plan, result_fd, r, "laying the container's /sys/dev/char");
+	if (plan->node_job && plan->result.presented > 0) {
+		plan->result.announce = true;
+		plan->result.announced = plan->nodes[0];
+	}
 	child_exit(plan, result_fd, 0, NULL);
 }
+
 
 /* --- the parent ------------------------------------------------------------ */
 
@@ -666,6 +708,31 @@ static void finish(struct populate *pop, int r) {
 
 static void start_next_job(struct manager *m, struct persona *p);
 
+static bool exited(int pidfd) {
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
+/*
+ * The container followed a node's coming or going: its udev clients learn
+ * of it as from udevd (devnsd-uevent.h). Best effort: a container that
+ * shares devnsd's or the host's network namespace gets nothing, and a
+ * message no one in the container takes is lost.
+ */
+static void announce(struct persona *p, const struct udev_node *n, bool remove) {
+	_cleanup_(closep) int netns = -1;
+	char devname[UEVENT_DEVNAME_MAX];
+	struct uevent_device dev;
+	struct timespec ts;
+
+	if (p->container_pidfd < 0 || uevent_netns_of_pid(p->container_pid, &netns) < 0 || exited(p->container_pidfd))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uevent_device_for_input(n, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, devname, &dev);
+	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, remove ? "remove" : "add", &dev);
+}
+
 static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct populate *pop = userdata;
 	struct persona *p = pop->job ? pop->persona : NULL;
@@ -687,6 +754,8 @@ static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *use
 		r = -EIO;
 	if (n != (ssize_t)sizeof(pop->result))
 		snprintf(pop->result.failed, sizeof(pop->result.failed), "the helper process");
+	if (p && r == 0 && pop->result.announce)
+		announce(p, &pop->result.announced, pop->job->remove);
 	finish(pop, r);
 	populate_free(pop);
 	if (p)
@@ -776,12 +845,6 @@ static int plan_owner(struct plan *plan, int proc_fd) {
 		return -EPERM;
 	plan->result.owner = (struct persona_owner){ .uid = uid, .gid = gid, .input_gid = gid, .video_gid = gid };
 	return 0;
-}
-
-static bool exited(int pidfd) {
-	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-
-	return poll(&pfd, 1, 0) != 0;
 }
 
 /* The kernel's text of the container's mount table (never a file of the container's). */
@@ -915,8 +978,10 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 
 static void add_job_node(struct populate *pop, struct plan *plan) {
 	const struct node_job *job = pop->job;
-	struct node_desc nd = { .path = job->path, .kind = job->kind, .udev = job->udev };
+	struct node_desc nd = { .path = job->path, .kind = job->kind, .udev = job->udev,
+				.source = job->source[0] ? job->source : NULL };
 
+	plan->node_job = true;
 	plan_node_at(plan, &nd, job->rdev);
 }
 
@@ -998,6 +1063,7 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 	snprintf(job->path, sizeof(job->path), "%s", nd->path);
 	snprintf(job->kind, sizeof(job->kind), "%s", nd->kind);
 	snprintf(job->udev, sizeof(job->udev), "%s", nd->udev ? nd->udev : "");
+	snprintf(job->source, sizeof(job->source), "%s", nd->source ? nd->source : "");
 	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
 				  .userdata = userdata, .job = job };
 	LIST_INSERT_HEAD(&m->populates, pop, link);
