@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "devnsd-manager.h"
+#include "devnsd-udev.h"
 
 /* How long making a container's nodes may take before it is stopped. */
 #define POPULATE_TIMEOUT_USEC (10 * 1000000ULL)
@@ -27,6 +28,9 @@ struct populate_result {
 	bool input_group_missing, video_group_missing;
 	/* The step that failed, when the result is an error. */
 	char failed[96];
+	/* A node change (populate_node()) of an input device: the device its udev event names. */
+	bool announce;
+	struct udev_node announced;
 };
 
 typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate_result *res, void *userdata);
@@ -60,14 +64,15 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 
 /*
  * A node of p's came (hotplug) or is going away: its attached container
- * follows, as populate_start() would have made it, its /sys/dev/char
- * overlay made anew for the persona's input nodes. With remove, the bind
+ * follows, as populate_start() would have made it. With remove, the bind
  * mounts of the node in the container (a character device with the node's
  * number, nothing else) are unmounted, the empty files under them and the
  * node's udev record removed. The node must still be in devnsd's /dev.
- * For an input node (syspath: the kernel device's sysfs path) the
- * container's udev clients get a udev event in its network namespace:
- * "add" once the node is in place, "remove" before it is taken away.
+ * For an input node whose nd->source names the kernel device, the
+ * container's sysfs is made to lead to the node (see devnsd-udev.h) and,
+ * once the container has followed, a udev "add" or "remove" event is sent
+ * into its network namespace (devnsd-uevent.h), so that libinput's udev
+ * backend there adds or removes the device.
  *
  * The work is done by a child process as for populate_start(), one change
  * of a persona at a time, in the order asked; done() is called once each
@@ -75,7 +80,7 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
  * 0 when p is attached to no container, -EBUSY past POPULATE_JOBS_MAX
  * changes in flight.
  */
-int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, const char *syspath, bool remove,
+int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, bool remove,
 		  populate_done_fn done, void *userdata);
 
 /* p left its container, or is removed: its populate and node changes stop; each done() gets -ECANCELED. */

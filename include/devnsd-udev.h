@@ -67,7 +67,9 @@ int udev_uevent_file(const struct udev_node *n, const char *host_uevent, char *b
 
 /*
  * The overlay for a container's /sys/dev/char: a detached tmpfs mount with
- * the host's links (at most UDEV_DEVCHAR_MAX), each of nodes' persona
+ * the links of directory from_fd (at most UDEV_DEVCHAR_MAX; the container's
+ * current /sys/dev/char, so that what was laid there before stays, the
+ * targets being the container's business), each of nodes' persona
  * numbers leading to its hardware directory, and, staged in hidden
  * directories, the uevent and dev files each node's sysfs directory is to
  * show. Needs CAP_SYS_ADMIN in the caller's mount namespace; reads the
@@ -76,7 +78,7 @@ int udev_uevent_file(const struct udev_node *n, const char *host_uevent, char *b
  * too, binds each node's files with udev_overlay_bind() and then calls
  * udev_overlay_seal().
  */
-int udev_overlay_new(const struct udev_node *nodes, size_t n_nodes, int *ret_mount_fd);
+int udev_overlay_new(int from_fd, const struct udev_node *nodes, size_t n_nodes, int *ret_mount_fd);
 
 /*
  * Binds node i's staged uevent and dev files over the files uevent_fd and

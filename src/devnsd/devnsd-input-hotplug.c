@@ -48,11 +48,11 @@ static void on_container_changed(struct persona *p, int r, const struct populate
 /* An attached container gets the node, or loses it. */
 static void node_to_container(struct input_node *in, bool remove) {
 	struct manager *m = in->device->class->base.manager;
-	struct input_device *d = in->device;
 	int r = populate_node(m, in->persona,
-			      &(struct node_desc){
-				      .path = in->path, .kind = "input", .udev = d->udev, .source = d->backend->path },
-			      d->syspath, remove, on_container_changed, NULL);
+			      &(struct node_desc){ .path = in->path, .kind = "input", .udev = in->device->udev,
+						  .source = in->device->backend->path },
+			      remove,
+			      on_container_changed, NULL);
 
 	if (r < 0)
 		log_warning_errno(r, "%s: the container of persona %s cannot follow: %m", in->path, in->persona->name);

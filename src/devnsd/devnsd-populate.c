@@ -30,6 +30,8 @@
 
 #define POPULATE_MAX 128
 #define POPULATE_SHARES 16
+/* A container with a larger mount table keeps its /sys as it is. */
+#define MOUNTINFO_MAX (256 * 1024)
 
 struct entry {
 	char host[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
@@ -60,15 +62,10 @@ struct plan {
 	/* Input nodes as the container's udev clients are to see them. */
 	struct udev_node nodes[POPULATE_MAX];
 	size_t n_nodes;
-	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate. */
-	int mountinfo_fd;
-	/*
-	 * A change to one node: nodes[] also holds the persona's other input
-	 * nodes (overlay_only: their sysfs files were bound before), and the
-	 * /sys/dev/char laid by an earlier populate is replaced, not covered.
-	 */
-	bool overlay_only[POPULATE_MAX];
-	bool replace_overlay;
+	/* A change of one node (hotplug): its udev event is for devnsd to send once the container follows. */
+	bool node_job;
+	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate; "" if unread. */
+	char mountinfo[MOUNTINFO_MAX];
 	struct populate_result result;
 };
 
@@ -90,12 +87,10 @@ struct populate {
 /* One node to add to or remove from an attached container. */
 struct node_job {
 	bool remove;
-	char path[PATH_MAX];   /* devnsd's node, /dev/devns/PERSONA/NAME */
-	char source[PATH_MAX]; /* the hardware's node, /dev/input/eventN */
-	char syspath[UDEV_SYSPATH_MAX];
-	char devname[UDEV_DEVNAME_MAX]; /* where the container has it, below /dev */
+	char path[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
 	char kind[16];
 	char udev[512];
+	char source[PATH_MAX]; /* the hardware, for its sysfs entry; "" if unknown */
 	dev_t rdev;
 };
 
@@ -274,7 +269,15 @@ static int open_dir_of(struct plan *plan, int root_fd, const char *path, int cre
 	return 0;
 }
 
-/* Udev's database entry, under the number of the container's node (the one its sysfs entry gives). */
+/* The name of a node's record in udev's database: the number of the container's node, the one its sysfs entry gives. */
+static void udev_record_name(const struct entry *e, char *buf, size_t size) {
+	char name[32];
+
+	udev_db_name(e->rdev, name);
+	snprintf(buf, size, "%s", name);
+}
+
+/* Udev's database entry, as udevd writes it (udev_db_record()). */
 static int write_udev(struct plan *plan, int root_fd, const struct entry *e) {
 	_cleanup_(closep) int dir = -1;
 	char name[32], text[1024];
@@ -289,7 +292,7 @@ static int write_udev(struct plan *plan, int root_fd, const struct entry *e) {
 	r = open_dir_of(plan, root_fd, "run/udev/data/x", 1, &dir, &base);
 	if (r < 0)
 		return r;
-	udev_db_name(e->rdev, name);
+	udev_record_name(e, name, sizeof(name));
 	r = cfs_write_file(dir, name, text, 0644);
 	if (r < 0)
 		return r;
@@ -311,119 +314,6 @@ struct mount_job {
 	int dir_fd;
 	const char *name;
 };
-
-/* Takes away the empty file made for a node's mount. */
-static void unmake_target(const struct mount_job *job) {
-	struct stat st;
-
-	if (job->node && fstatat(job->dir_fd, job->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size == 0)
-		(void)unlinkat(job->dir_fd, job->name, 0);
-}
-
-/*
- * The child holds none of devnsd's other files: a CUSE device devnsd closes
- * goes away at once, not when the child ends.
- */
-static void close_others(int a, int b, int c, int d) {
-	int keep[4] = { a, b, c, d }, from = 3;
-
-	for (int i = 0; i < 4; i++)
-		for (int j = i + 1; j < 4; j++)
-			if (keep[j] < keep[i]) {
-				int t = keep[i];
-				keep[i] = keep[j];
-				keep[j] = t;
-			}
-	for (int i = 0; i < 4; i++) {
-		if (keep[i] > from)
-			(void)close_range((unsigned int)from, (unsigned int)keep[i] - 1, 0);
-		from = MAX(from, keep[i] + 1);
-	}
-	(void)close_range((unsigned int)from, ~0U, 0);
-}
-
-/* The container has its own /dev (else nothing is done there), and its own /run? */
-static int container_dirs(struct plan *plan, int result_fd, int root_fd, bool *ret_own_run) {
-	_cleanup_(closep) int dev = -1, run = -1;
-	struct stat st;
-	int r;
-
-	r = cfs_open_dir(root_fd, "dev", 0, 0, &dev);
-	if (r < 0)
-		child_exit(plan, result_fd, r, "opening the container's /dev");
-	if (fstat(dev, &st) < 0)
-		child_exit(plan, result_fd, -errno, "opening the container's /dev");
-	if (same_inode(&st, &plan->host_dev)) {
-		plan->result.shares_dev = true;
-		child_exit(plan, result_fd, 0, NULL);
-	}
-	*ret_own_run = cfs_open_dir(root_fd, "run", 0, 0, &run) == 0 && fstat(run, &st) == 0 &&
-		       st.st_dev != plan->host_run.st_dev;
-	return 0;
-}
-
-/* Removes the udev record of a node this helper wrote: only a regular file is taken away. */
-static void remove_udev(struct plan *plan, int root_fd, const struct entry *e) {
-	_cleanup_(closep) int dir = -1;
-	const char *base;
-	char name[32];
-	struct stat st;
-
-	if (open_dir_of(plan, root_fd, "run/udev/data/x", 0, &dir, &base) < 0)
-		return;
-	udev_db_name(e->rdev, name);
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-		(void)unlinkat(dir, name, 0);
-}
-
-/*
- * Takes nodes away: at each place, only a character device with the node's
- * number (the bind mount this helper made) is unmounted, and then only the
- * empty file it was mounted on is removed.
- */
-_Noreturn static void populate_child_remove(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
-	int dirs[POPULATE_MAX];
-	const char *names[POPULATE_MAX];
-	size_t n = 0;
-	bool own_run;
-	int r;
-
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_others(result_fd, root_fd, mnt_fd, plan->mountinfo_fd);
-	r = drop_privileges(plan);
-	if (r < 0)
-		child_exit(plan, result_fd, r, "dropping privileges");
-	container_dirs(plan, result_fd, root_fd, &own_run);
-	for (size_t i = 0; i < plan->n; i++) {
-		const struct entry *e = &plan->entries[i];
-		struct stat st;
-		int dir = -1;
-
-		if (own_run && e->udev[0])
-			remove_udev(plan, root_fd, e);
-		if (open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
-			continue;
-		if (fstatat(dir, names[n], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
-		    st.st_rdev != e->rdev) {
-			close(dir);
-			continue;
-		}
-		dirs[n++] = dir;
-	}
-	if (n > 0 && setns(mnt_fd, CLONE_NEWNS) < 0)
-		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
-	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-
-		if (fchdir(dirs[i]) < 0 || umount2(names[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-			continue;
-		if (fstatat(dirs[i], names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-			(void)unlinkat(dirs[i], names[i], 0);
-		plan->result.made++;
-	}
-	child_exit(plan, result_fd, 0, NULL);
-}
 
 /* Whether the mount holding fd passes mounts on to peers (the host's, say): then nothing is laid on it. */
 static bool mount_shared(const char *mountinfo, int fd) {
@@ -449,7 +339,7 @@ static bool mount_shared(const char *mountinfo, int fd) {
 /* The overlays planned for the container's sysfs (devnsd-udev.h); fds -1 where there is none. */
 struct sysfs_job {
 	int overlay_fd, target_fd;
-	/* The container's /sys/dev, when an overlay laid before is replaced. */
+	/* The container's /sys/dev, for a node change: the overlay laid before is replaced there. */
 	int parent_fd;
 	int uevent_fd[POPULATE_MAX], dev_fd[POPULATE_MAX];
 };
@@ -495,34 +385,30 @@ static void sysfs_left(struct plan *plan, const char *why) {
  * peers, keeps its /sys as it is.
  */
 static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
-	_cleanup_(freep) char *mountinfo = NULL;
-	size_t len;
+	const char *mountinfo = plan->mountinfo;
 	int r;
 
 	for (size_t i = 0; i < POPULATE_MAX; i++)
 		job->uevent_fd[i] = job->dev_fd[i] = -1;
 	if (plan->n_nodes == 0)
 		return;
-	mountinfo = malloc(CFS_READ_MAX + 1);
-	if (!mountinfo || read_bounded(plan->mountinfo_fd, mountinfo, CFS_READ_MAX, &len) < 0)
+	if (!mountinfo[0])
 		return sysfs_left(plan, "its mount table could not be read");
-	mountinfo[len] = '\0';
 	r = sysfs_target(plan, root_fd, mountinfo, "sys/dev/char", NULL, &job->target_fd);
-	if (r >= 0 && plan->replace_overlay && cfs_open_dir(root_fd, "sys/dev", 0, 0, &job->parent_fd) < 0)
+	if (r >= 0 && plan->node_job && cfs_open_dir(root_fd, "sys/dev", 0, 0, &job->parent_fd) < 0)
 		job->parent_fd = -1;
 	if (r == -EREMOTE)
 		return sysfs_left(plan, "its /sys passes mounts on to other namespaces");
 	if (r < 0)
 		return sysfs_left(plan, "it has no /sys/dev/char of its own");
-	if (udev_overlay_new(plan->nodes, plan->n_nodes, &job->overlay_fd) < 0) {
+	/* From the container's own view, so that what earlier attaches or nodes laid there stays. */
+	if (udev_overlay_new(job->target_fd, plan->nodes, plan->n_nodes, &job->overlay_fd) < 0) {
 		closep(&job->target_fd);
 		job->target_fd = -1;
 		return sysfs_left(plan, "making its /sys/dev/char failed");
 	}
 	for (size_t i = 0; i < plan->n_nodes; i++) {
 		const char *dir = plan->nodes[i].syspath + 1;
-		if (plan->overlay_only[i])
-			continue;
 		if (sysfs_target(plan, root_fd, mountinfo, dir, "uevent", &job->uevent_fd[i]) < 0 ||
 		    sysfs_target(plan, root_fd, mountinfo, dir, "dev", &job->dev_fd[i]) < 0)
 			sysfs_left(plan, "a device's sysfs entry is not there");
@@ -532,8 +418,9 @@ static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
 /* In the container's mount namespace: lays the overlays plan_sysfs() prepared. */
 /*
  * Takes away the /sys/dev/char overlay an earlier populate laid (a
- * read-only tmpfs), so that overlays do not pile up; the target becomes
- * what is under it.
+ * read-only tmpfs, whose links the new one copied), so that overlays do
+ * not pile up with every device that comes; the target becomes what is
+ * under it.
  */
 static void unlay_overlay(struct sysfs_job *job) {
 	struct statfs sf;
@@ -568,6 +455,152 @@ static int lay_sysfs(struct plan *plan, struct sysfs_job *job) {
 	return udev_overlay_seal(job->overlay_fd, plan->n_nodes);
 }
 
+/* Takes away the empty file made for a node's mount. */
+static void unmake_target(const struct mount_job *job) {
+	struct stat st;
+
+	if (job->node && fstatat(job->dir_fd, job->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_size == 0)
+		(void)unlinkat(job->dir_fd, job->name, 0);
+}
+
+/*
+ * The child holds none of devnsd's other files: a CUSE device devnsd closes
+ * goes away at once, not when the child ends.
+ */
+static void close_others(int a, int b, int c) {
+	int keep[3] = { a, b, c }, from = 3;
+
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (keep[j] < keep[i]) {
+				int t = keep[i];
+				keep[i] = keep[j];
+				keep[j] = t;
+			}
+	for (int i = 0; i < 3; i++) {
+		if (keep[i] > from)
+			(void)close_range((unsigned int)from, (unsigned int)keep[i] - 1, 0);
+		from = MAX(from, keep[i] + 1);
+	}
+	(void)close_range((unsigned int)from, ~0U, 0);
+}
+
+/* The container has its own /dev (else nothing is done there), and its own /run? */
+static int container_dirs(struct plan *plan, int result_fd, int root_fd, bool *ret_own_run) {
+	_cleanup_(closep) int dev = -1, run = -1;
+	struct stat st;
+	int r;
+
+	r = cfs_open_dir(root_fd, "dev", 0, 0, &dev);
+	if (r < 0)
+		child_exit(plan, result_fd, r, "opening the container's /dev");
+	if (fstat(dev, &st) < 0)
+		child_exit(plan, result_fd, -errno, "opening the container's /dev");
+	if (same_inode(&st, &plan->host_dev)) {
+		plan->result.shares_dev = true;
+		child_exit(plan, result_fd, 0, NULL);
+	}
+	*ret_own_run = cfs_open_dir(root_fd, "run", 0, 0, &run) == 0 && fstat(run, &st) == 0 &&
+		       st.st_dev != plan->host_run.st_dev;
+	return 0;
+}
+
+/* Removes the udev record of a node this helper wrote: only a regular file is taken away. */
+static void remove_udev(struct plan *plan, int root_fd, const struct entry *e) {
+	_cleanup_(closep) int dir = -1;
+	const char *base;
+	char name[32];
+	struct stat st;
+
+	if (open_dir_of(plan, root_fd, "run/udev/data/x", 0, &dir, &base) < 0)
+		return;
+	udev_record_name(e, name, sizeof(name));
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		(void)unlinkat(dir, name, 0);
+}
+
+/*
+ * The device a node that goes stood for, as the container's sysfs presents
+ * it (its /sys/dev/char entry for the node's number, which an earlier
+ * attach or hotplug laid): what its "remove" event names. The kernel's
+ * directory may be gone already.
+ */
+static void describe_removed(struct plan *plan, int root_fd, const struct entry *e) {
+	_cleanup_(closep) int dir = -1;
+	struct udev_node *n = &plan->result.announced;
+	char name[32], target[UDEV_SYSPATH_MAX];
+	ssize_t len;
+
+	if (!plan->node_job || !e->udev[0] || strncmp(e->path, "dev/", 4) != 0 ||
+	    cfs_open_dir(root_fd, "sys/dev/char", 0, 0, &dir) < 0)
+		return;
+	snprintf(name, sizeof(name), "%u:%u", major(e->rdev), minor(e->rdev));
+	len = readlinkat(dir, name, target, sizeof(target) - 1);
+	if (len <= 0)
+		return;
+	target[len] = '\0';
+	/* "../../devices/...", as udev_overlay_new() makes it. */
+	if (strncmp(target, "../../devices/", 14) != 0 || strstr(target + 14, "..") ||
+	    strlen(e->path + 4) >= sizeof(n->devname) || strlen(e->udev) >= sizeof(n->properties))
+		return;
+	*n = (struct udev_node){ .devnum = e->rdev };
+	snprintf(n->syspath, sizeof(n->syspath), "/sys/%s", target + 6);
+	snprintf(n->devname, sizeof(n->devname), "%s", e->path + 4);
+	snprintf(n->properties, sizeof(n->properties), "%s", e->udev);
+	plan->result.announce = true;
+}
+
+/*
+ * Takes nodes away: at each place, only a character device with the node's
+ * number (the bind mount this helper made) is unmounted, and then only the
+ * empty file it was mounted on is removed.
+ */
+_Noreturn static void populate_child_remove(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
+	int dirs[POPULATE_MAX];
+	const char *names[POPULATE_MAX];
+	size_t n = 0;
+	bool own_run;
+	int r;
+
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	close_others(result_fd, root_fd, mnt_fd);
+	r = drop_privileges(plan);
+	if (r < 0)
+		child_exit(plan, result_fd, r, "dropping privileges");
+	container_dirs(plan, result_fd, root_fd, &own_run);
+	for (size_t i = 0; i < plan->n; i++) {
+		const struct entry *e = &plan->entries[i];
+		struct stat st;
+		int dir = -1;
+
+		if (own_run && e->udev[0]) {
+			remove_udev(plan, root_fd, e);
+			describe_removed(plan, root_fd, e);
+		}
+		if (open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
+			continue;
+		if (fstatat(dir, names[n], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != e->rdev) {
+			close(dir);
+			continue;
+		}
+		dirs[n++] = dir;
+	}
+	if (n > 0 && setns(mnt_fd, CLONE_NEWNS) < 0)
+		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
+	for (size_t i = 0; i < n; i++) {
+		struct stat st;
+
+		if (fchdir(dirs[i]) < 0 || umount2(names[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+			continue;
+		if (fstatat(dirs[i], names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+			(void)unlinkat(dirs[i], names[i], 0);
+		plan->result.made++;
+	}
+	child_exit(plan, result_fd, 0, NULL);
+}
+
 _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
 	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES];
 	struct sysfs_job sysfs = { .overlay_fd = -1, .target_fd = -1, .parent_fd = -1 };
@@ -578,7 +611,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 	int r;
 
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_others(result_fd, root_fd, mnt_fd, plan->mountinfo_fd);
+	close_others(result_fd, root_fd, mnt_fd);
 	/* devnsd's nodes and shares, taken from its own mount namespace while it is still there. */
 	for (size_t i = 0; i < plan->n; i++)
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -661,8 +694,13 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 	r = lay_sysfs(plan, &sysfs);
 	if (r < 0)
 		child_exit(plan, result_fd, r, "laying the container's /sys/dev/char");
+	if (plan->node_job && plan->result.presented > 0) {
+		plan->result.announce = true;
+		plan->result.announced = plan->nodes[0];
+	}
 	child_exit(plan, result_fd, 0, NULL);
 }
+
 
 /* --- the parent ------------------------------------------------------------ */
 
@@ -699,7 +737,31 @@ static void finish(struct populate *pop, int r) {
 }
 
 static void start_next_job(struct manager *m, struct persona *p);
-static void job_uevent(struct persona *p, const struct node_job *job, const char *action);
+
+static bool exited(int pidfd) {
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
+}
+
+/*
+ * The container followed a node's coming or going: its udev clients learn
+ * of it as from udevd (devnsd-uevent.h). Best effort: a container that
+ * shares devnsd's or the host's network namespace gets nothing, and a
+ * message no one in the container takes is lost.
+ */
+static void announce(struct persona *p, const struct udev_node *n, bool remove) {
+	_cleanup_(closep) int netns = -1;
+	char devname[UEVENT_DEVNAME_MAX];
+	struct uevent_device dev;
+	struct timespec ts;
+
+	if (p->container_pidfd < 0 || uevent_netns_of_pid(p->container_pid, &netns) < 0 || exited(p->container_pidfd))
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	uevent_device_for_input(n, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, devname, &dev);
+	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, remove ? "remove" : "add", &dev);
+}
 
 static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct populate *pop = userdata;
@@ -722,9 +784,8 @@ static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *use
 		r = -EIO;
 	if (n != (ssize_t)sizeof(pop->result))
 		snprintf(pop->result.failed, sizeof(pop->result.failed), "the helper process");
-	/* The node is in place: udev clients may take it. */
-	if (r == 0 && p && !pop->finished && !pop->job->remove && streq(pop->job->kind, "input"))
-		job_uevent(p, pop->job, "add");
+	if (p && r == 0 && pop->result.announce)
+		announce(p, &pop->result.announced, pop->job->remove);
 	finish(pop, r);
 	populate_free(pop);
 	if (p)
@@ -816,10 +877,14 @@ static int plan_owner(struct plan *plan, int proc_fd) {
 	return 0;
 }
 
-static bool exited(int pidfd) {
-	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+/* The kernel's text of the container's mount table (never a file of the container's). */
+static void read_mountinfo(struct plan *plan, int proc_fd) {
+	_cleanup_(closep) int fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
+	size_t len = 0;
 
-	return poll(&pfd, 1, 0) != 0;
+	plan->mountinfo[0] = '\0';
+	if (fd >= 0 && read_bounded(fd, plan->mountinfo, sizeof(plan->mountinfo) - 1, &len) == 0)
+		plan->mountinfo[len] = '\0';
 }
 
 static struct plan *plan_new(struct persona *p) {
@@ -846,7 +911,7 @@ typedef void (*child_fn)(struct plan *plan, int result_fd, int root_fd, int mnt_
  */
 static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target, child_fn fn,
 		 void (*add_nodes)(struct populate *pop, struct plan *plan)) {
-	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1, mountinfo_fd = -1;
+	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1;
 	struct manager *m = pop->manager;
 	int pipe_fds[2];
 	char path[64];
@@ -862,10 +927,9 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 		return r;
 	root_fd = openat(proc_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC);
-	mountinfo_fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
-	if (root_fd < 0 || mnt_fd < 0 || mountinfo_fd < 0)
+	if (root_fd < 0 || mnt_fd < 0)
 		return -errno;
-	plan->mountinfo_fd = mountinfo_fd;
+	read_mountinfo(plan, proc_fd);
 	if (exited(target))
 		return -ESRCH;
 	add_nodes(pop, plan);
@@ -942,59 +1006,13 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 
 /* --- one node at a time ------------------------------------------------------ */
 
-/* Another of the persona's input nodes, for the /sys/dev/char overlay only. */
-static void plan_overlay_node(void *userdata, const struct node_desc *nd) {
-	struct plan *plan = userdata;
-	const char *name = strrchr(nd->path, '/') + 1;
-	const char *where = mapped_path(plan->persona, name);
-	char path[PATH_MAX];
-	struct stat st;
-
-	if (!streq(nd->kind, "input") || !nd->udev || !nd->source || plan->n_nodes == POPULATE_MAX ||
-	    streq(nd->path, plan->entries[0].host) || lstat(nd->path, &st) < 0 || !S_ISCHR(st.st_mode))
-		return;
-	if (!where) {
-		snprintf(path, sizeof(path), "/dev/input/%s", name);
-		where = path;
-	}
-	if (strncmp(where, "/dev/", 5) != 0 ||
-	    udev_node_describe(nd->source, st.st_rdev, where + 5, nd->udev, &plan->nodes[plan->n_nodes]) < 0)
-		return;
-	plan->overlay_only[plan->n_nodes++] = true;
-}
-
 static void add_job_node(struct populate *pop, struct plan *plan) {
 	const struct node_job *job = pop->job;
-	struct node_desc nd = { .path = job->path, .kind = job->kind, .udev = job->udev, .source = job->source };
+	struct node_desc nd = { .path = job->path, .kind = job->kind, .udev = job->udev,
+				.source = job->source[0] ? job->source : NULL };
 
+	plan->node_job = true;
 	plan_node_at(plan, &nd, job->rdev);
-	if (job->remove || plan->n == 0)
-		return;
-	manager_foreach_node(pop->manager, plan->persona, plan_overlay_node, plan);
-	plan->replace_overlay = true;
-}
-
-/*
- * Tells the container's udev clients (libinput) of the change, as udevd
- * would: an event in its network namespace. Best effort: a container that
- * shares devnsd's network namespace, or is gone, gets none.
- */
-static void job_uevent(struct persona *p, const struct node_job *job, const char *action) {
-	_cleanup_(closep) int netns = -1;
-	char devname[UEVENT_DEVNAME_MAX];
-	struct udev_node n = { .devnum = job->rdev };
-	struct uevent_device dev;
-	struct timespec ts;
-
-	if (strncmp(job->syspath, "/sys/devices/", 13) != 0 || p->container_pidfd < 0 || exited(p->container_pidfd) ||
-	    uevent_netns_of_pid(p->container_pid, &netns) < 0)
-		return;
-	snprintf(n.syspath, sizeof(n.syspath), "%s", job->syspath);
-	snprintf(n.devname, sizeof(n.devname), "%s", job->devname);
-	snprintf(n.properties, sizeof(n.properties), "%s", job->udev);
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uevent_device_for_input(&n, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, devname, &dev);
-	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, action, &dev);
 }
 
 static bool job_running(struct manager *m, struct persona *p) {
@@ -1022,9 +1040,6 @@ static void start_next_job(struct manager *m, struct persona *p) {
 
 		if (r == 0 && (p->container_pidfd < 0 || exited(p->container_pidfd)))
 			r = -ESRCH;
-		/* udev clients let go of the node before it goes. */
-		if (r == 0 && oldest->job->remove && streq(oldest->job->kind, "input"))
-			job_uevent(p, oldest->job, "remove");
 		if (r == 0)
 			r = spawn(oldest, plan, p->container_pid, p->container_pidfd,
 				  oldest->job->remove ? populate_child_remove : populate_child, add_job_node);
@@ -1040,7 +1055,7 @@ static void start_next_job(struct manager *m, struct persona *p) {
 	}
 }
 
-int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, const char *syspath, bool remove,
+int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, bool remove,
 		  populate_done_fn done, void *userdata) {
 	struct populate *pop;
 	struct node_job *job;
@@ -1079,15 +1094,6 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 	snprintf(job->kind, sizeof(job->kind), "%s", nd->kind);
 	snprintf(job->udev, sizeof(job->udev), "%s", nd->udev ? nd->udev : "");
 	snprintf(job->source, sizeof(job->source), "%s", nd->source ? nd->source : "");
-	snprintf(job->syspath, sizeof(job->syspath), "%s", syspath ? syspath : "");
-	{
-		const char *name = strrchr(nd->path, '/') + 1, *where = mapped_path(p, name);
-
-		if (where && strncmp(where, "/dev/", 5) == 0)
-			snprintf(job->devname, sizeof(job->devname), "%s", where + 5);
-		else
-			snprintf(job->devname, sizeof(job->devname), "input/%s", name);
-	}
 	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
 				  .userdata = userdata, .job = job };
 	LIST_INSERT_HEAD(&m->populates, pop, link);

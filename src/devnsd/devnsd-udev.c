@@ -149,15 +149,14 @@ static int read_text(const char *path, char *buf, size_t size) {
 	return 0;
 }
 
-/* The host's link syspath/name, made again in dir: relative links reach the same place from the overlay. */
-static int copy_link(int dir, const char *syspath, const char *name) {
-	char path[PATH_MAX], target[PATH_MAX];
+/* The link name in from_fd, made again in dir (anything but a link is skipped). */
+static int copy_link_at(int dir, int from_fd, const char *name) {
+	char target[PATH_MAX];
 	ssize_t n;
 
-	snprintf(path, sizeof(path), "%s/%s", syspath, name);
-	n = readlink(path, target, sizeof(target) - 1);
+	n = readlinkat(from_fd, name, target, sizeof(target) - 1);
 	if (n < 0)
-		return errno == ENOENT ? 0 : -errno;
+		return errno == EINVAL || errno == ENOENT ? 0 : -errno;
 	target[n] = '\0';
 	return symlinkat(target, dir, name) < 0 ? -errno : 0;
 }
@@ -195,7 +194,7 @@ static const struct udev_node *node_of(const struct udev_node *nodes, size_t n_n
 	return NULL;
 }
 
-int udev_overlay_new(const struct udev_node *nodes, size_t n_nodes, int *ret_mount_fd) {
+int udev_overlay_new(int from_fd, const struct udev_node *nodes, size_t n_nodes, int *ret_mount_fd) {
 	_cleanup_(closep) int fs = -1, mnt = -1;
 	DIR *dir;
 	struct dirent *de;
@@ -207,15 +206,22 @@ int udev_overlay_new(const struct udev_node *nodes, size_t n_nodes, int *ret_mou
 		r = tmpfs_mount(fs, &mnt);
 	if (r < 0)
 		return r;
-	dir = opendir("/sys/dev/char");
-	if (!dir)
-		return -errno;
+	{
+		int fd = openat(from_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		dir = fdopendir(fd);
+		if (!dir) {
+			close(fd);
+			return -errno;
+		}
+	}
 	while (r >= 0 && copied < UDEV_DEVCHAR_MAX && (de = readdir(dir))) {
 		unsigned int maj, min;
 		if (de->d_name[0] == '.' || sscanf(de->d_name, "%u:%u", &maj, &min) != 2 ||
 		    node_of(nodes, n_nodes, maj, min))
 			continue;
-		r = copy_link(mnt, "/sys/dev/char", de->d_name);
+		r = copy_link_at(mnt, dirfd(dir), de->d_name);
 		copied++;
 	}
 	closedir(dir);

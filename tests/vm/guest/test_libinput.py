@@ -198,5 +198,46 @@ class LibinputInContainers(rig.PersonaTestCase):
             host.stop()
 
 
+class LibinputFollowsHotplug(rig.PersonaTestCase):
+    """A device that comes and goes while devnsd runs reaches libinput in an
+    attached container through the udev events devnsd sends there."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(rig.conf_for(["/dev/input/event*"], active="work"))
+        cls.container = rig.Container(private_dev=True, netns=True, userns=True)
+        rig.devnsctl("attach", "work", "--pid", str(cls.container.pid))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.container.stop()
+        cls.stop_daemon()
+
+    def test_libinput_adds_and_removes_a_hotplugged_device(self):
+        p = self.container.popen("libinput", "debug-events", "--show-keycodes", stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        out = rig.Output(p)
+        kbd = None
+        try:
+            # QEMU's keyboard, there from the start.
+            self.assertTrue(out.wait_for(r"DEVICE_ADDED"), out.text)
+            kbd = rig.make_keyboard()
+            name = os.path.basename(rig.event_node(kbd))
+            self.assertTrue(out.wait_for(r"%s\s+DEVICE_ADDED.*devns test keyboard" % name), out.text)
+            rig.press(kbd, e.KEY_A, 1)
+            rig.press(kbd, e.KEY_A, 0)
+            self.assertTrue(out.wait_for(r"%s\s+KEYBOARD_KEY.*KEY_A \(30\) pressed" % name), out.text)
+            kbd.close()
+            kbd = None
+            self.assertTrue(out.wait_for(r"%s\s+DEVICE_REMOVED.*devns test keyboard" % name), out.text)
+        finally:
+            if kbd:
+                kbd.close()
+            os.killpg(p.pid, signal.SIGTERM)
+            out.finish()
+            p.stdout.close()
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
