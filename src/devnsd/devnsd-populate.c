@@ -552,6 +552,18 @@ static void describe_removed(struct plan *plan, int root_fd, const struct entry 
 }
 
 /*
+ * The kernel keeps a removed device's sysfs directory, and the binds laid
+ * on its uevent and dev files, until someone looks it up: that finds it
+ * gone and drops it, binds and all (their overlay's tmpfs with them).
+ */
+static void forget_sysfs(int root_fd, const char *syspath) {
+	_cleanup_(closep) int fd = -1;
+
+	if (strncmp(syspath, "/sys/devices/", 13) == 0)
+		(void)cfs_open_dir(root_fd, syspath + 1, 0, 0, &fd);
+}
+
+/*
  * Takes nodes away: at each place, only a character device with the node's
  * number (the bind mount this helper made) is unmounted, and then only the
  * empty file it was mounted on is removed.
@@ -577,6 +589,8 @@ _Noreturn static void populate_child_remove(struct plan *plan, int result_fd, in
 		if (own_run && e->udev[0]) {
 			remove_udev(plan, root_fd, e);
 			describe_removed(plan, root_fd, e);
+			if (plan->result.announce)
+				forget_sysfs(root_fd, plan->result.announced.syspath);
 		}
 		if (open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
 			continue;

@@ -107,6 +107,10 @@ class Hotplug(rig.PersonaTestCase):
         p = self.container.run("cat", "/run/udev/data/c%d:%d" % (os.major(rdev), os.minor(rdev)), check=False)
         return p.stdout if p.returncode == 0 else None
 
+    def container_mounts(self):
+        with open("/proc/%d/mountinfo" % self.container.pid) as f:
+            return f.read().splitlines()
+
     def plug(self):
         kbd = rig.make_keyboard()
         name = os.path.basename(rig.event_node(kbd))
@@ -237,6 +241,7 @@ class Hotplug(rig.PersonaTestCase):
         pid = self.daemon.proc.pid
         nodes, fds = persona_nodes(), open_fds(pid)
         inside = set(self.container.run("ls", "/dev/input").stdout.split())
+        mounts = self.container_mounts()
         for _ in range(20):
             rig.make_keyboard().close()
         self.assertTrue(rig.answers_within(1.0))
@@ -253,6 +258,10 @@ class Hotplug(rig.PersonaTestCase):
                         (fds, open_fds(pid)))
         self.assertTrue(wait_for(lambda: set(self.container.run("ls", "/dev/input").stdout.split()) == inside),
                         "the container's /dev/input changed")
+        # Nothing piles up in the container's mount table (node binds, /sys/dev/char overlays).
+        self.assertTrue(wait_for(lambda: len(self.container_mounts()) == len(mounts)),
+                        "the container's mounts: %d before, now also:\n%s" %
+                        (len(mounts), "\n".join(sorted(set(self.container_mounts()) - set(mounts)))))
         self.assertTrue(rig.answers_within(1.0))
 
 
