@@ -289,6 +289,32 @@ static const struct hotplug_ops hotplug_ops = {
 	.removed = on_removed,
 };
 
+/*
+ * Devices that came after the class opened the configured ones and before
+ * the watch began: added now (the watch reports what comes after).
+ */
+static void catch_up(struct input_hotplug *ih) {
+	const struct conf *conf = ih->manager->conf;
+
+	for (size_t i = 0; i < conf->input.n_patterns; i++) {
+		glob_t g = { 0 };
+
+		if (glob(conf->input.patterns[i], 0, NULL, &g) == 0)
+			for (size_t j = 0; j < g.gl_pathc; j++) {
+				_cleanup_(freep) char *node = realpath(g.gl_pathv[j], NULL), *sys = NULL;
+				char path[64];
+
+				if (!node || strncmp(node, "/dev/input/event", 16) != 0)
+					continue;
+				snprintf(path, sizeof(path), "/sys/class/input/%s", node + 11);
+				sys = realpath(path, NULL);
+				if (sys)
+					(void)try_add(ih, sys, node);
+			}
+		globfree(&g);
+	}
+}
+
 int input_hotplug_new(struct manager *m, struct input_class *ic, struct input_hotplug **ret) {
 	struct input_hotplug *ih;
 	int r;
@@ -308,6 +334,7 @@ int input_hotplug_new(struct manager *m, struct input_class *ic, struct input_ho
 		return log_error_errno(r, "Cannot watch for input devices: %m");
 	}
 	log_info("watching for input devices (%s events)", hotplug_source(ih->hotplug));
+	catch_up(ih);
 	*ret = ih;
 	return 0;
 }

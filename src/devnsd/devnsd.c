@@ -95,7 +95,6 @@ static int run(const struct conf *conf) {
 	r = add_classes(m, conf, &input, &display, &leds);
 	if (r < 0)
 		return r;
-	/* Devices that come between opening the configured ones and this are missed. */
 	r = input_hotplug_new(m, input, &hotplug);
 	if (r < 0)
 		log_warning("input devices that appear later will not be shared");
