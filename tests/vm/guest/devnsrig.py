@@ -370,14 +370,15 @@ class Container:
             try:
                 with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
                     kids = [int(pid) for pid in f.read().split()]
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):
+                # ESRCH while the task execs or its helper exits: look again.
                 kids = []
             for pid in kids:
                 try:
                     with open("/proc/%d/comm" % pid) as f:
                         if f.read().strip() == "sleep":
                             return pid
-                except FileNotFoundError:
+                except (FileNotFoundError, ProcessLookupError):
                     pass
             time.sleep(0.05)
         raise RuntimeError("container did not start")
