@@ -15,6 +15,7 @@
 struct manager;
 struct devnum;
 struct populate;
+struct state;
 
 /*
  * Who owns a persona's nodes, in the host's ids: the container's root user
@@ -127,6 +128,8 @@ struct manager {
 	unsigned int n_denials;
 	const struct conf *conf;
 	struct devnum *devnum;
+	/* What a restart takes back (devnsd-state.h). */
+	struct state *state;
 	/* Members of this group may switch; (gid_t)-1: only root. */
 	gid_t switch_gid;
 	/* Classes still bringing the last switch to the screen. */

@@ -12,6 +12,7 @@
 
 #include "cuse-fb.h"
 #include "devnsd-display.h"
+#include "devnsd-state.h"
 #include "display-backend.h"
 #include "log.h"
 #include "util.h"
@@ -78,6 +79,8 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 
 	if (effect != FB_EFFECT_VSYNC)
 		dn->gen++;
+	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK)
+		state_changed(dc->base.manager);
 	if (dn != dc->active) {
 		display_update_tick(dc);
 		return;
@@ -153,7 +156,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 	snprintf(dn->socket_path, sizeof(dn->socket_path), "%s/%s/fb0", DISPLAY_RUN_DIR, p->name);
 	snprintf(dn->socket_dir, sizeof(dn->socket_dir), "%s/%s", DISPLAY_RUN_DIR, p->name);
 
-	r = fb_node_new(&dn->fb, &dc->backend->mode, p->name);
+	r = display_state_fb_new(dc, dn);
 	if (r < 0) {
 		log_error_errno(r, "%s: cannot allocate the framebuffer: %m", dn->path);
 		goto fail;
@@ -188,6 +191,7 @@ static void display_remove_persona(struct device_class *base, struct persona *p)
 
 	if (dn)
 		display_node_free(dn);
+	display_state_fb_removed(to_display(base), p);
 }
 
 static void display_switch_to(struct device_class *base, struct persona *from, struct persona *to) {
@@ -308,7 +312,8 @@ static void revoke_node(struct display_class *dc, struct display_node *dn) {
 				dn->path);
 		memset(dn->fb->mem, 0, dn->fb->size);
 		fb_state_init(&dn->fb->state, &dn->fb->mode, "devns");
-	}
+	} else
+		display_state_fb_renewed(dn);
 	/* No buffer holds this persona's frame any more, the spare included. */
 	dn->serial = ++dc->next_serial;
 	dn->gen++;
@@ -420,6 +425,11 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 	}
 	sd_event_source_set_priority(dc->copy, SD_EVENT_PRIORITY_IDLE);
 	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	r = display_state_register(dc);
+	if (r < 0) {
+		display_class_free(&dc->base);
+		return log_error_errno(r, "cannot keep the display's state for a restart: %m");
+	}
 	if (conf->routed) {
 		r = add_routed(dc);
 		if (r < 0) {

@@ -7,6 +7,7 @@
 
 #include "cuse-evdev.h"
 #include "devnsd-input.h"
+#include "devnsd-state.h"
 #include "evdev-node.h"
 #include "evdev-udev.h"
 #include "hotkey.h"
@@ -45,7 +46,15 @@ static void node_wakeup(void *userdata, struct evdev_client *c) {
 		cuse_evdev_wakeup(in->cuse, c);
 }
 
+/* The persona's LEDs or sounds changed: worth keeping for a restart. */
+static void node_feedback_changed(void *userdata) {
+	struct input_node *in = userdata;
+
+	state_changed(in->device->class->base.manager);
+}
+
 static const struct evdev_node_ops node_ops = {
+	.feedback_changed = node_feedback_changed,
 	.forward = node_forward,
 	.set_repeat = node_set_repeat,
 	.get_keycode = node_get_keycode,
@@ -509,6 +518,58 @@ static int open_input(struct input_class *ic, const char *path) {
 	return 0;
 }
 
+/* --- restart: each persona's LEDs, by device ----------------------------------- */
+
+static void input_state_save(void *userdata, struct persona *p, struct state_record *rec) {
+	struct input_class *ic = userdata;
+	struct input_device *d;
+
+	LIST_FOREACH(d, &ic->devices, link) {
+		struct input_node *in = node_of(d, p);
+		unsigned long leds = 0;
+		char value[32];
+
+		if (!in || !bit_test(in->evdev->caps.ev, EV_LED))
+			continue;
+		for (unsigned int code = 0; code <= LED_MAX; code++)
+			if (evdev_state_value(&in->evdev->view, EV_LED, code))
+				leds |= 1ul << code;
+		snprintf(value, sizeof(value), "leds %#lx", leds);
+		(void)state_record_add_item(rec, p->name, "input", d->backend->name, value);
+	}
+}
+
+static int input_state_load(void *userdata, struct persona *p, const char *key, const char *value) {
+	struct input_class *ic = userdata;
+	struct input_device *d;
+	struct input_node *in = NULL;
+	unsigned long leds;
+	char tail;
+	int r = 0;
+
+	LIST_FOREACH(d, &ic->devices, link)
+		if (streq(d->backend->name, key))
+			break;
+	if (d)
+		in = node_of(d, p);
+	if (!in)
+		return -ENOENT;
+	if (sscanf(value, "leds %lx%c", &leds, &tail) != 1 || leds >> (LED_MAX + 1))
+		return -EINVAL;
+	/* As a client's EV_LED writes: the view takes them, and the hardware while the persona is active. */
+	for (unsigned int code = 0; code <= LED_MAX && r >= 0; code++)
+		if (evdev_caps_has(&in->evdev->caps, EV_LED, code))
+			r = evdev_node_set_feedback(in->evdev, EV_LED, (uint16_t)code, (leds >> code) & 1);
+	return r;
+}
+
+static int input_state_register(struct input_class *ic) {
+	return state_register_part(ic->base.manager, &(struct state_part){ .name = "input",
+									   .save = input_state_save,
+									   .load = input_state_load,
+									   .userdata = ic });
+}
+
 int input_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
 	struct input_class *ic;
 	int r = 0;
@@ -540,6 +601,8 @@ int input_class_new(struct manager *m, const struct conf *conf, struct device_cl
 		}
 		globfree(&g);
 	}
+	if (r >= 0)
+		r = input_state_register(ic);
 	if (r < 0) {
 		input_class_free(&ic->base);
 		return r;

@@ -8,6 +8,7 @@
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
+#include "devnsd-state.h"
 #include "log.h"
 
 static void persona_free(struct persona *p) {
@@ -94,6 +95,9 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	r = devnum_new(&m->devnum, state_dir);
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot keep device numbers across restarts: %m", state_dir);
+	r = state_new(m, state_dir);
+	if (r < 0)
+		return r;
 
 	for (size_t i = 0; i < conf->n_personas; i++) {
 		r = persona_new(m, conf->personas[i].name, &conf->personas[i], &p);
@@ -108,6 +112,7 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 						       p->name, (int)conf->personas[i].pid);
 		}
 	}
+	state_restore_personas(m);
 	r = input_class_new(m, conf, &dc);
 	if (r < 0)
 		return r;
@@ -131,6 +136,7 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 			if (r < 0)
 				return r;
 		}
+	state_restore_items(m);
 
 	*ret = TAKE_PTR(m);
 	return 0;
@@ -154,6 +160,7 @@ struct manager *manager_free(struct manager *m) {
 	pidns_close(&m->self_ns);
 	pidns_close(&m->self_userns);
 	devnum_free(m->devnum);
+	state_free(m);
 	sd_event_unref(m->event);
 	free(m);
 	return NULL;
@@ -183,6 +190,7 @@ int manager_switch(struct manager *m, struct persona *p) {
 	m->active = p;
 	log_info("switched from %s to %s", old->name, p->name);
 	bus_emit_active_changed(m);
+	state_changed(m);
 	return 1;
 }
 
@@ -244,6 +252,7 @@ int manager_create_persona(struct manager *m, const char *name, struct persona *
 		}
 	}
 	log_info("created persona %s", name);
+	state_changed(m);
 	*ret = p;
 	return 0;
 }
@@ -258,5 +267,6 @@ int manager_remove_persona(struct manager *m, struct persona *p) {
 		dc->ops->remove_persona(dc, p);
 	log_info("removed persona %s", p->name);
 	persona_free(p);
+	state_changed(m);
 	return 0;
 }

@@ -7,6 +7,7 @@
 
 #include "devnsd-conf.h"
 #include "devnsd-manager.h"
+#include "devnsd-state.h"
 #include "log.h"
 
 #define EXIT_CONFIG 2
@@ -44,6 +45,7 @@ static int run(const struct conf *conf) {
 	if (r < 0)
 		return r;
 	bus_attach_machines(m);
+	state_restore_attachments(m);
 	manager_check_ready(m);
 
 	r = sd_event_loop(event);
@@ -51,6 +53,8 @@ static int run(const struct conf *conf) {
 		return log_error_errno(r, "Event loop failed: %m");
 	sd_notify(0, "STOPPING=1");
 	log_info("stopping");
+	/* A stop asked for is a stop: the next start is fresh. */
+	state_forget_all(m);
 	return 0;
 }
 

@@ -74,6 +74,46 @@ int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *na
 	return 0;
 }
 
+int fb_node_adopt(struct fb_node **ret, const struct fb_mode *mode, const char *name, int memfd) {
+	_cleanup_(closep) int fd = memfd;
+	_cleanup_(fb_node_freep) struct fb_node *n = NULL;
+	unsigned int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	struct stat st;
+	int seals, flags, r;
+	void *mem;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	seals = fcntl(fd, F_GET_SEALS);
+	flags = fcntl(fd, F_GETFL);
+	if (seals < 0 || flags < 0)
+		return -errno;
+	if (((unsigned int)seals & need) != need || (seals & F_SEAL_WRITE) || (flags & O_ACCMODE) != O_RDWR ||
+	    !S_ISREG(st.st_mode) || (st.st_mode & 0077))
+		return -EPERM;
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return -ENOMEM;
+	n->memfd = -1;
+	n->mem = MAP_FAILED;
+	n->mode = *mode;
+	r = fb_state_init(&n->state, mode, "devns");
+	if (r < 0)
+		return r;
+	n->size = fb_state_mem_size(&n->state);
+	if ((uint64_t)st.st_size != n->size)
+		return -ESTALE;
+	snprintf(n->label, sizeof(n->label), "devns-fb-%s", name);
+	mem = mmap(NULL, n->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	n->mem = mem;
+	n->memfd = take_fd(&fd);
+	n->serial = next_serial();
+	*ret = TAKE_PTR(n);
+	return 0;
+}
+
 int fb_node_renew(struct fb_node *n) {
 	uint8_t *mem;
 	int fd, r;
