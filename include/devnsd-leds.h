@@ -32,5 +32,8 @@ typedef void (*light_desc_fn)(void *userdata, const struct light_desc *ld);
  */
 int leds_class_new(struct manager *m, const struct conf *conf, struct device_class **ret);
 
+/* Where the views are mounted; NULL without lights. */
+const char *leds_view_dir(struct manager *m);
+
 /* Calls fn for each light of persona p (nothing when no lights are configured). */
 void leds_foreach_light(struct manager *m, struct persona *p, light_desc_fn fn, void *userdata);

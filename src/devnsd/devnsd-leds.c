@@ -597,3 +597,12 @@ void leds_foreach_light(struct manager *m, struct persona *p, light_desc_fn fn, 
 		}
 	}
 }
+
+const char *leds_view_dir(struct manager *m) {
+	struct device_class *dc;
+
+	LIST_FOREACH(dc, &m->classes, link)
+		if (dc->ops == &leds_class_ops)
+			return to_leds(dc)->mountpoint;
+	return NULL;
+}

@@ -3,6 +3,7 @@
 #include <grp.h>
 #include <limits.h>
 #include <linux/capability.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -20,8 +21,11 @@
 #include <time.h>
 
 #include "container-fs.h"
+#include "devnsd-leds.h"
 #include "devnsd-populate.h"
+#include "devnsd-state.h"
 #include "idmap.h"
+#include "view-mounts.h"
 
 #define POPULATE_MAX 128
 #define POPULATE_SHARES 16
@@ -50,6 +54,10 @@ struct plan {
 	struct stat host_dev, host_run;
 	struct idmap uids, gids;
 	struct conf_group input_group, video_group;
+	/* Views of a devnsd that died, bound in the container: replaced by the live view's directory. */
+	struct view_mount views[VIEW_MOUNTS_MAX];
+	size_t n_views;
+	char view_dir[PATH_MAX];
 	struct populate_result result;
 };
 
@@ -263,12 +271,13 @@ struct mount_job {
 	int tree_fd;
 	int target_fd;
 	bool node;
+	bool view;
 };
 
 _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
-	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES];
+	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES + VIEW_MOUNTS_MAX];
 	size_t n_jobs = 0;
-	int host_trees[POPULATE_MAX], share_trees[POPULATE_SHARES];
+	int host_trees[POPULATE_MAX], share_trees[POPULATE_SHARES], view_trees[VIEW_MOUNTS_MAX];
 	bool own_run;
 	struct stat st;
 	int r;
@@ -279,6 +288,13 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	for (size_t i = 0; i < plan->n_shares; i++)
 		share_trees[i] = (int)open_tree(AT_FDCWD, plan->shares[i].path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	/* The live view's directories: devnsd (the parent) answers these lookups while this runs. */
+	for (size_t i = 0; i < plan->n_views; i++) {
+		char path[PATH_MAX + 256];
+
+		snprintf(path, sizeof(path), "%s/%s", plan->view_dir, plan->views[i].root);
+		view_trees[i] = (int)open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	}
 
 	r = drop_privileges(plan);
 	if (r < 0)
@@ -352,6 +368,29 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		jobs[n_jobs++] = (struct mount_job){ .tree_fd = share_trees[i], .target_fd = take_fd(&dir) };
 	}
 
+	/*
+	 * A dead view is replaced only where the container's path still leads
+	 * to that very mount (its id), so nothing else is ever covered.
+	 */
+	for (size_t i = 0; i < plan->n_views; i++) {
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		struct statx stx;
+		int fd;
+
+		if (view_trees[i] < 0)
+			continue;
+		fd = (int)syscall(SYS_openat2, root_fd, plan->views[i].target, &how, sizeof(how));
+		if (fd < 0)
+			continue;
+		if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0 ||
+		    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != plan->views[i].mnt_id) {
+			close(fd);
+			continue;
+		}
+		jobs[n_jobs++] = (struct mount_job){ .tree_fd = view_trees[i], .target_fd = fd, .view = true };
+	}
+
 	/* Mounts need the container's mount namespace; every path was resolved before. */
 	if (n_jobs > 0 && setns(mnt_fd, CLONE_NEWNS) < 0)
 		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
@@ -361,6 +400,8 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 			child_exit(plan, result_fd, -errno, "mounting a node");
 		if (jobs[i].node)
 			plan->result.made++;
+		if (jobs[i].view)
+			plan->result.views++;
 	}
 	child_exit(plan, result_fd, 0, NULL);
 }
@@ -455,6 +496,24 @@ void populate_cancel(struct persona *p) {
 	finish(pop, -ECANCELED);
 }
 
+/* Views a devnsd that died left bound in the container (its mount table is the kernel's text). */
+static void plan_views(struct manager *m, struct plan *plan, int proc_fd) {
+	_cleanup_(freep) char *text = NULL;
+	_cleanup_(closep) int fd = -1;
+	dev_t old = state_old_view_dev(m);
+	const char *dir = leds_view_dir(m);
+	size_t len;
+
+	if (old == 0 || !dir || strlen(dir) >= sizeof(plan->view_dir))
+		return;
+	fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
+	text = malloc(CFS_READ_MAX);
+	if (fd < 0 || !text || read_bounded(fd, text, CFS_READ_MAX, &len) < 0)
+		return;
+	snprintf(plan->view_dir, sizeof(plan->view_dir), "%s", dir);
+	plan->n_views = view_mounts_find(text, len, old, plan->persona->name, plan->views, VIEW_MOUNTS_MAX);
+}
+
 /* Ids of the container's root, from its user namespace's maps. */
 static int plan_owner(struct plan *plan, int proc_fd) {
 	uint32_t uid, gid;
@@ -513,6 +572,7 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 	if (exited(target))
 		return -ESRCH;
 	manager_foreach_node(m, p, plan_node, plan);
+	plan_views(m, plan, proc_fd);
 
 	pop = calloc(1, sizeof(*pop));
 	if (!pop)

@@ -395,7 +395,8 @@ static void on_reattached(struct persona *p, int r, const struct populate_result
 		log_warning_errno(r, "restart: persona %s: cannot make the nodes in its container again (%s): %m", p->name,
 				  res->failed);
 	else
-		log_info("restart: persona %s: %u nodes in its container again", p->name, res->made);
+		log_info("restart: persona %s: %u nodes in its container again, %u views bound again", p->name, res->made,
+			 res->views);
 }
 
 /* The recorded process, if it is still the one: same start time, same pid namespace. */
