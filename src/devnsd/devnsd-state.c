@@ -76,6 +76,11 @@ static int load_record(struct state *s) {
 										"starting clean: %m", s->dir, STATE_FILE);
 	}
 	r = read_fd_bounded(fd, &text, &len);
+	if (r == -EFBIG) {
+		log_warning("%s/%s: the state of the last run is unusable (larger than %u bytes); starting clean", s->dir,
+			    from, STATE_RECORD_MAX_SIZE);
+		return 0;
+	}
 	if (r < 0)
 		return log_warning_errno(r, "%s/%s: cannot read the state of the last run, starting clean: %m", s->dir,
 					 from);
