@@ -248,6 +248,8 @@ static int holder_connect(const char *dir, int *ret) {
 	return 0;
 }
 
+static void note_name(struct fdstore *s, const char *name, bool kept);
+
 static void add_received(struct fdstore *s, const char *name, int fd) {
 	if (s->n_received == FDSTORE_MAX || !name_ok(name)) {
 		close(fd);
@@ -255,6 +257,8 @@ static void add_received(struct fdstore *s, const char *name, int fd) {
 	}
 	snprintf(s->received[s->n_received].name, sizeof(s->received[0].name), "%s", name);
 	s->received[s->n_received++].fd = fd;
+	/* The store still has it: a clean stop removes it too. */
+	note_name(s, name, true);
 }
 
 static int holder_list(struct fdstore *s) {

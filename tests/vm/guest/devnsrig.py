@@ -372,7 +372,7 @@ class Container:
                     with open("/proc/%d/comm" % pid) as f:
                         if f.read().strip() == "sleep":
                             return pid
-                except FileNotFoundError:
+                except (FileNotFoundError, ProcessLookupError):
                     pass
             time.sleep(0.05)
         raise RuntimeError("container did not start")

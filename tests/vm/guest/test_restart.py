@@ -466,6 +466,45 @@ class Restart(unittest.TestCase):
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
+    def test_4_reattach_only_the_same_process(self):
+        """A recorded process that is not the one any more (another start time) is not attached
+        again; a container that is gone neither; both say so and leave the persona unbound."""
+        for case in ("another process", "gone"):
+            c = rig.Container()
+            self.containers.append(c)
+            daemon = rig.Daemon(self.conf)
+            try:
+                out = rig.devnsctl("attach", "personal", "--pid", str(c.pid)).stdout
+                self.assertRegex(out, r"attached")
+                self.wait_saved("attach personal %d " % c.pid)
+                self.kill(daemon)
+                if case == "gone":
+                    c.stop()
+                else:
+                    text = read_file(STATE).split("\n")
+                    for i, line in enumerate(text):
+                        if line.startswith("attach personal "):
+                            f = line.split()
+                            f[3] = str(int(f[3]) + 1)
+                            text[i] = " ".join(f)
+                    write_file(STATE, "\n".join(text))
+                daemon.start()
+                want = "is another process now" if case == "another process" else "is gone"
+                self.assertRegex(daemon.output(), r"restart: persona personal: process %d %s; not re-attached"
+                                 % (c.pid, want))
+                self.assertRegex(daemon.output(), r"/dev/devns/personal/fb0: revoked")
+                # Unbound: its container cannot open the persona's nodes.
+                if case == "another process":
+                    p = c.run("head", "-c", "4", fbrig.fb_node("personal"), check=False)
+                    self.assertNotEqual(p.returncode, 0, "the container still reaches the persona")
+                    rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+                    self.assertEqual(c.run("head", "-c", "4", fbrig.fb_node("personal")).returncode, 0)
+            except BaseException:
+                print(daemon.output())
+                raise
+            finally:
+                self.assertEqual(daemon.stop(), 0, daemon.output())
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
