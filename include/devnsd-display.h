@@ -133,6 +133,9 @@ void display_state_fb_removed(struct display_class *dc, struct persona *p);
 /* Registers the part that keeps each persona's mode, pan and blanking. */
 int display_state_register(struct display_class *dc);
 
+/* Persona p's framebuffer node, or NULL. */
+struct display_node *display_node_of(struct display_class *dc, struct persona *p);
+
 /* Frames the display has shown since devnsd started (flips); 0 without a display. */
 uint64_t display_frames_shown(struct manager *m);
 

@@ -18,15 +18,6 @@ static void fd_name(const struct persona *p, char *buf, size_t size) {
 	snprintf(buf, size, "fb-%s", p->name);
 }
 
-static struct display_node *node_of(struct display_class *dc, struct persona *p) {
-	struct display_node *dn;
-
-	LIST_FOREACH(dn, &dc->nodes, link)
-		if (dn->persona == p)
-			return dn;
-	return NULL;
-}
-
 int display_state_fb_new(struct display_class *dc, struct display_node *dn) {
 	struct manager *m = dc->base.manager;
 	const struct fb_mode *mode = &dc->backend->mode;
@@ -69,7 +60,7 @@ void display_state_fb_removed(struct display_class *dc, struct persona *p) {
 }
 
 static void save(void *userdata, struct persona *p, struct state_record *rec) {
-	struct display_node *dn = node_of(userdata, p);
+	struct display_node *dn = display_node_of(userdata, p);
 	const struct fb_var_screeninfo *v;
 	char value[128];
 
@@ -83,7 +74,7 @@ static void save(void *userdata, struct persona *p, struct state_record *rec) {
 
 static int load(void *userdata, struct persona *p, const char *key, const char *value) {
 	struct display_class *dc = userdata;
-	struct display_node *dn = node_of(dc, p);
+	struct display_node *dn = display_node_of(dc, p);
 	struct fb_state st;
 	struct fb_var_screeninfo var;
 	uint32_t w, h, xv, yv, xo, yo;

@@ -475,3 +475,7 @@ int display_snapshot(struct manager *m, struct persona *p, int *ret_fd, uint32_t
 	*ret_stride = dn->fb->state.fix.line_length;
 	return 0;
 }
+
+struct display_node *display_node_of(struct display_class *dc, struct persona *p) {
+	return node_of(dc, p);
+}
