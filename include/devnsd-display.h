@@ -36,6 +36,8 @@ struct display_node {
 
 struct display_class {
 	struct device_class base;
+	/* Personas' framebuffers are served (fb0 nodes and sockets); without, the class is its core alone. */
+	bool serve;
 	struct display_output *backend;
 	char *device;
 	sd_event_source *backend_source;
@@ -51,10 +53,13 @@ struct display_class {
 	struct fb_rows damage;
 	/* The next present copies in one go (a switch). */
 	bool urgent;
-	/* The pending flip shows the last switch. */
-	bool shown_on_flip;
-	/* The manager waits for the last switch to be on screen. */
-	bool holding;
+	/*
+	 * The switch under way, held until it is on screen: switch_copy while
+	 * its frame is not submitted yet, switch_flip once the pending flip
+	 * shows it.
+	 */
+	struct switch_op *switch_copy;
+	struct switch_op *switch_flip;
 	/* Copies a frame in steps while the backend is copying, from copy_src (NULL: black). */
 	sd_event_source *copy;
 	const uint8_t *copy_src;
@@ -136,12 +141,26 @@ int display_state_register(struct display_class *dc);
 /* Persona p's framebuffer node, or NULL. */
 struct display_node *display_node_of(struct display_class *dc, struct persona *p);
 
-/* Frames the display has shown since devnsd started (flips); 0 without a display. */
-uint64_t display_frames_shown(struct manager *m);
+/*
+ * devnsd-display.c: the framebuffer class ([Display] set). Register it
+ * with manager_add_class(&dc->base).
+ */
+int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret);
+/*
+ * The display class over backend b (taken over, also on failure), device
+ * naming it in messages. Without serve, personas get their framebuffer
+ * memory but no node or socket: switching and presenting run alone, as
+ * unit tests drive them.
+ */
+int display_class_new_core(struct manager *m, struct display_output *b, const char *device, bool serve,
+			   struct display_class **ret);
+
+/* Frames the display has shown since devnsd started (flips); 0 without a display (dc NULL). */
+uint64_t display_frames_shown(const struct display_class *dc);
 
 /*
  * A sealed memfd holding persona p's visible frame (XRGB8888), and its
- * size. -ENODEV when devnsd runs no display.
+ * size. -ENODEV when devnsd runs no display (dc NULL).
  */
-int display_snapshot(struct manager *m, struct persona *p, int *ret_fd, uint32_t *ret_width, uint32_t *ret_height,
-		     uint32_t *ret_stride);
+int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, uint32_t *ret_width,
+		     uint32_t *ret_height, uint32_t *ret_stride);

@@ -7,9 +7,11 @@
 #include "evdev-state.h"
 
 struct input_backend;
+struct evdev_client;
 struct evdev_node;
 struct cuse_evdev;
 struct input_node;
+struct input_class;
 struct hotkey;
 
 /* One hardware input device and the nodes every persona has for it. */
@@ -20,7 +22,7 @@ struct input_device {
 	/* What the hardware reports, folded up: the state a persona resyncs to. */
 	struct evdev_state hw;
 	struct input_node *active;
-	/* /dev/devns/eventN, whose opener's persona decides what it gets. */
+	/* /dev/devns/eventN, whose opener's persona decides what it gets (the transport's). */
 	struct cuse_evdev *routed;
 	/* Switch chords on this device, and the [Daemon] SwitchKeys= entry of each. */
 	struct hotkey *hotkey;
@@ -29,6 +31,8 @@ struct input_device {
 	char udev[256];
 	char routed_path[64];
 	bool routed_ready;
+	/* The device reported itself gone: its nodes answer ENODEV. */
+	bool gone;
 	LIST_HEAD(, input_node) nodes;
 	LIST_ENTRY(input_device) link;
 };
@@ -38,22 +42,84 @@ struct input_node {
 	struct input_device *device;
 	struct persona *persona;
 	struct evdev_node *evdev;
+	/* Where programs open it (the transport's). */
 	struct cuse_evdev *cuse;
 	char path[64 + NAME_MAX_LEN];
 	bool ready;
 	LIST_ENTRY(input_node) by_device;
 };
 
+/*
+ * How persona nodes reach programs: devnsd-input.c serves them over CUSE;
+ * unit tests run the core without one (NULL). Every op is optional.
+ */
+struct input_transport_ops {
+	/* The device was added: its routed node. */
+	int (*device_added)(struct input_device *d);
+	/* in's evdev node exists: make it reachable. */
+	int (*node_added)(struct input_node *in);
+	/* in is going: close what reaches it. Also for nodes whose node_added failed. */
+	void (*node_removed)(struct input_node *in);
+	/* Readers of client c have something to read. */
+	void (*wakeup)(struct input_node *in, struct evdev_client *c);
+	/* in's persona has a new owner; with revoke, close every handle opened before. */
+	void (*rebind)(struct input_node *in, bool revoke);
+	/* The device is going, after its nodes. */
+	void (*device_removed)(struct input_device *d);
+};
+
+/*
+ * devnsd-input-core.c: the evdev input class without a transport. Devices
+ * are added and removed one at a time (at start, and as they come and go);
+ * each gets a node in every persona, and only the active persona's node
+ * gets its events.
+ *
+ * Switch chords are read while a device is drained (its fd is readable, or
+ * a switch takes what was pressed before it). A chord never switches from
+ * there: it names the target and a deferred event source switches once
+ * the handler has returned. When several chords come before that runs,
+ * the last one read wins.
+ */
 struct input_class {
 	struct device_class base;
+	const struct input_transport_ops *transport;
 	LIST_HEAD(, input_device) devices;
+	/* A chord's switch, run after the input handler; target: a [Daemon] SwitchKeys= entry. */
+	sd_event_source *hotkey_defer;
+	size_t hotkey_target;
 };
+
+/* devnsd-input-state.c: keeps each persona's LEDs across a restart (devnsd-state.h). */
+int input_state_register(struct input_class *ic);
+
+/* An input class with no device yet; transport may be NULL. Register it with manager_add_class(&ic->base). */
+int input_class_new_core(struct manager *m, const struct input_transport_ops *transport, struct input_class **ret);
+
+/*
+ * Adds a device (backend taken over, also on failure): nodes in every
+ * persona once the class is registered, events watched on backend->fd.
+ */
+int input_class_add_device(struct input_class *ic, struct input_backend *backend, struct input_device **ret);
+/* Removes a device and every persona's node for it. */
+void input_class_remove_device(struct input_class *ic, struct input_device *d);
+
+/* Reads what the device has queued, as its fd turning readable does. */
+void input_device_dispatch(struct input_device *d);
+
+/* The node persona p has for d, or NULL. */
+struct input_node *input_node_of(struct input_device *d, struct persona *p);
+
+/*
+ * devnsd-input.c: the input class over the evdev devices [Input] Devices=
+ * names, served over CUSE.
+ */
+int input_class_new(struct manager *m, const struct conf *conf, struct input_class **ret);
 
 /*
  * The owned input device whose kernel device is sysfs_dir (as
  * /sys/class/input/eventN/device names it, e.g. .../input0), or NULL.
  */
-struct input_device *input_find_by_sysfs(struct manager *m, const char *sysfs_dir);
+struct input_device *input_find_by_sysfs(struct input_class *ic, const char *sysfs_dir);
 
 /* Persona p's view of an LED of the device: 0 or 1; -ENOENT without a node, -EINVAL without that LED. */
 int input_led_get(struct input_device *d, struct persona *p, unsigned int code);

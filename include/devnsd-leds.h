@@ -25,15 +25,18 @@ struct light_desc {
 
 typedef void (*light_desc_fn)(void *userdata, const struct light_desc *ld);
 
+struct leds_class;
+struct input_class;
+
 /*
  * devnsd-leds.c: the LED and backlight class. Serves every persona's
- * sysfs views over FUSE. Create it after the input class: LEDs of owned
- * input devices are driven through their evdev nodes.
+ * sysfs views over FUSE. LEDs of input's devices (input may be NULL) are
+ * driven through their evdev nodes: register the class after input's, so
+ * that it is switched and freed first. *ret is NULL when no lights are
+ * configured. Register it with manager_add_class(leds_class_base(lc)).
  */
-int leds_class_new(struct manager *m, const struct conf *conf, struct device_class **ret);
+int leds_class_new(struct manager *m, const struct conf *conf, struct input_class *input, struct leds_class **ret);
+struct device_class *leds_class_base(struct leds_class *lc);
 
-/* Where the views are mounted; NULL without lights. */
-const char *leds_view_dir(struct manager *m);
-
-/* Calls fn for each light of persona p (nothing when no lights are configured). */
-void leds_foreach_light(struct manager *m, struct persona *p, light_desc_fn fn, void *userdata);
+/* Calls fn for each light of persona p (nothing when lc is NULL: no lights configured). */
+void leds_foreach_light(struct leds_class *lc, struct persona *p, light_desc_fn fn, void *userdata);

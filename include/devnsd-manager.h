@@ -2,10 +2,11 @@
 #pragma once
 
 #include <sys/queue.h>
-#include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
 #include "devnsd-conf.h"
+#include "devnsd-switch.h"
+#include "listener.h"
 #include "pidns.h"
 #include "ratelimit.h"
 
@@ -14,8 +15,8 @@
 
 struct manager;
 struct devnum;
-struct populate;
 struct state;
+struct populate;
 
 /*
  * Who owns a persona's nodes, in the host's ids: the container's root user
@@ -72,17 +73,22 @@ typedef void (*node_desc_fn)(void *userdata, const struct node_desc *nd);
 struct device_class;
 
 /*
- * A kind of device shared among personas: input, framebuffer, LEDs. The
- * manager keeps one instance per kind and drives it through these ops, all
- * mandatory.
+ * A kind of device shared among personas: input, framebuffer, LEDs. Each
+ * class has its own header and constructor; devnsd.c creates the classes
+ * and registers them with manager_add_class(). The manager drives them only
+ * through these ops, all mandatory.
  */
 struct device_class_ops {
 	/* Creates persona p's nodes (also for personas created at runtime). */
 	int (*add_persona)(struct device_class *dc, struct persona *p);
 	/* Removes persona p's nodes; p is not the active persona. */
 	void (*remove_persona)(struct device_class *dc, struct persona *p);
-	/* Moves the hardware from one persona to the other. */
-	void (*switch_to)(struct device_class *dc, struct persona *from, struct persona *to);
+	/*
+	 * Moves the hardware from one persona to the other, as part of the
+	 * switch op. A class that finishes later (the display, at the flip)
+	 * takes a reference on op and releases it once done.
+	 */
+	void (*switch_to)(struct device_class *dc, struct persona *from, struct persona *to, struct switch_op *op);
 	/* Calls fn for each node persona p has. */
 	void (*foreach_node)(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata);
 	/*
@@ -99,11 +105,10 @@ struct device_class_ops {
 struct device_class {
 	const struct device_class_ops *ops;
 	struct manager *manager;
+	/* Set by manager_add_class(): the manager's personas get nodes of what the class adds later. */
+	bool registered;
 	LIST_ENTRY(device_class) link;
 };
-
-/* SwitchTo calls that may wait for the screen at once; more are answered at once. */
-#define SWITCH_REPLIES_MAX 16
 
 /* RequestActive: a persona may ask this many times at once, then once an interval. */
 #define REQUEST_ACTIVE_BURST 3
@@ -111,10 +116,10 @@ struct device_class {
 
 struct manager {
 	sd_event *event;
-	sd_bus *bus;
 	LIST_HEAD(, persona) personas;
 	unsigned int n_personas;
 	struct persona *active;
+	/* Newest first: a class may use the classes registered before it, which outlive it. */
 	LIST_HEAD(, device_class) classes;
 	/* Containers being populated (and finished ones whose helper is not reaped yet). */
 	LIST_HEAD(, populate) populates;
@@ -122,27 +127,40 @@ struct manager {
 	bool notified;
 	/* devnsd's own pid namespace: processes in it may open any node. */
 	struct pidns self_ns;
-	/* devnsd's own user namespace: root of the bus is root in it and in self_ns. */
-	struct pidns self_userns;
 	struct denial denials[DENIALS_REMEMBERED];
 	unsigned int n_denials;
 	const struct conf *conf;
 	struct devnum *devnum;
-	/* What a restart takes back (devnsd-state.h). */
+	/* What a restart takes back (devnsd-state.h); NULL unless devnsd.c sets it up. */
 	struct state *state;
-	/* Members of this group may switch; (gid_t)-1: only root. */
-	gid_t switch_gid;
-	/* Classes still bringing the last switch to the screen. */
-	unsigned int switch_holds;
-	/* Refused bus calls are logged at this rate at most. */
-	struct ratelimit refusal_log;
-	/* SwitchTo calls answered once the switch is on screen. */
-	sd_bus_message *switch_replies[SWITCH_REPLIES_MAX];
-	unsigned int n_switch_replies;
+	/* The switch under way: set until every class has it on screen. */
+	struct switch_op *switch_op;
+	struct listener switch_done;
+	/*
+	 * What the layers above hear of (devnsd-bus.c, for one). Data:
+	 * active_changed, the persona now active, at once when a switch
+	 * starts; switch_done, the struct switch_op, once it completes;
+	 * persona_added and persona_removed, the persona (removed: before it
+	 * is freed).
+	 */
+	struct {
+		struct signal_list active_changed;
+		struct signal_list switch_done;
+		struct signal_list persona_added;
+		struct signal_list persona_removed;
+	} events;
 };
 
-/* Opens the configured devices and creates every persona and node. Logs what fails. */
+/*
+ * Creates the configured personas, with no device class yet: devnsd.c
+ * registers them with manager_add_class(). Logs what fails.
+ */
 int manager_new(struct manager **ret, sd_event *event, const struct conf *conf);
+/*
+ * Registers a class (taken over, also on failure) and creates its nodes
+ * for every persona. Logs nothing; the class's add_persona logs.
+ */
+int manager_add_class(struct manager *m, struct device_class *dc);
 struct manager *manager_free(struct manager *m);
 static inline void manager_freep(struct manager **m) {
 	manager_free(*m);
@@ -155,16 +173,18 @@ int manager_create_persona(struct manager *m, const char *name, struct persona *
 /* Removes a persona and its nodes. -EBUSY for the active persona. */
 int manager_remove_persona(struct manager *m, struct persona *p);
 
-/* Makes p the active persona. */
-int manager_switch(struct manager *m, struct persona *p);
 /*
- * For classes whose switch completes later (the display, at the flip):
- * hold() in switch_to, shown() once the new persona is on screen.
+ * Makes p the active persona. done (may be NULL) runs with userdata once
+ * every class has finished the switch (the display: the flip showing it),
+ * perhaps before this returns.
+ *
+ * A switch asked for while another is under way joins it: the classes move
+ * on to p at once, the latest target wins, and every caller waiting for
+ * the switch is told, when the last one is on screen, which persona is
+ * shown. At most SWITCH_WAITERS_MAX callers wait; past that, done runs at
+ * once. Returns 1 if p was not active, 0 if it was, or a negative errno.
  */
-void manager_switch_hold(struct manager *m);
-void manager_switch_shown(struct manager *m);
-/* A class is still bringing the last switch to the screen. */
-bool manager_switch_showing(const struct manager *m);
+int manager_switch(struct manager *m, struct persona *p, switch_done_fn done, void *userdata);
 
 /* Calls fn for every node persona p has, across device classes. */
 void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn, void *userdata);
@@ -206,17 +226,3 @@ void manager_node_added(struct manager *m);
 void manager_node_ready(struct manager *m);
 /* Sends READY=1 once every node is in /dev (at once when there are none). */
 void manager_check_ready(struct manager *m);
-
-/* devnsd-input.c: the evdev input class. */
-int input_class_new(struct manager *m, const struct conf *conf, struct device_class **ret);
-
-/* devnsd-display.c: the framebuffer class ([Display] only). */
-int display_class_new(struct manager *m, const struct conf *conf, struct device_class **ret);
-
-/* devnsd-bus.c */
-int bus_setup(struct manager *m);
-void bus_emit_active_changed(struct manager *m);
-/* Answers the SwitchTo calls that waited for the screen. */
-void bus_switch_shown(struct manager *m);
-/* Attaches the personas configured with Pid=, or Machine= (through systemd-machined), as Attach does. */
-void bus_attach_machines(struct manager *m);

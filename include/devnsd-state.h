@@ -39,7 +39,11 @@ struct state_part {
 	void *userdata;
 };
 
-/* Loads what the last run left (a bad record is logged and ignored) and sets up the fd store. Logs. */
+/*
+ * Loads what the last run left (a bad record is logged and ignored), sets
+ * up the fd store, and listens to the manager's switches and personas.
+ * Call before any device is opened. Logs.
+ */
 int state_new(struct manager *m, const char *dir);
 /* Frees the state; what is kept stays kept for the next run. */
 void state_free(struct manager *m);
@@ -67,6 +71,11 @@ void state_restore_attachments(struct manager *m);
 /* p was bound to process pid's container, or unbound. */
 void state_note_attached(struct manager *m, struct persona *p, pid_t pid);
 
-/* The sysfs views' file system now, and the one of the last run (0 if none): populate replaces its dead mounts. */
-void state_set_view_dev(struct manager *m, dev_t dev);
+/*
+ * Where the sysfs views are mounted (dir, kept as a pointer) and their file
+ * system now; the live views' directory (NULL without views) and the file
+ * system of the last run's (0 if none): populate covers its dead mounts.
+ */
+void state_set_view(struct manager *m, const char *dir, dev_t dev);
+const char *state_view_dir(struct manager *m);
 dev_t state_old_view_dev(struct manager *m);

@@ -69,6 +69,12 @@ int display_drm_open(const char *path, uint32_t width, uint32_t height, bool spa
 int display_fbdev_open(const char *path, struct display_output **ret);
 /* A display in memory only, of the given size. */
 int display_headless_new(uint32_t width, uint32_t height, bool spare, struct display_output **ret);
+/*
+ * With hold, the headless display's flips stay pending until the caller
+ * completes them with display_output_flip_done(), as a real display's do
+ * at the next vblank.
+ */
+void display_headless_hold_flips(struct display_output *b, bool hold);
 
 /*
  * Shows a frame: rows [y0, y1) of src (stride bytes a line, mode-sized)

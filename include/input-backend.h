@@ -68,3 +68,5 @@ size_t input_fake_written(struct input_backend *b, const struct input_event **re
 void input_fake_clear_written(struct input_backend *b);
 /* Makes next_event() report the device as gone. */
 void input_fake_unplug(struct input_backend *b);
+/* How often the repeat rate was set, and the last delay and period set. */
+unsigned int input_fake_repeat(struct input_backend *b, int *ret_delay, int *ret_period);

@@ -7,14 +7,15 @@
 /* Frames go to memory; flips complete at once. What unit tests and display-less machines run on. */
 struct headless {
 	struct display_output base;
+	/* Flips complete when display_output_flip_done() is called. */
+	bool hold_flips;
 };
 
 static const struct display_output_ops headless_ops;
 
 static int headless_flip(struct display_output *b, unsigned int i) {
-	(void)b;
 	(void)i;
-	return 1;
+	return container_of(b, struct headless, base)->hold_flips ? 0 : 1;
 }
 
 static void headless_destroy(struct display_output *b) {
@@ -52,4 +53,9 @@ int display_headless_new(uint32_t width, uint32_t height, bool spare, struct dis
 	display_output_init_buffers(&h->base);
 	*ret = &h->base;
 	return 0;
+}
+
+void display_headless_hold_flips(struct display_output *b, bool hold) {
+	if (b->ops == &headless_ops)
+		container_of(b, struct headless, base)->hold_flips = hold;
 }

@@ -18,6 +18,8 @@ struct input_fake {
 	struct input_event written[FAKE_LOG];
 	size_t n_written;
 	bool unplugged;
+	unsigned int n_set_repeat;
+	int rep_delay, rep_period;
 };
 
 static struct input_fake *to_fake(struct input_backend *b) {
@@ -63,10 +65,20 @@ static int fake_write_event(struct input_backend *b, const struct input_event *e
 	return 0;
 }
 
+static int fake_set_repeat(struct input_backend *b, int delay, int period) {
+	struct input_fake *f = to_fake(b);
+
+	f->n_set_repeat++;
+	f->rep_delay = delay;
+	f->rep_period = period;
+	return 0;
+}
+
 static const struct input_backend_ops input_fake_ops = {
 	.destroy = fake_destroy,
 	.next_event = fake_next_event,
 	.write_event = fake_write_event,
+	.set_repeat = fake_set_repeat,
 };
 
 int input_fake_new(const char *name, struct libevdev *desc, struct input_backend **ret) {
@@ -123,4 +135,12 @@ void input_fake_unplug(struct input_backend *b) {
 
 	to_fake(b)->unplugged = true;
 	(void)!write(b->fd, &one, sizeof(one));
+}
+
+unsigned int input_fake_repeat(struct input_backend *b, int *ret_delay, int *ret_period) {
+	struct input_fake *f = to_fake(b);
+
+	*ret_delay = f->rep_delay;
+	*ret_period = f->rep_period;
+	return f->n_set_repeat;
 }

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "devnsd-bus-peer.h"
+#include "devnsd-bus.h"
 #include "devnsd-display.h"
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
@@ -33,8 +34,8 @@ static uint64_t now_usec(struct manager *m) {
 	return now;
 }
 
-static void log_refusal(struct manager *m, const char *what, const struct bus_peer *peer, const char *why) {
-	if (ratelimit_take(&m->refusal_log, now_usec(m)))
+static void log_refusal(struct bus *b, const char *what, const struct bus_peer *peer, const char *why) {
+	if (ratelimit_take(&b->refusal_log, now_usec(b->manager)))
 		log_notice("refused %s to pid %d: %s", what, (int)peer->pid, why);
 }
 
@@ -44,17 +45,18 @@ static void log_refusal(struct manager *m, const char *what, const struct bus_pe
  * another pid namespace (a container without a user namespace) is uid 0
  * to the bus as well; the namespaces tell it apart.
  */
-static int check_caller(sd_bus_message *msg, bool group, const char *what, struct manager *m, sd_bus_error *error) {
+static int check_caller(sd_bus_message *msg, bool group, const char *what, struct bus *b, sd_bus_error *error) {
 	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
-	bool member = group && m->switch_gid != (gid_t)-1;
+	struct manager *m = b->manager;
+	bool member = group && b->switch_gid != (gid_t)-1;
 	int r;
 
 	r = bus_peer_get(msg, &peer);
-	if (r >= 0 && (peer.euid == 0 || (member && bus_peer_in_group(&peer, m->switch_gid)))) {
-		r = bus_peer_in_namespaces(&peer, &m->self_userns, &m->self_ns);
+	if (r >= 0 && (peer.euid == 0 || (member && bus_peer_in_group(&peer, b->switch_gid)))) {
+		r = bus_peer_in_namespaces(&peer, &b->self_userns, &m->self_ns);
 		if (r > 0 && bus_peer_confirm(msg, &peer) == 0)
 			return 0;
-		log_refusal(m, what, &peer, "not root in devnsd's namespaces");
+		log_refusal(b, what, &peer, "not root in devnsd's namespaces");
 	}
 	if (member)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
@@ -97,7 +99,7 @@ static int find_persona(struct manager *m, const char *name, struct persona **re
 }
 
 /* The start of most calls: the persona named by the first argument, for a caller allowed to act on it. */
-static int read_persona(sd_bus_message *msg, struct manager *m, bool group, const char *what, struct persona **ret,
+static int read_persona(sd_bus_message *msg, struct bus *b, bool group, const char *what, struct persona **ret,
 			const char **ret_name, sd_bus_error *error) {
 	const char *name;
 	int r;
@@ -105,44 +107,43 @@ static int read_persona(sd_bus_message *msg, struct manager *m, bool group, cons
 	r = sd_bus_message_read(msg, "s", &name);
 	if (r < 0)
 		return r;
-	r = check_caller(msg, group, what, m, error);
+	r = check_caller(msg, group, what, b, error);
 	if (r < 0)
 		return r;
-	r = find_persona(m, name, ret, error);
+	r = find_persona(b->manager, name, ret, error);
 	if (r < 0)
 		return r;
 	*ret_name = name;
 	return 0;
 }
 
+/* A SwitchTo caller is answered once the switch is on screen. */
+static void switch_answer(void *userdata, struct persona *shown) {
+	sd_bus_message *msg = userdata;
+	int r;
+
+	(void)shown;
+	r = sd_bus_reply_method_return(msg, NULL);
+	if (r < 0)
+		log_debug_errno(r, "Cannot answer SwitchTo: %m");
+	sd_bus_message_unref(msg);
+}
+
 static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
 	struct persona *p;
 	const char *name;
 	int r;
 
-	r = read_persona(msg, m, true, "Switching personas", &p, &name, error);
+	r = read_persona(msg, b, true, "Switching personas", &p, &name, error);
 	if (r < 0)
 		return r;
-	r = manager_switch(m, p);
-	if (r < 0)
+	r = manager_switch(b->manager, p, switch_answer, sd_bus_message_ref(msg));
+	if (r < 0) {
+		sd_bus_message_unref(msg);
 		return sd_bus_error_set_errnof(error, r, "Switching to '%s' failed: %m", name);
-	/* The answer waits until the screen shows the persona. */
-	if (manager_switch_showing(m) && m->n_switch_replies < SWITCH_REPLIES_MAX) {
-		m->switch_replies[m->n_switch_replies++] = sd_bus_message_ref(msg);
-		return 1;
 	}
-	return sd_bus_reply_method_return(msg, NULL);
-}
-
-void bus_switch_shown(struct manager *m) {
-	for (unsigned int i = 0; i < m->n_switch_replies; i++) {
-		int r = sd_bus_reply_method_return(m->switch_replies[i], NULL);
-		if (r < 0)
-			log_debug_errno(r, "Cannot answer SwitchTo: %m");
-		sd_bus_message_unref(m->switch_replies[i]);
-	}
-	m->n_switch_replies = 0;
+	return 1;
 }
 
 /* Appends node rows to a reply; the first error sticks. */
@@ -167,7 +168,8 @@ static void write_node(void *userdata, const struct node_desc *nd) {
 
 static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p;
 	struct node_writer w = { 0 };
 	struct scope sc = caller_scope(msg, m);
@@ -211,7 +213,8 @@ static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_erro
 
 static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p;
 	struct node_writer w = { .detailed = true };
 	struct scope sc = caller_scope(msg, m);
@@ -257,7 +260,8 @@ static void write_light(void *userdata, const struct light_desc *ld) {
 
 static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct light_writer w = { 0 };
 	struct scope sc = caller_scope(msg, m);
 	struct persona *p;
@@ -271,7 +275,7 @@ static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error 
 		if (!in_scope(&sc, p))
 			continue;
 		w.persona = p->name;
-		leds_foreach_light(m, p, write_light, &w);
+		leds_foreach_light(b->leds, p, write_light, &w);
 	}
 	if (w.r >= 0)
 		w.r = sd_bus_message_close_container(reply);
@@ -279,7 +283,8 @@ static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error 
 }
 
 static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p;
 	const char *name;
 	int r;
@@ -287,7 +292,7 @@ static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 	r = sd_bus_message_read(msg, "s", &name);
 	if (r < 0)
 		return r;
-	r = check_caller(msg, false, "Creating personas", m, error);
+	r = check_caller(msg, false, "Creating personas", b, error);
 	if (r < 0)
 		return r;
 	r = manager_create_persona(m, name, &p);
@@ -305,12 +310,13 @@ static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 }
 
 static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p;
 	const char *name;
 	int r;
 
-	r = read_persona(msg, m, false, "Removing personas", &p, &name, error);
+	r = read_persona(msg, b, false, "Removing personas", &p, &name, error);
 	if (r < 0)
 		return r;
 	r = manager_remove_persona(m, p);
@@ -402,13 +408,14 @@ static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_messag
 }
 
 static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p;
 	const char *name;
 	uint32_t pid;
 	int r;
 
-	r = read_persona(msg, m, false, "Attaching containers", &p, &name, error);
+	r = read_persona(msg, b, false, "Attaching containers", &p, &name, error);
 	if (r < 0)
 		return r;
 	r = sd_bus_message_read(msg, "u", &pid);
@@ -442,13 +449,14 @@ static int machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_e
 }
 
 static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p;
 	const char *name, *machine;
 	pid_t leader;
 	int r;
 
-	r = read_persona(msg, m, false, "Attaching containers", &p, &name, error);
+	r = read_persona(msg, b, false, "Attaching containers", &p, &name, error);
 	if (r < 0)
 		return r;
 	r = sd_bus_message_read(msg, "s", &machine);
@@ -461,12 +469,13 @@ static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_err
 }
 
 static int method_detach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p;
 	const char *name;
 	int r;
 
-	r = read_persona(msg, m, false, "Detaching containers", &p, &name, error);
+	r = read_persona(msg, b, false, "Detaching containers", &p, &name, error);
 	if (r < 0)
 		return r;
 	r = manager_detach(m, p);
@@ -499,7 +508,7 @@ static void format_uids(const struct conf_uids *u, char *buf, size_t size) {
  * uid there, read from its uid_map, one of RequestActiveUsers=. A process
  * that made a user namespace of its own is root only in that one.
  */
-static int check_request_user(struct manager *m, struct persona *p, const struct bus_peer *peer, sd_bus_error *error) {
+static int check_request_user(struct bus *b, struct persona *p, const struct bus_peer *peer, sd_bus_error *error) {
 	_cleanup_(pidns_close) struct pidns caller_userns = PIDNS_NULL;
 	_cleanup_(closep) int proc = -1, container_userns = -1;
 	struct stat st;
@@ -517,7 +526,7 @@ static int check_request_user(struct manager *m, struct persona *p, const struct
 	if (container_userns < 0 || fstat(container_userns, &st) < 0)
 		return -errno;
 	if (st.st_dev != caller_userns.dev || st.st_ino != caller_userns.ino) {
-		log_refusal(m, "RequestActive", peer, "it is not in its container's own user namespace");
+		log_refusal(b, "RequestActive", peer, "it is not in its container's own user namespace");
 		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
 					 "RequestActive is taken only from persona %s's own user namespace, not from one "
 					 "made inside it", p->name);
@@ -530,7 +539,7 @@ static int check_request_user(struct manager *m, struct persona *p, const struct
 		uid = UINT32_MAX;
 	format_uids(&p->request_users, uids, sizeof(uids));
 	if (!conf_uids_contain(&p->request_users, uid)) {
-		if (ratelimit_take(&m->refusal_log, now_usec(m)))
+		if (ratelimit_take(&b->refusal_log, now_usec(b->manager)))
 			log_notice("persona %s: RequestActive refused to uid %u (host uid %u): RequestActiveUsers=%s",
 				   p->name, uid, (unsigned int)peer->euid, uids);
 		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
@@ -542,7 +551,8 @@ static int check_request_user(struct manager *m, struct persona *p, const struct
 
 static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 	struct persona *p = NULL;
 	bool granted;
 	int r;
@@ -554,7 +564,7 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 	if (r < 0 || !p)
 		return sd_bus_error_setf(error, BUS_ERROR_NOT_IN_PERSONA,
 					 "The caller (pid %d) is not in any persona's container", (int)peer.pid);
-	r = check_request_user(m, p, &peer, error);
+	r = check_request_user(b, p, &peer, error);
 	if (r < 0)
 		return r;
 	r = bus_peer_confirm(msg, &peer);
@@ -566,18 +576,19 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 					 p->name, REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
 	granted = p == m->active || p->allow_request_active;
 	log_info("persona %s asks to come forward: %s", p->name, granted ? "granted" : "refused by its policy");
-	r = sd_bus_emit_signal(m->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
+	r = sd_bus_emit_signal(b->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
 			       p->name, granted);
 	if (r < 0)
 		log_warning_errno(r, "Cannot send PersonaActivationRequested: %m");
 	if (granted)
-		manager_switch(m, p);
+		manager_switch(m, p, NULL, NULL);
 	return sd_bus_reply_method_return(msg, "b", granted);
 }
 
 static int property_active(sd_bus *bus, const char *path, const char *interface, const char *property,
 			   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 
 	(void)bus;
 	(void)path;
@@ -591,7 +602,8 @@ static int property_active(sd_bus *bus, const char *path, const char *interface,
 static int property_frames_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
 				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
 	sd_bus_message *call = sd_bus_get_current_message(bus);
-	struct manager *m = userdata;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
 
 	(void)path;
 	(void)interface;
@@ -599,22 +611,22 @@ static int property_frames_shown(sd_bus *bus, const char *path, const char *inte
 	(void)error;
 	if (!call || !caller_scope(call, m).all)
 		return sd_bus_message_append(reply, "t", (uint64_t)0);
-	return sd_bus_message_append(reply, "t", display_frames_shown(m));
+	return sd_bus_message_append(reply, "t", display_frames_shown(b->display));
 }
 
 /* The persona's visible frame as a sealed memfd; the caller writes the file. */
 static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
-	struct manager *m = userdata;
+	struct bus *b = userdata;
 	_cleanup_(closep) int fd = -1;
 	uint32_t width, height, stride;
 	struct persona *p;
 	const char *name;
 	int r;
 
-	r = read_persona(msg, m, false, "Screenshot", &p, &name, error);
+	r = read_persona(msg, b, false, "Screenshot", &p, &name, error);
 	if (r < 0)
 		return r;
-	r = display_snapshot(m, p, &fd, &width, &height, &stride);
+	r = display_snapshot(b->display, p, &fd, &width, &height, &stride);
 	if (r == -ENODEV)
 		return sd_bus_error_setf(error, BUS_ERROR_NO_DISPLAY, "devnsd runs no display ([Display] is not set)");
 	if (r < 0)
@@ -653,45 +665,70 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
-int bus_setup(struct manager *m) {
+static void on_active_changed(struct listener *l, void *data) {
+	struct bus *b = container_of(l, struct bus, active_changed);
+
+	(void)data;
+	sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_INTERFACE, "ActivePersona", NULL);
+}
+
+int bus_new(struct bus **ret, struct manager *m, struct display_class *display, struct leds_class *leds) {
+	_cleanup_(bus_freep) struct bus *b = NULL;
 	_cleanup_(closep) int self = -1;
 	int r;
 
-	m->switch_gid = (gid_t)-1;
-	m->refusal_log = RATELIMIT_INIT(10 * 1000000ull, 20);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return log_error_errno(ENOMEM, "out of memory");
+	b->manager = m;
+	b->display = display;
+	b->leds = leds;
+	b->self_userns = PIDNS_NULL;
+	b->switch_gid = (gid_t)-1;
+	b->refusal_log = RATELIMIT_INIT(10 * 1000000ull, 20);
 	self = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	r = self < 0 ? -errno : ns_open_at(self, "user", &m->self_userns);
+	r = self < 0 ? -errno : ns_open_at(self, "user", &b->self_userns);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open devnsd's own user namespace: %m");
 	if (m->conf->switch_group) {
 		struct group *g = getgrnam(m->conf->switch_group);
 		if (g)
-			m->switch_gid = g->gr_gid;
+			b->switch_gid = g->gr_gid;
 		else
 			log_warning("SwitchGroup=%s: no such group; only root may switch", m->conf->switch_group);
 	}
 
-	r = sd_bus_open_system_with_description(&m->bus, "devnsd");
+	r = sd_bus_open_system_with_description(&b->bus, "devnsd");
 	if (r < 0)
 		return log_error_errno(r, "Cannot connect to the system bus: %m");
-	r = sd_bus_add_object_vtable(m->bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, m);
+	r = sd_bus_add_object_vtable(b->bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, b);
 	if (r < 0)
 		return log_error_errno(r, "Cannot register %s: %m", BUS_PATH);
-	r = sd_bus_request_name(m->bus, BUS_NAME, 0);
+	r = sd_bus_request_name(b->bus, BUS_NAME, 0);
 	if (r < 0)
 		return log_error_errno(r, "Cannot own the name %s (is the bus policy installed?): %m", BUS_NAME);
-	r = sd_bus_attach_event(m->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+	r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
 	if (r < 0)
 		return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
+	b->active_changed.notify = on_active_changed;
+	signal_add(&m->events.active_changed, &b->active_changed);
+	*ret = TAKE_PTR(b);
 	return 0;
 }
 
-void bus_emit_active_changed(struct manager *m) {
-	if (m->bus)
-		sd_bus_emit_properties_changed(m->bus, BUS_PATH, BUS_INTERFACE, "ActivePersona", NULL);
+struct bus *bus_free(struct bus *b) {
+	if (!b)
+		return NULL;
+	listener_remove(&b->active_changed);
+	sd_bus_flush_close_unref(b->bus);
+	pidns_close(&b->self_userns);
+	free(b);
+	return NULL;
 }
 
-void bus_attach_machines(struct manager *m) {
+void bus_attach_machines(struct bus *b) {
+	struct manager *m = b->manager;
+
 	for (size_t i = 0; i < m->conf->n_personas; i++) {
 		_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 		const struct conf_persona *cp = &m->conf->personas[i];
@@ -709,7 +746,7 @@ void bus_attach_machines(struct manager *m) {
 		}
 		if (!cp->machine)
 			continue;
-		r = machine_leader(m->bus, cp->machine, &leader, &error);
+		r = machine_leader(b->bus, cp->machine, &leader, &error);
 		if (r >= 0)
 			r = attach(m, p, leader, NULL, &error);
 		if (r < 0)

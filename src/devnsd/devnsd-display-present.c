@@ -92,11 +92,8 @@ void display_scan_mapped(struct display_class *dc) {
 
 /* The last switch is on screen (or cannot get there): its callers get their answers. */
 void display_switch_shown(struct display_class *dc) {
-	dc->shown_on_flip = false;
-	if (!dc->holding)
-		return;
-	dc->holding = false;
-	manager_switch_shown(dc->base.manager);
+	switch_release(&dc->switch_flip);
+	switch_release(&dc->switch_copy);
 }
 
 /* The copy under way is complete: flip to it. switching: it shows the last switch. */
@@ -113,9 +110,11 @@ static void finish_copy(struct display_class *dc, bool switching) {
 		b->buffers[b->front].owner_gen = dc->copy_gen;
 	}
 	if (switching) {
-		if (b->flip_pending)
-			dc->shown_on_flip = true;
-		else
+		if (b->flip_pending) {
+			/* Shown once the flip completes. */
+			switch_hold(&dc->switch_flip, dc->switch_copy);
+			switch_release(&dc->switch_copy);
+		} else
 			display_switch_shown(dc);
 	}
 	/* A backend that shows at once has nothing to wait for. */
@@ -289,7 +288,7 @@ int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 void display_on_flip_done(void *userdata) {
 	struct display_class *dc = userdata;
 
-	if (dc->shown_on_flip)
+	if (dc->switch_flip)
 		display_switch_shown(dc);
 	if (dc->active && dc->active->cuse)
 		cuse_fb_vsync(dc->active->cuse);

@@ -161,6 +161,8 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		log_error_errno(r, "%s: cannot allocate the framebuffer: %m", dn->path);
 		goto fail;
 	}
+	if (!dc->serve)
+		goto done;
 	r = display_socket_new(&dn->socket, dn);
 	if (r < 0) {
 		log_error_errno(r, "%s: cannot listen: %m", dn->socket_path);
@@ -175,6 +177,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		goto fail;
 	}
 	manager_node_added(m);
+done:
 	if (p == m->active) {
 		dc->active = dn;
 		display_damage_all(dc);
@@ -194,17 +197,15 @@ static void display_remove_persona(struct device_class *base, struct persona *p)
 	display_state_fb_removed(to_display(base), p);
 }
 
-static void display_switch_to(struct device_class *base, struct persona *from, struct persona *to) {
+static void display_switch_to(struct device_class *base, struct persona *from, struct persona *to,
+			      struct switch_op *op) {
 	struct display_class *dc = to_display(base);
 
 	(void)from;
 	display_abort_copy(dc);
 	/* A flip under way shows an older frame: this switch is shown by the flip after it. */
-	dc->shown_on_flip = false;
-	if (!dc->holding) {
-		dc->holding = true;
-		manager_switch_hold(base->manager);
-	}
+	switch_hold(&dc->switch_copy, op);
+	switch_release(&dc->switch_flip);
 	dc->active = node_of(dc, to);
 	dc->scan_valid = false;
 	dc->presented_whole = false;
@@ -377,7 +378,50 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 	}
 }
 
-int display_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
+int display_class_new_core(struct manager *m, struct display_output *b, const char *device, bool serve,
+			   struct display_class **ret) {
+	struct display_class *dc;
+	int r;
+
+	dc = calloc(1, sizeof(*dc));
+	if (!dc) {
+		display_output_free(b);
+		return -ENOMEM;
+	}
+	dc->base.ops = &display_class_ops;
+	dc->base.manager = m;
+	dc->backend = b;
+	dc->serve = serve;
+	LIST_INIT(&dc->nodes);
+	b->flip_done = display_on_flip_done;
+	b->userdata = dc;
+	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
+	dc->device = strdup(device);
+	r = dc->device ? 0 : -ENOMEM;
+	if (r >= 0 && b->fd >= 0 && b->ops->dispatch)
+		r = sd_event_add_io(m->event, &dc->backend_source, b->fd, EPOLLIN, display_on_backend, dc);
+	/* Accuracy 1 µs: sd-event's default (0) lets a timer slip by up to 250 ms. */
+	if (r >= 0)
+		r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 1,
+					       display_on_tick, dc);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
+	/* Copy steps yield to requests: the lowest priority. */
+	if (r >= 0)
+		r = sd_event_add_defer(m->event, &dc->copy, display_on_copy, dc);
+	if (r >= 0)
+		r = sd_event_source_set_priority(dc->copy, SD_EVENT_PRIORITY_IDLE);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	if (r < 0) {
+		display_class_free(&dc->base);
+		return r;
+	}
+	*ret = dc;
+	return 0;
+}
+
+int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
 	struct display_class *dc;
 	const char *device = NULL;
 	struct display_output *b;
@@ -386,45 +430,9 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 	r = open_backend(conf, &b, &device);
 	if (r < 0)
 		return r;
-	dc = calloc(1, sizeof(*dc));
-	if (!dc) {
-		display_output_free(b);
-		return log_error_errno(ENOMEM, "out of memory");
-	}
-	dc->base.ops = &display_class_ops;
-	dc->base.manager = m;
-	dc->backend = b;
-	LIST_INIT(&dc->nodes);
-	b->flip_done = display_on_flip_done;
-	b->userdata = dc;
-	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
-	dc->device = strdup(device);
-	if (!dc->device) {
-		display_class_free(&dc->base);
-		return log_error_errno(ENOMEM, "out of memory");
-	}
-	if (b->fd >= 0 && b->ops->dispatch) {
-		r = sd_event_add_io(m->event, &dc->backend_source, b->fd, EPOLLIN, display_on_backend, dc);
-		if (r < 0) {
-			display_class_free(&dc->base);
-			return log_error_errno(r, "%s: cannot watch the display: %m", device);
-		}
-	}
-	/* Accuracy 1 µs: sd-event's default (0) lets a timer slip by up to 250 ms. */
-	r = sd_event_add_time_relative(m->event, &dc->tick, CLOCK_MONOTONIC, dc->refresh_usec, 1, display_on_tick, dc);
-	if (r < 0) {
-		display_class_free(&dc->base);
-		return log_error_errno(r, "cannot set up the refresh timer: %m");
-	}
-	sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
-	/* Copy steps yield to requests: the lowest priority. */
-	r = sd_event_add_defer(m->event, &dc->copy, display_on_copy, dc);
-	if (r < 0) {
-		display_class_free(&dc->base);
-		return log_error_errno(r, "cannot set up presenting: %m");
-	}
-	sd_event_source_set_priority(dc->copy, SD_EVENT_PRIORITY_IDLE);
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	r = display_class_new_core(m, b, device, true, &dc);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot set up the display: %m", device);
 	r = display_state_register(dc);
 	if (r < 0) {
 		display_class_free(&dc->base);
@@ -440,28 +448,16 @@ int display_class_new(struct manager *m, const struct conf *conf, struct device_
 	log_info("%s: %s display, %ux%u at %u Hz, %u buffers%s", device, b->kind, b->mode.width, b->mode.height,
 		 b->mode.refresh_hz, b->n_buffers,
 		 conf->display_spare && conf->display == DISPLAY_DRM && b->n_buffers < 3 ? " (no room for a spare)" : "");
-	*ret = &dc->base;
+	*ret = dc;
 	return 0;
 }
 
-static struct display_class *display_class_of(struct manager *m) {
-	struct device_class *dc;
-
-	LIST_FOREACH(dc, &m->classes, link)
-		if (dc->ops == &display_class_ops)
-			return to_display(dc);
-	return NULL;
-}
-
-uint64_t display_frames_shown(struct manager *m) {
-	struct display_class *dc = display_class_of(m);
-
+uint64_t display_frames_shown(const struct display_class *dc) {
 	return dc ? dc->backend->n_flips : 0;
 }
 
-int display_snapshot(struct manager *m, struct persona *p, int *ret_fd, uint32_t *ret_width, uint32_t *ret_height,
-		     uint32_t *ret_stride) {
-	struct display_class *dc = display_class_of(m);
+int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, uint32_t *ret_width,
+		     uint32_t *ret_height, uint32_t *ret_stride) {
 	struct display_node *dn = dc ? node_of(dc, p) : NULL;
 	int r;
 

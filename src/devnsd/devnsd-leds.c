@@ -42,6 +42,8 @@ struct leds_persona {
 
 struct leds_class {
 	struct device_class base;
+	/* The input class, whose devices' LEDs go through their evdev nodes; NULL without one. */
+	struct input_class *input;
 	struct sysfs_view *view;
 	char *mountpoint;
 	struct leds_light lights[LEDS_MAX_LIGHTS * 2];
@@ -254,10 +256,11 @@ static int leds_add_persona(struct device_class *dc, struct persona *p) {
 	return 0;
 }
 
-static void leds_switch_to(struct device_class *dc, struct persona *from, struct persona *to) {
+static void leds_switch_to(struct device_class *dc, struct persona *from, struct persona *to, struct switch_op *op) {
 	struct leds_class *lc = to_leds(dc);
 
 	(void)from;
+	(void)op;
 	/* LEDs of input devices follow their evdev nodes, which the input class switches. */
 	for (size_t i = 0; i < lc->n_lights; i++) {
 		int r = light_set_active(lc->lights[i].light, to);
@@ -373,7 +376,7 @@ static void route_input_led(struct leds_class *lc, struct leds_light *ll, bool s
 
 	if (code < 0 || snprintf(device, sizeof(device), "%s/device", b->path) >= (int)sizeof(device))
 		return;
-	ll->input = input_find_by_sysfs(lc->base.manager, device);
+	ll->input = lc->input ? input_find_by_sysfs(lc->input, device) : NULL;
 	if (!ll->input)
 		return;
 	ll->input_code = (unsigned int)code;
@@ -510,7 +513,7 @@ static int leds_state_register(struct leds_class *lc) {
 
 	/* Cached attributes only: devnsd serves this mount and cannot answer itself now. */
 	if (statx(AT_FDCWD, lc->mountpoint, AT_STATX_DONT_SYNC, STATX_TYPE, &stx) >= 0)
-		state_set_view_dev(lc->base.manager, makedev(stx.stx_dev_major, stx.stx_dev_minor));
+		state_set_view(lc->base.manager, lc->mountpoint, makedev(stx.stx_dev_major, stx.stx_dev_minor));
 	return state_register_part(lc->base.manager, &(struct state_part){ .name = "leds",
 									   .save = leds_state_save,
 									   .load = leds_state_load,
@@ -530,7 +533,7 @@ static char *view_dir(void) {
 	return strdup(e && e[0] == '/' ? e : DEVNS_VIEW_DIR);
 }
 
-int leds_class_new(struct manager *m, const struct conf *conf, struct device_class **ret) {
+int leds_class_new(struct manager *m, const struct conf *conf, struct input_class *input, struct leds_class **ret) {
 	struct leds_class *lc;
 	int r;
 
@@ -543,6 +546,7 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct device_cla
 		return log_error_errno(ENOMEM, "out of memory");
 	lc->base.ops = &leds_class_ops;
 	lc->base.manager = m;
+	lc->input = input;
 	LIST_INIT(&lc->personas);
 	lc->mountpoint = view_dir();
 	r = lc->mountpoint ? 0 : log_error_errno(ENOMEM, "out of memory");
@@ -563,46 +567,32 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct device_cla
 	}
 	log_info("%s: sysfs views of %zu LEDs and %zu backlights", lc->mountpoint, lc->n_kind[LED_KIND_LED],
 		 lc->n_kind[LED_KIND_BACKLIGHT]);
-	*ret = &lc->base;
+	*ret = lc;
 	return 0;
 }
 
-void leds_foreach_light(struct manager *m, struct persona *p, light_desc_fn fn, void *userdata) {
-	struct device_class *dc;
+void leds_foreach_light(struct leds_class *lc, struct persona *p, light_desc_fn fn, void *userdata) {
+	struct leds_persona *lp = lc ? persona_of(lc, p) : NULL;
 
-	LIST_FOREACH(dc, &m->classes, link) {
-		struct leds_class *lc;
-		struct leds_persona *lp;
+	for (size_t i = 0; lp && i < lc->n_lights; i++) {
+		const struct leds_view *v = &lp->views[i];
+		const struct light_state *s = state_of(v);
+		struct led_backend *b = backend_of(v);
 
-		if (dc->ops != &leds_class_ops)
-			continue;
-		lc = to_leds(dc);
-		lp = persona_of(lc, p);
-		for (size_t i = 0; lp && i < lc->n_lights; i++) {
-			const struct leds_view *v = &lp->views[i];
-			const struct light_state *s = state_of(v);
-			struct led_backend *b = backend_of(v);
-
-			fn(userdata, &(struct light_desc){
-				.kind = kind_dir[b->kind],
-				.name = b->name,
-				.source = b->path,
-				.policy = v->ll->light->policy == LIGHT_SHARED ? "shared" : "exclusive",
-				.brightness = brightness_of(v),
-				.max_brightness = b->max_brightness,
-				.trigger = b->kind == LED_KIND_LED ? b->triggers.names[s->trigger] : "",
-				.bl_power = s->bl_power,
-				.shown = v->ll->input ? p == m->active : v->ll->light->shown == p,
-			});
-		}
+		fn(userdata, &(struct light_desc){
+			.kind = kind_dir[b->kind],
+			.name = b->name,
+			.source = b->path,
+			.policy = v->ll->light->policy == LIGHT_SHARED ? "shared" : "exclusive",
+			.brightness = brightness_of(v),
+			.max_brightness = b->max_brightness,
+			.trigger = b->kind == LED_KIND_LED ? b->triggers.names[s->trigger] : "",
+			.bl_power = s->bl_power,
+			.shown = v->ll->input ? p == lc->base.manager->active : v->ll->light->shown == p,
+		});
 	}
 }
 
-const char *leds_view_dir(struct manager *m) {
-	struct device_class *dc;
-
-	LIST_FOREACH(dc, &m->classes, link)
-		if (dc->ops == &leds_class_ops)
-			return to_leds(dc)->mountpoint;
-	return NULL;
+struct device_class *leds_class_base(struct leds_class *lc) {
+	return &lc->base;
 }

@@ -5,7 +5,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "devnsd-devnum.h"
-#include "devnsd-leds.h"
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
 #include "devnsd-state.h"
@@ -73,7 +72,6 @@ struct persona *manager_find_persona(struct manager *m, const char *name) {
 
 int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) {
 	_cleanup_(manager_freep) struct manager *m = NULL;
-	struct device_class *dc;
 	struct persona *p;
 	const char *state_dir;
 	int r;
@@ -84,10 +82,13 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	m->event = sd_event_ref(event);
 	m->conf = conf;
 	m->self_ns = PIDNS_NULL;
-	m->self_userns = PIDNS_NULL;
 	LIST_INIT(&m->personas);
 	LIST_INIT(&m->classes);
 	LIST_INIT(&m->populates);
+	signal_init(&m->events.active_changed);
+	signal_init(&m->events.switch_done);
+	signal_init(&m->events.persona_added);
+	signal_init(&m->events.persona_removed);
 	r = pidns_of_pid(getpid(), &m->self_ns);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open devnsd's own pid namespace: %m");
@@ -95,9 +96,6 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	r = devnum_new(&m->devnum, state_dir);
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot keep device numbers across restarts: %m", state_dir);
-	r = state_new(m, state_dir);
-	if (r < 0)
-		return r;
 
 	for (size_t i = 0; i < conf->n_personas; i++) {
 		r = persona_new(m, conf->personas[i].name, &conf->personas[i], &p);
@@ -112,32 +110,6 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 						       p->name, (int)conf->personas[i].pid);
 		}
 	}
-	state_restore_personas(m);
-	r = input_class_new(m, conf, &dc);
-	if (r < 0)
-		return r;
-	LIST_INSERT_HEAD(&m->classes, dc, link);
-	/* After input: LEDs of owned input devices go through their nodes. NULL without lights. */
-	r = leds_class_new(m, conf, &dc);
-	if (r < 0)
-		return r;
-	if (dc)
-		LIST_INSERT_HEAD(&m->classes, dc, link);
-	if (conf->display != DISPLAY_NONE) {
-		r = display_class_new(m, conf, &dc);
-		if (r < 0)
-			return r;
-		LIST_INSERT_HEAD(&m->classes, dc, link);
-	}
-
-	LIST_FOREACH(p, &m->personas, link)
-		LIST_FOREACH(dc, &m->classes, link) {
-			r = dc->ops->add_persona(dc, p);
-			if (r < 0)
-				return r;
-		}
-	state_restore_items(m);
-
 	*ret = TAKE_PTR(m);
 	return 0;
 }
@@ -149,16 +121,14 @@ struct manager *manager_free(struct manager *m) {
 	if (!m)
 		return NULL;
 	populate_stop_all(m);
+	/* Classes let go of the switch under way as they are freed: it completes here. */
 	while ((dc = LIST_FIRST(&m->classes))) {
 		LIST_REMOVE(dc, link);
 		dc->ops->free(dc);
 	}
-	bus_switch_shown(m);
 	while ((p = LIST_FIRST(&m->personas)))
 		persona_free(p);
-	sd_bus_flush_close_unref(m->bus);
 	pidns_close(&m->self_ns);
-	pidns_close(&m->self_userns);
 	devnum_free(m->devnum);
 	state_free(m);
 	sd_event_unref(m->event);
@@ -166,32 +136,63 @@ struct manager *manager_free(struct manager *m) {
 	return NULL;
 }
 
-void manager_switch_hold(struct manager *m) {
-	m->switch_holds++;
+int manager_add_class(struct manager *m, struct device_class *dc) {
+	struct persona *p;
+	int r;
+
+	dc->manager = m;
+	dc->registered = true;
+	LIST_INSERT_HEAD(&m->classes, dc, link);
+	LIST_FOREACH(p, &m->personas, link) {
+		r = dc->ops->add_persona(dc, p);
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
-void manager_switch_shown(struct manager *m) {
-	if (m->switch_holds > 0 && --m->switch_holds == 0)
-		bus_switch_shown(m);
+static void on_switch_done(struct listener *l, void *data) {
+	struct manager *m = container_of(l, struct manager, switch_done);
+	struct switch_op *op = data;
+
+	listener_remove(l);
+	if (m->switch_op == op)
+		m->switch_op = NULL;
+	signal_emit(&m->events.switch_done, op);
 }
 
-bool manager_switch_showing(const struct manager *m) {
-	return m->switch_holds > 0;
-}
-
-int manager_switch(struct manager *m, struct persona *p) {
-	struct device_class *dc;
+int manager_switch(struct manager *m, struct persona *p, switch_done_fn done, void *userdata) {
+	_cleanup_(switch_op_unrefp) struct switch_op *op = NULL;
 	struct persona *old = m->active;
+	struct device_class *dc;
+	bool waits = false;
+	int r;
 
-	if (p == old)
-		return 0;
-	LIST_FOREACH(dc, &m->classes, link)
-		dc->ops->switch_to(dc, old, p);
-	m->active = p;
-	log_info("switched from %s to %s", old->name, p->name);
-	bus_emit_active_changed(m);
-	state_changed(m);
-	return 1;
+	if (m->switch_op)
+		op = switch_op_ref(m->switch_op);
+	else {
+		r = switch_op_new(p, &op);
+		if (r < 0)
+			return r;
+		m->switch_op = op;
+		m->switch_done.notify = on_switch_done;
+		signal_add(&op->done, &m->switch_done);
+	}
+	if (done)
+		waits = switch_op_add_waiter(op, done, userdata) >= 0;
+	if (p != old) {
+		/* Joining a switch under way: the classes move on from the target before to this one. */
+		op->target = p;
+		LIST_FOREACH(dc, &m->classes, link)
+			dc->ops->switch_to(dc, old, p, op);
+		m->active = p;
+		log_info("switched from %s to %s", old->name, p->name);
+		signal_emit(&m->events.active_changed, p);
+	}
+	/* Too many waiting: told at once. */
+	if (done && !waits)
+		done(userdata, p);
+	return p != old;
 }
 
 void manager_rebind(struct manager *m, struct persona *p, bool revoke) {
@@ -232,6 +233,15 @@ void manager_check_ready(struct manager *m) {
 }
 
 
+static void remove_persona(struct manager *m, struct persona *p) {
+	struct device_class *dc;
+
+	populate_cancel(p);
+	LIST_FOREACH(dc, &m->classes, link)
+		dc->ops->remove_persona(dc, p);
+	persona_free(p);
+}
+
 int manager_create_persona(struct manager *m, const char *name, struct persona **ret) {
 	struct device_class *dc;
 	struct persona *p;
@@ -247,26 +257,21 @@ int manager_create_persona(struct manager *m, const char *name, struct persona *
 	LIST_FOREACH(dc, &m->classes, link) {
 		r = dc->ops->add_persona(dc, p);
 		if (r < 0) {
-			manager_remove_persona(m, p);
+			remove_persona(m, p);
 			return r;
 		}
 	}
 	log_info("created persona %s", name);
-	state_changed(m);
+	signal_emit(&m->events.persona_added, p);
 	*ret = p;
 	return 0;
 }
 
 int manager_remove_persona(struct manager *m, struct persona *p) {
-	struct device_class *dc;
-
 	if (p == m->active)
 		return -EBUSY;
-	populate_cancel(p);
-	LIST_FOREACH(dc, &m->classes, link)
-		dc->ops->remove_persona(dc, p);
 	log_info("removed persona %s", p->name);
-	persona_free(p);
-	state_changed(m);
+	signal_emit(&m->events.persona_removed, p);
+	remove_persona(m, p);
 	return 0;
 }

@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "container-fs.h"
-#include "devnsd-leds.h"
 #include "devnsd-populate.h"
 #include "devnsd-state.h"
 #include "idmap.h"
@@ -501,7 +500,7 @@ static void plan_views(struct manager *m, struct plan *plan, int proc_fd) {
 	_cleanup_(freep) char *text = NULL;
 	_cleanup_(closep) int fd = -1;
 	dev_t old = state_old_view_dev(m);
-	const char *dir = leds_view_dir(m);
+	const char *dir = state_view_dir(m);
 	size_t len;
 
 	if (old == 0 || !dir || strlen(dir) >= sizeof(plan->view_dir))

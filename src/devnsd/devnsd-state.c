@@ -35,9 +35,12 @@ struct state {
 	/* The process each persona was bound through, by persona name. */
 	char attached_name[CONF_MAX_PERSONAS][NAME_MAX_LEN + 1];
 	struct attachment attached[CONF_MAX_PERSONAS];
+	const char *view_dir;
 	dev_t view_dev;
 	sd_event_source *save_timer;
 	uint64_t last_save_usec;
+	/* The manager's news that changes what is kept: a switch, a persona added or removed. */
+	struct listener active_changed, persona_added, persona_removed;
 };
 
 /* --- reading and writing the record ---------------------------------------- */
@@ -233,6 +236,21 @@ static int on_save(sd_event_source *es, uint64_t usec, void *userdata) {
 
 /* --- the interface ------------------------------------------------------- */
 
+static void on_active_changed(struct listener *l, void *data) {
+	(void)data;
+	state_changed(container_of(l, struct state, active_changed)->manager);
+}
+
+static void on_persona_added(struct listener *l, void *data) {
+	(void)data;
+	state_changed(container_of(l, struct state, persona_added)->manager);
+}
+
+static void on_persona_removed(struct listener *l, void *data) {
+	(void)data;
+	state_changed(container_of(l, struct state, persona_removed)->manager);
+}
+
 int state_new(struct manager *m, const char *dir) {
 	struct state *s;
 	int r;
@@ -244,6 +262,12 @@ int state_new(struct manager *m, const char *dir) {
 	s->dir_fd = -1;
 	state_record_init(&s->last);
 	m->state = s;
+	s->active_changed.notify = on_active_changed;
+	s->persona_added.notify = on_persona_added;
+	s->persona_removed.notify = on_persona_removed;
+	signal_add(&m->events.active_changed, &s->active_changed);
+	signal_add(&m->events.persona_added, &s->persona_added);
+	signal_add(&m->events.persona_removed, &s->persona_removed);
 	s->dir = strdup(dir);
 	if (!s->dir)
 		return log_error_errno(ENOMEM, "out of memory");
@@ -270,6 +294,9 @@ void state_free(struct manager *m) {
 		return;
 	for (size_t i = 0; fdstore_left_over(s->fdstore, i); i++)
 		log_info("restart: %s kept by the last run is no longer used", fdstore_left_over(s->fdstore, i));
+	listener_remove(&s->active_changed);
+	listener_remove(&s->persona_added);
+	listener_remove(&s->persona_removed);
 	sd_event_source_disable_unref(s->save_timer);
 	fdstore_free(s->fdstore);
 	state_record_done(&s->last);
@@ -479,9 +506,15 @@ void state_note_attached(struct manager *m, struct persona *p, pid_t pid) {
 	state_changed(m);
 }
 
-void state_set_view_dev(struct manager *m, dev_t dev) {
-	if (m->state)
-		m->state->view_dev = dev;
+void state_set_view(struct manager *m, const char *dir, dev_t dev) {
+	if (!m->state)
+		return;
+	m->state->view_dir = dir;
+	m->state->view_dev = dev;
+}
+
+const char *state_view_dir(struct manager *m) {
+	return m->state ? m->state->view_dir : NULL;
 }
 
 dev_t state_old_view_dev(struct manager *m) {

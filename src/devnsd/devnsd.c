@@ -5,7 +5,12 @@
 #include <stdlib.h>
 #include <systemd/sd-daemon.h>
 
+#include "devnsd-bus.h"
 #include "devnsd-conf.h"
+#include "devnsd-devnum.h"
+#include "devnsd-display.h"
+#include "devnsd-input.h"
+#include "devnsd-leds.h"
 #include "devnsd-manager.h"
 #include "devnsd-state.h"
 #include "log.h"
@@ -21,9 +26,52 @@ static void help(void) {
 	       "      --version       show the version\n");
 }
 
+/*
+ * The device classes, registered with the manager, which owns them from
+ * then on. Input first: the LEDs of its devices go through its nodes, and
+ * the manager drives the newest class first.
+ */
+static int add_classes(struct manager *m, const struct conf *conf, struct display_class **ret_display,
+		       struct leds_class **ret_leds) {
+	struct display_class *display = NULL;
+	struct input_class *input;
+	struct leds_class *leds;
+	int r;
+
+	r = input_class_new(m, conf, &input);
+	if (r < 0)
+		return r;
+	r = manager_add_class(m, &input->base);
+	if (r < 0)
+		return r;
+	r = leds_class_new(m, conf, input, &leds);
+	if (r < 0)
+		return r;
+	if (leds) {
+		r = manager_add_class(m, leds_class_base(leds));
+		if (r < 0)
+			return r;
+	}
+	if (conf->display != DISPLAY_NONE) {
+		r = display_class_new(m, conf, &display);
+		if (r < 0)
+			return r;
+		r = manager_add_class(m, &display->base);
+		if (r < 0)
+			return r;
+	}
+	*ret_display = display;
+	*ret_leds = leds;
+	return 0;
+}
+
 static int run(const struct conf *conf) {
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
 	_cleanup_(manager_freep) struct manager *m = NULL;
+	/* Freed before the manager, whose events it listens to. */
+	_cleanup_(bus_freep) struct bus *bus = NULL;
+	struct display_class *display;
+	struct leds_class *leds;
 	int r;
 
 	r = sd_event_default(&event);
@@ -41,10 +89,19 @@ static int run(const struct conf *conf) {
 	r = manager_new(&m, event, conf);
 	if (r < 0)
 		return r;
-	r = bus_setup(m);
+	/* Before any device is opened: the fd store's holder must not inherit one. */
+	r = state_new(m, getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR);
 	if (r < 0)
 		return r;
-	bus_attach_machines(m);
+	state_restore_personas(m);
+	r = add_classes(m, conf, &display, &leds);
+	if (r < 0)
+		return r;
+	state_restore_items(m);
+	r = bus_new(&bus, m, display, leds);
+	if (r < 0)
+		return r;
+	bus_attach_machines(bus);
 	state_restore_attachments(m);
 	manager_check_ready(m);
 

@@ -3,7 +3,7 @@
  * devnsd's D-Bus methods with arguments from the input, called the way a
  * client calls them: through a dbus-daemon of the fuzzer's own (started
  * once, with a policy that lets everyone talk), to a manager that
- * bus_setup() registered on it, as devnsd does at start. The manager runs
+ * bus_new() registered on it, as devnsd does at start. The manager runs
  * on devnsd's configuration code with three personas and no devices (the
  * device classes need /dev/cuse and FUSE mounts), and is made afresh for
  * every input. Calls come from two connections: one as root and, when the
@@ -31,7 +31,9 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
+#include "devnsd-bus.h"
 #include "devnsd-conf.h"
+#include "devnsd-input.h"
 #include "devnsd-manager.h"
 #include "fuzz-input.h"
 #include "log.h"
@@ -320,6 +322,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	struct fuzz_input in = { data, size };
 	_cleanup_(manager_freep) struct manager *m = NULL;
+	_cleanup_(bus_freep) struct bus *bus = NULL;
+	struct input_class *input;
 	const char *server;
 	struct call call;
 	int r;
@@ -329,15 +333,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	/* Setting up is devnsd's start, not what is fuzzed: a bus slow under load gets a second chance. */
 	for (int attempt = 1;; attempt++) {
 		fuzz_assert(manager_new(&m, rig.event, rig.conf) == 0);
-		r = bus_setup(m);
+		fuzz_assert(input_class_new(m, rig.conf, &input) == 0);
+		fuzz_assert(manager_add_class(m, &input->base) == 0);
+		r = bus_new(&bus, m, NULL, NULL);
 		if (r == 0)
 			break;
-		fprintf(stderr, "bus_setup() failed (attempt %d): %s\n", attempt, strerror(-r));
+		fprintf(stderr, "bus_new() failed (attempt %d): %s\n", attempt, strerror(-r));
 		fuzz_assert(attempt < 3);
 		m = manager_free(m);
 		usleep(100 * 1000);
 	}
-	fuzz_assert(sd_bus_get_unique_name(m->bus, &server) >= 0);
+	fuzz_assert(sd_bus_get_unique_name(bus->bus, &server) >= 0);
 
 	for (unsigned int i = 0; i < OPS_MAX && !fuzz_done(&in); i++)
 		one_call(m, server, &in);
@@ -347,6 +353,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 		    &call);
 	fuzz_assert(!call.failed);
 	/* The bus may see the next input's manager connect before this one hang up: the name must be free by then. */
-	fuzz_assert(sd_bus_release_name(m->bus, "org.devns1") >= 0);
+	fuzz_assert(sd_bus_release_name(bus->bus, "org.devns1") >= 0);
 	return 0;
 }

@@ -1,67 +1,80 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Switching an input device between personas, as devnsd does it: the real
+ * manager and the input class's core (devnsd-input-core.c) over the fake
+ * backend, on their own event loop. Every switch goes through
+ * manager_switch(); events reach the class through the device's fd.
+ */
 #include <libevdev/libevdev.h>
+#include <stdlib.h>
 
+#include "core-rig.h"
+#include "devnsd-input.h"
 #include "input-backend.h"
 #include "test-util.h"
 
-#define N_PERSONAS 2
+#define N_PERSONAS 3
+
+static const char conf_text[] = "[Daemon]\n"
+				"SwitchKeys=KEY_LEFTMETA+KEY_F1:p0 KEY_LEFTMETA+KEY_F2:p1 KEY_LEFTMETA+KEY_F3:p2\n"
+				"[Persona p0]\nActive=yes\n"
+				"[Persona p1]\n"
+				"[Persona p2]\n";
 
 struct rig;
 
 /* One persona's node for the device, and one reader of it. */
-struct persona {
-	struct recorder rec;
+struct reader {
 	struct rig *rig;
+	struct persona *persona;
 	struct evdev_node *node;
 	struct evdev_client *client;
+	/* Wakeups the transport got for the reader since clear_records(). */
+	unsigned int wakeups;
 	/* What the reader was told, replayed from everything it read. */
 	struct evdev_state seen;
 };
 
-/* One device shared by the personas, as devnsd runs it: only the active persona's node gets its events. */
+/* One device shared by the personas. */
 struct rig {
+	struct core_rig *core;
+	struct input_class *ic;
+	struct input_device *dev;
 	struct input_backend *hw;
-	struct evdev_state hw_state;
-	struct persona personas[N_PERSONAS];
-	unsigned int active;
+	struct reader personas[N_PERSONAS];
 };
 
-static struct persona *persona_of(void *userdata) {
-	return container_of(userdata, struct persona, rec);
+static struct rig *current;
+
+/* The transport's wakeup: where CUSE would answer blocked reads. */
+static void count_wakeup(struct input_node *in, struct evdev_client *c) {
+	for (unsigned int i = 0; current && i < N_PERSONAS; i++)
+		if (current->personas[i].node == in->evdev && current->personas[i].client == c)
+			current->personas[i].wakeups++;
 }
 
-static int persona_forward(void *userdata, const struct input_event *ev) {
-	struct persona *p = persona_of(userdata);
-
-	assert_true(p->node->active);
-	recorder_ops.forward(&p->rec, ev);
-	return input_backend_write_event(p->rig->hw, ev);
-}
-
-static int persona_set_repeat(void *userdata, int delay, int period) {
-	struct persona *p = persona_of(userdata);
-
-	assert_true(p->node->active);
-	return recorder_ops.set_repeat(&p->rec, delay, period);
-}
-
-static void persona_wakeup(void *userdata, struct evdev_client *c) {
-	recorder_ops.wakeup(userdata, c);
-}
-
-static const struct evdev_node_ops persona_ops = {
-	.forward = persona_forward,
-	.set_repeat = persona_set_repeat,
-	.wakeup = persona_wakeup,
+static const struct input_transport_ops counting_transport = {
+	.wakeup = count_wakeup,
 };
 
-/* A touchscreen with keys and keyboard LEDs. */
+static struct manager *manager_of(struct rig *r) {
+	return r->core->manager;
+}
+
+static bool is_active(struct rig *r, unsigned int i) {
+	return manager_of(r)->active == r->personas[i].persona;
+}
+
+/* A touchscreen with keys, the switch keys and keyboard LEDs. */
 static struct libevdev *device_new(void) {
 	struct libevdev *d = test_touchscreen_new();
 	int delay = KBD_REP_DELAY, period = KBD_REP_PERIOD;
 
 	for (unsigned int code = KEY_ESC; code <= KEY_Z; code++)
 		assert_int_equal(libevdev_enable_event_code(d, EV_KEY, code, NULL), 0);
+	for (unsigned int code = KEY_F1; code <= KEY_F3; code++)
+		assert_int_equal(libevdev_enable_event_code(d, EV_KEY, code, NULL), 0);
+	assert_int_equal(libevdev_enable_event_code(d, EV_KEY, KEY_LEFTMETA, NULL), 0);
 	assert_int_equal(libevdev_enable_event_code(d, EV_LED, LED_NUML, NULL), 0);
 	assert_int_equal(libevdev_enable_event_code(d, EV_LED, LED_CAPSL, NULL), 0);
 	assert_int_equal(libevdev_enable_event_code(d, EV_REP, REP_DELAY, &delay), 0);
@@ -71,44 +84,36 @@ static struct libevdev *device_new(void) {
 
 static void clear_records(struct rig *r) {
 	for (unsigned int i = 0; i < N_PERSONAS; i++)
-		recorder_clear(&r->personas[i].rec);
+		r->personas[i].wakeups = 0;
 	input_fake_clear_written(r->hw);
 }
 
-/* Hands what the hardware reported to the active persona, packet by packet, as devnsd does. */
+/* What the hardware reported reaches the class through its fd, as in devnsd. */
 static void pump(struct rig *r) {
-	struct input_event batch[64], ev;
-	size_t n = 0;
-
-	while (input_backend_next_event(r->hw, &ev) == 1) {
-		evdev_state_apply(&r->hw_state, &ev);
-		batch[n++] = ev;
-		if (n == ELEMENTSOF(batch) || (ev.type == EV_SYN && ev.code == SYN_REPORT)) {
-			evdev_node_deliver(r->personas[r->active].node, batch, n);
-			n = 0;
-		}
-	}
-	if (n > 0)
-		evdev_node_deliver(r->personas[r->active].node, batch, n);
+	core_rig_run(r->core);
 }
 
-static void hw_events(struct rig *r, const struct input_event *evs, size_t count) {
+static void push(struct rig *r, const struct input_event *evs, size_t count) {
 	for (size_t i = 0; i < count; i++)
 		assert_int_equal(input_fake_push(r->hw, evs[i].type, evs[i].code, evs[i].value), 0);
+}
+#define PUSH(r, ...) push((r), EVENTS(__VA_ARGS__), N_EVENTS(__VA_ARGS__))
+
+static void hw_events(struct rig *r, const struct input_event *evs, size_t count) {
+	push(r, evs, count);
 	pump(r);
 }
 #define HW(r, ...) hw_events((r), EVENTS(__VA_ARGS__), N_EVENTS(__VA_ARGS__))
 
+/* A switch as the bus or a chord asks for it. */
 static void switch_to(struct rig *r, unsigned int to) {
-	pump(r);
-	evdev_node_deactivate(r->personas[r->active].node);
-	r->active = to;
-	evdev_node_activate(r->personas[to].node, &r->hw_state);
+	assert_true(manager_switch(manager_of(r), r->personas[to].persona, NULL, NULL) >= 0);
+	assert_true(is_active(r, to));
 	pump(r);
 }
 
 /* Reads what a persona's reader has, folding it into what that reader was told. */
-static size_t take(struct persona *p, struct input_event *out, size_t max) {
+static size_t take(struct reader *p, struct input_event *out, size_t max) {
 	size_t n = read_events(p->client, out, max);
 
 	for (size_t i = 0; i < n; i++)
@@ -116,8 +121,7 @@ static size_t take(struct persona *p, struct input_event *out, size_t max) {
 	return n;
 }
 
-static void check_take(struct persona *p, const struct input_event *want, size_t n_want, const char *file,
-		       int line) {
+static void check_take(struct reader *p, const struct input_event *want, size_t n_want, const char *file, int line) {
 	struct input_event got[256];
 	size_t n = take(p, got, ELEMENTSOF(got));
 
@@ -126,7 +130,7 @@ static void check_take(struct persona *p, const struct input_event *want, size_t
 #define EXPECT_TAKE(p, ...) check_take((p), EVENTS(__VA_ARGS__), N_EVENTS(__VA_ARGS__), __FILE__, __LINE__)
 #define EXPECT_TAKE_NOTHING(p) check_take((p), NULL, 0, __FILE__, __LINE__)
 
-static void drain(struct persona *p) {
+static void drain(struct reader *p) {
 	struct input_event got[256];
 
 	take(p, got, ELEMENTSOF(got));
@@ -142,14 +146,14 @@ static bool holds_nothing(const struct evdev_state *s) {
 	return true;
 }
 
-static bool key_down(struct persona *p, unsigned int code) {
+static bool key_down(struct reader *p, unsigned int code) {
 	unsigned long keys[BITS_TO_LONGS(KEY_CNT)];
 
 	assert_int_equal(do_ioctl(p->node, p->client, EVIOCGKEY(sizeof(keys)), keys), EVDEV_BITS_LEN(KEY_MAX));
 	return bit_test(keys, code);
 }
 
-static bool led_on(struct persona *p, unsigned int led) {
+static bool led_on(struct reader *p, unsigned int led) {
 	unsigned long leds[BITS_TO_LONGS(LED_CNT)];
 
 	assert_int_equal(do_ioctl(p->node, p->client, EVIOCGLED(sizeof(leds)), leds), EVDEV_BITS_LEN(LED_MAX));
@@ -157,21 +161,30 @@ static bool led_on(struct persona *p, unsigned int led) {
 }
 
 static int rig_setup(void **state) {
+	static const char *const names[N_PERSONAS] = { "p0", "p1", "p2" };
 	struct rig *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
+	current = r;
+	r->core = core_rig_new(conf_text);
+	assert_int_equal(input_class_new_core(manager_of(r), &counting_transport, &r->ic), 0);
 	assert_int_equal(input_fake_new("event5", device_new(), &r->hw), 0);
-	evdev_state_init(&r->hw_state, TS_SLOTS);
+	assert_int_equal(input_class_add_device(r->ic, r->hw, &r->dev), 0);
+	assert_int_equal(manager_add_class(manager_of(r), &r->ic->base), 0);
 	for (unsigned int i = 0; i < N_PERSONAS; i++) {
-		struct persona *p = &r->personas[i];
+		struct reader *p = &r->personas[i];
+		struct input_node *in;
 
 		p->rig = r;
-		assert_int_equal(evdev_node_new(&p->node, r->hw->desc, &r->hw_state, &persona_ops, &p->rec), 0);
+		p->persona = core_rig_persona(r->core, names[i]);
+		in = input_node_of(r->dev, p->persona);
+		assert_non_null(in);
+		p->node = in->evdev;
 		assert_int_equal(evdev_node_open(p->node, &p->client), 0);
-		p->seen = r->hw_state;
+		p->seen = r->dev->hw;
 	}
-	r->active = 0;
-	evdev_node_activate(r->personas[0].node, &r->hw_state);
+	assert_true(is_active(r, 0));
+	assert_true(r->personas[0].node->active);
 	EXPECT_NOTHING(r->personas[0].client);
 	clear_records(r);
 	*state = r;
@@ -182,15 +195,16 @@ static int rig_teardown(void **state) {
 	struct rig *r = *state;
 
 	for (unsigned int i = 0; i < N_PERSONAS; i++)
-		evdev_node_free(r->personas[i].node);
-	input_backend_free(r->hw);
+		evdev_node_close(r->personas[i].node, r->personas[i].client);
+	core_rig_free(r->core);
+	current = NULL;
 	free(r);
 	return 0;
 }
 
 static void test_deactivate_releases(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 	struct {
 		uint32_t code;
 		int32_t values[TS_SLOTS];
@@ -207,7 +221,7 @@ static void test_deactivate_releases(void **state) {
 	clear_records(r);
 
 	switch_to(r, 1);
-	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 1);
+	assert_int_equal(p0->wakeups, 1);
 	EXPECT_TAKE(p0, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, -1), EV(EV_KEY, KEY_A, 0),
 		    EV(EV_KEY, BTN_TOUCH, 0), SYN_EV);
 	assert_true(holds_nothing(&p0->seen));
@@ -219,12 +233,12 @@ static void test_deactivate_releases(void **state) {
 	for (unsigned int i = 0; i < TS_SLOTS; i++)
 		assert_int_equal(slots.values[i], -1);
 	/* Nothing reached the hardware. */
-	assert_int_equal(p0->rec.n_forwarded, 0);
+	assert_int_equal(input_fake_written(r->hw, &(const struct input_event *){ NULL }), 0);
 }
 
 static void test_deactivate_release_in_current_slot(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 
 	HW(r, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, 7), EV(EV_KEY, BTN_TOUCH, 1), SYN_EV);
 	drain(p0);
@@ -236,7 +250,7 @@ static void test_deactivate_release_in_current_slot(void **state) {
 
 static void test_deactivate_releases_every_touch(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 
 	HW(r, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, 7), EV(EV_KEY, BTN_TOUCH, 1), SYN_EV);
 	HW(r, EV(EV_ABS, ABS_MT_SLOT, 9), EV(EV_ABS, ABS_MT_TRACKING_ID, 8), SYN_EV);
@@ -251,19 +265,19 @@ static void test_deactivate_releases_every_touch(void **state) {
 
 static void test_deactivate_nothing_held(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 
 	HW(r, EV(EV_KEY, KEY_A, 1), SYN_EV, EV(EV_KEY, KEY_A, 0), SYN_EV);
 	drain(p0);
 	clear_records(r);
 	switch_to(r, 1);
 	EXPECT_TAKE_NOTHING(p0);
-	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 0);
+	assert_int_equal(p0->wakeups, 0);
 }
 
 static void test_background_gets_nothing(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
 
 	switch_to(r, 1);
 	drain(p1);
@@ -271,12 +285,12 @@ static void test_background_gets_nothing(void **state) {
 	HW(r, EV(EV_KEY, KEY_B, 1), SYN_EV, EV(EV_KEY, KEY_B, 0), SYN_EV);
 	EXPECT_TAKE(p1, EV(EV_KEY, KEY_B, 1), SYN_EV, EV(EV_KEY, KEY_B, 0), SYN_EV);
 	EXPECT_TAKE_NOTHING(p0);
-	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 0);
+	assert_int_equal(p0->wakeups, 0);
 }
 
 static void test_activation_resyncs(void **state) {
 	struct rig *r = *state;
-	struct persona *p1 = &r->personas[1];
+	struct reader *p1 = &r->personas[1];
 	struct input_absinfo ai;
 
 	HW(r, EV(EV_KEY, KEY_A, 1), SYN_EV);
@@ -285,7 +299,7 @@ static void test_activation_resyncs(void **state) {
 	switch_to(r, 1);
 
 	/* The new persona is told it missed something, and its state is the hardware's. */
-	assert_int_equal(recorder_wakeups(&p1->rec, p1->client), 1);
+	assert_int_equal(p1->wakeups, 1);
 	EXPECT_TAKE(p1, EV(EV_SYN, SYN_DROPPED, 0), SYN_EV);
 	assert_true(key_down(p1, KEY_A));
 	assert_true(key_down(p1, BTN_TOUCH));
@@ -309,7 +323,7 @@ static void test_activation_resyncs(void **state) {
 
 static void test_activation_equal_state_is_quiet(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 
 	HW(r, EV(EV_ABS, ABS_MT_SLOT, 1), EV(EV_ABS, ABS_MT_TRACKING_ID, 3), EV(EV_ABS, ABS_MT_POSITION_X, 10),
 	   EV(EV_KEY, BTN_TOUCH, 1), SYN_EV);
@@ -323,12 +337,12 @@ static void test_activation_equal_state_is_quiet(void **state) {
 	switch_to(r, 0);
 	assert_false(evdev_client_ready(p0->client));
 	EXPECT_TAKE_NOTHING(p0);
-	assert_int_equal(recorder_wakeups(&p0->rec, p0->client), 0);
+	assert_int_equal(p0->wakeups, 0);
 }
 
 static void test_key_released_in_background(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 
 	HW(r, EV(EV_KEY, KEY_LEFTSHIFT, 1), SYN_EV);
 	drain(p0);
@@ -343,7 +357,7 @@ static void test_key_released_in_background(void **state) {
 
 static void test_key_still_held_on_return(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 
 	HW(r, EV(EV_KEY, KEY_LEFTSHIFT, 1), SYN_EV);
 	drain(p0);
@@ -356,15 +370,14 @@ static void test_key_still_held_on_return(void **state) {
 
 static void test_led_write_in_background(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
 	const struct input_event *written;
 
 	WRITE(p1->node, p1->client, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
 	pump(r);
 	/* Never to the hardware... */
-	assert_int_equal(p1->rec.n_forwarded, 0);
 	assert_int_equal(input_fake_written(r->hw, &written), 0);
-	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_CAPSL), 0);
+	assert_int_equal(evdev_state_value(&r->dev->hw, EV_LED, LED_CAPSL), 0);
 	/* ...but the persona's own readers see it. */
 	EXPECT_TAKE(p1, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
 	assert_true(led_on(p1, LED_CAPSL));
@@ -374,7 +387,7 @@ static void test_led_write_in_background(void **state) {
 
 static void test_led_write_when_active(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0];
+	struct reader *p0 = &r->personas[0];
 	const struct input_event *written;
 	size_t n;
 
@@ -382,14 +395,14 @@ static void test_led_write_when_active(void **state) {
 	n = input_fake_written(r->hw, &written);
 	EXPECT_EVENTS(written, n, EV(EV_LED, LED_NUML, 1), SYN_EV);
 	pump(r);
-	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_NUML), 1);
+	assert_int_equal(evdev_state_value(&r->dev->hw, EV_LED, LED_NUML), 1);
 	EXPECT_TAKE(p0, EV(EV_LED, LED_NUML, 1), SYN_EV);
 	assert_true(led_on(p0, LED_NUML));
 }
 
 static void test_leds_per_persona(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
 	const struct input_event *written;
 	size_t n;
 
@@ -404,8 +417,8 @@ static void test_leds_per_persona(void **state) {
 	switch_to(r, 1);
 	n = input_fake_written(r->hw, &written);
 	EXPECT_EVENTS(written, n, EV(EV_LED, LED_NUML, 1), EV(EV_LED, LED_CAPSL, 0), SYN_EV);
-	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_NUML), 1);
-	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_CAPSL), 0);
+	assert_int_equal(evdev_state_value(&r->dev->hw, EV_LED, LED_NUML), 1);
+	assert_int_equal(evdev_state_value(&r->dev->hw, EV_LED, LED_CAPSL), 0);
 	assert_true(led_on(p1, LED_NUML));
 	assert_false(led_on(p1, LED_CAPSL));
 	assert_true(led_on(p0, LED_CAPSL));
@@ -415,8 +428,8 @@ static void test_leds_per_persona(void **state) {
 	switch_to(r, 0);
 	n = input_fake_written(r->hw, &written);
 	EXPECT_EVENTS(written, n, EV(EV_LED, LED_NUML, 0), EV(EV_LED, LED_CAPSL, 1), SYN_EV);
-	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_NUML), 0);
-	assert_int_equal(evdev_state_value(&r->hw_state, EV_LED, LED_CAPSL), 1);
+	assert_int_equal(evdev_state_value(&r->dev->hw, EV_LED, LED_NUML), 0);
+	assert_int_equal(evdev_state_value(&r->dev->hw, EV_LED, LED_CAPSL), 1);
 }
 
 static void test_same_leds_nothing_written(void **state) {
@@ -431,21 +444,118 @@ static void test_same_leds_nothing_written(void **state) {
 
 static void test_repeat_per_persona(void **state) {
 	struct rig *r = *state;
-	struct persona *p0 = &r->personas[0], *p1 = &r->personas[1];
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
 	unsigned int rep[2] = { 500, 50 };
+	int delay, period;
 
+	(void)p0;
+	/* Set in the background: nothing reaches the hardware. */
 	assert_int_equal(do_ioctl(p1->node, p1->client, EVIOCSREP, rep), 0);
-	assert_int_equal(p1->rec.n_set_repeat, 0);
-	assert_int_equal(p0->rec.n_set_repeat, 0);
+	assert_int_equal(input_fake_repeat(r->hw, &delay, &period), 0);
 
 	switch_to(r, 1);
-	assert_in_range(p1->rec.n_set_repeat, 1, 2);
-	assert_int_equal(p1->rec.rep_delay, 500);
-	assert_int_equal(p1->rec.rep_period, 50);
+	assert_in_range(input_fake_repeat(r->hw, &delay, &period), 1, 2);
+	assert_int_equal(delay, 500);
+	assert_int_equal(period, 50);
 
 	switch_to(r, 0);
-	assert_int_equal(p0->rec.rep_delay, KBD_REP_DELAY);
-	assert_int_equal(p0->rec.rep_period, KBD_REP_PERIOD);
+	input_fake_repeat(r->hw, &delay, &period);
+	assert_int_equal(delay, KBD_REP_DELAY);
+	assert_int_equal(period, KBD_REP_PERIOD);
+}
+
+/* Meta+Fn, pressed and released. */
+#define CHORD(fn)                                                                                      \
+	EV(EV_KEY, KEY_LEFTMETA, 1), SYN_EV, EV(EV_KEY, (fn), 1), SYN_EV, EV(EV_KEY, (fn), 0), SYN_EV, \
+		EV(EV_KEY, KEY_LEFTMETA, 0), SYN_EV
+
+static void test_chord_switches_after_the_handler(void **state) {
+	struct rig *r = *state;
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
+
+	PUSH(r, CHORD(KEY_F2));
+	/* The fd handler reads the chord but does not switch from inside. */
+	input_device_dispatch(r->dev);
+	assert_true(is_active(r, 0));
+	pump(r);
+	assert_true(is_active(r, 1));
+	/* Nobody saw the chord. */
+	EXPECT_TAKE_NOTHING(p0);
+	EXPECT_TAKE_NOTHING(p1);
+	HW(r, EV(EV_KEY, KEY_B, 1), SYN_EV, EV(EV_KEY, KEY_B, 0), SYN_EV);
+	EXPECT_TAKE(p1, EV(EV_KEY, KEY_B, 1), SYN_EV, EV(EV_KEY, KEY_B, 0), SYN_EV);
+}
+
+static void test_two_chords_in_one_drain(void **state) {
+	struct rig *r = *state;
+	struct reader *p0 = &r->personas[0];
+
+	/* Read in one go: the last chord wins. */
+	PUSH(r, CHORD(KEY_F2), CHORD(KEY_F3));
+	pump(r);
+	assert_true(is_active(r, 2));
+	EXPECT_TAKE_NOTHING(p0);
+	/* And back, by chord. */
+	HW(r, CHORD(KEY_F1));
+	assert_true(is_active(r, 0));
+}
+
+static void test_chord_read_by_a_switch(void **state) {
+	struct rig *r = *state;
+
+	/* A chord not read yet when a switch comes from elsewhere (the bus): the switch's drain reads it. */
+	PUSH(r, CHORD(KEY_F3));
+	assert_int_equal(manager_switch(manager_of(r), r->personas[1].persona, NULL, NULL), 1);
+	assert_true(is_active(r, 1));
+	pump(r);
+	assert_true(is_active(r, 2));
+}
+
+static void test_led_view_applied_and_restored(void **state) {
+	struct rig *r = *state;
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
+	const struct input_event *written;
+	size_t n;
+
+	/* As the LED class sets caps lock in p0's sysfs view. */
+	assert_int_equal(input_led_set(r->dev, p0->persona, LED_CAPSL, true), 0);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	pump(r);
+	clear_records(r);
+
+	switch_to(r, 1);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_CAPSL, 0), SYN_EV);
+	assert_int_equal(input_led_get(r->dev, p0->persona, LED_CAPSL), 1);
+	assert_int_equal(input_led_get(r->dev, p1->persona, LED_CAPSL), 0);
+	assert_false(led_on(p1, LED_CAPSL));
+
+	clear_records(r);
+	switch_to(r, 0);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	assert_true(led_on(p0, LED_CAPSL));
+	assert_int_equal(input_led_get(r->dev, p0->persona, LED_SCROLLL), -EINVAL);
+}
+
+static void test_held_key_released_nothing_stuck(void **state) {
+	struct rig *r = *state;
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
+
+	/* Pressed, not read by the class yet when the switch comes: it belongs to p0, which gets its release. */
+	PUSH(r, EV(EV_KEY, KEY_A, 1), SYN_EV);
+	switch_to(r, 1);
+	EXPECT_TAKE(p0, EV(EV_KEY, KEY_A, 1), SYN_EV, EV(EV_KEY, KEY_A, 0), SYN_EV);
+	assert_true(holds_nothing(&p0->seen));
+	/* p1 comes in with the key down, as the hardware has it, and sees it go up. */
+	drain(p1);
+	assert_true(key_down(p1, KEY_A));
+	HW(r, EV(EV_KEY, KEY_A, 0), SYN_EV);
+	EXPECT_TAKE(p1, EV(EV_KEY, KEY_A, 0), SYN_EV);
+	assert_false(key_down(p1, KEY_A));
+	switch_to(r, 0);
+	assert_false(key_down(p0, KEY_A));
 }
 
 #define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
@@ -466,6 +576,11 @@ int main(void) {
 		T(test_leds_per_persona),
 		T(test_same_leds_nothing_written),
 		T(test_repeat_per_persona),
+		T(test_chord_switches_after_the_handler),
+		T(test_two_chords_in_one_drain),
+		T(test_chord_read_by_a_switch),
+		T(test_led_view_applied_and_restored),
+		T(test_held_key_released_nothing_stuck),
 	};
 
 	return cmocka_run_group_tests_name("evdev switch", tests, NULL, NULL);

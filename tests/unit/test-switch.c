@@ -1,0 +1,272 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A switch as a transaction: the switch op's references and waiters, and
+ * the real manager switching the display class's core on the headless
+ * display, whose flips complete when the test says so.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <string.h>
+
+#include "core-rig.h"
+#include "devnsd-display.h"
+#include "devnsd-switch.h"
+#include "display-backend.h"
+#include "fb-node.h"
+
+#define W 32
+#define H 16
+
+static const char conf_text[] = "[Persona a]\nActive=yes\n[Persona b]\n[Persona c]\n";
+
+/* What a waiter was told. */
+struct answer {
+	unsigned int n;
+	struct persona *shown;
+};
+
+static void answered(void *userdata, struct persona *shown) {
+	struct answer *a = userdata;
+
+	a->n++;
+	a->shown = shown;
+}
+
+struct rig {
+	struct core_rig *core;
+	struct manager *m;
+	struct display_class *dc;
+	struct display_output *out;
+	struct persona *a, *b, *c;
+	struct listener active_changed;
+	unsigned int n_active_changed;
+};
+
+static void on_active_changed(struct listener *l, void *data) {
+	struct rig *r = container_of(l, struct rig, active_changed);
+
+	assert_ptr_equal(data, r->m->active);
+	r->n_active_changed++;
+}
+
+static struct display_node *node_of(struct rig *r, struct persona *p) {
+	struct display_node *dn;
+
+	LIST_FOREACH(dn, &r->dc->nodes, link)
+		if (dn->persona == p)
+			return dn;
+	fail_msg("no node for %s", p->name);
+	return NULL;
+}
+
+/* Fills persona p's visible frame with v. */
+static void paint(struct rig *r, struct persona *p, uint8_t v) {
+	struct display_node *dn = node_of(r, p);
+
+	memset((uint8_t *)fb_node_visible(dn->fb), v, (size_t)dn->fb->state.fix.line_length * H);
+	/* As a write through the node counts it: buffers holding the old frame are stale. */
+	dn->gen++;
+}
+
+/* The screen (the front buffer) is all v. */
+static bool screen_is(struct rig *r, uint8_t v) {
+	const struct display_buffer *front = display_output_front(r->out);
+
+	for (uint32_t y = 0; y < H; y++)
+		for (uint32_t x = 0; x < W * 4; x++)
+			if (front->map[(size_t)y * front->stride + x] != v)
+				return false;
+	return true;
+}
+
+static int rig_setup(void **state) {
+	struct rig *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->core = core_rig_new(conf_text);
+	r->m = r->core->manager;
+	r->a = core_rig_persona(r->core, "a");
+	r->b = core_rig_persona(r->core, "b");
+	r->c = core_rig_persona(r->core, "c");
+	assert_int_equal(display_headless_new(W, H, false, &r->out), 0);
+	assert_int_equal(display_class_new_core(r->m, r->out, "headless", false, &r->dc), 0);
+	assert_int_equal(manager_add_class(r->m, &r->dc->base), 0);
+	/* The first frame is up; from now on flips wait for the test. */
+	core_rig_run(r->core);
+	assert_false(r->out->flip_pending);
+	display_headless_hold_flips(r->out, true);
+	paint(r, r->a, 0xaa);
+	paint(r, r->b, 0xbb);
+	paint(r, r->c, 0xcc);
+	r->active_changed.notify = on_active_changed;
+	signal_add(&r->m->events.active_changed, &r->active_changed);
+	*state = r;
+	return 0;
+}
+
+static int rig_teardown(void **state) {
+	struct rig *r = *state;
+
+	listener_remove(&r->active_changed);
+	core_rig_free(r->core);
+	free(r);
+	return 0;
+}
+
+/* The vblank: the pending flip completes. */
+static void vblank(struct rig *r) {
+	assert_true(r->out->flip_pending);
+	display_output_flip_done(r->out);
+	core_rig_run(r->core);
+}
+
+static void test_op_references(void **state) {
+	struct switch_op *op = NULL;
+	struct answer a = { 0 }, extra = { 0 };
+	struct persona *target = (struct persona *)&a;
+
+	(void)state;
+	assert_int_equal(switch_op_new(target, &op), 0);
+	for (unsigned int i = 0; i < SWITCH_WAITERS_MAX; i++)
+		assert_int_equal(switch_op_add_waiter(op, answered, &a), 0);
+	/* Bounded: past SWITCH_WAITERS_MAX nobody is added. */
+	assert_int_equal(switch_op_add_waiter(op, answered, &extra), -ENOBUFS);
+	/* A class holds it; the starter lets go: not complete yet. */
+	{
+		struct switch_op *slot = NULL;
+
+		switch_hold(&slot, op);
+		switch_hold(&slot, op);
+		assert_int_equal(op->n_ref, 2);
+		switch_op_unref(op);
+		assert_int_equal(a.n, 0);
+		/* The last release completes it, every waiter once. */
+		switch_release(&slot);
+		assert_null(slot);
+	}
+	assert_int_equal(a.n, SWITCH_WAITERS_MAX);
+	assert_ptr_equal(a.shown, target);
+	assert_int_equal(extra.n, 0);
+}
+
+static void test_switch_completes_at_the_flip(void **state) {
+	struct rig *r = *state;
+	struct answer a = { 0 };
+
+	assert_int_equal(manager_switch(r->m, r->b, answered, &a), 1);
+	/* b is active at once and its frame is submitted... */
+	assert_ptr_equal(r->m->active, r->b);
+	assert_int_equal(r->n_active_changed, 1);
+	core_rig_run(r->core);
+	/* ...but the caller waits for the flip. */
+	assert_int_equal(a.n, 0);
+	assert_non_null(r->m->switch_op);
+	vblank(r);
+	assert_int_equal(a.n, 1);
+	assert_ptr_equal(a.shown, r->b);
+	assert_true(screen_is(r, 0xbb));
+	assert_null(r->m->switch_op);
+}
+
+static void test_switches_in_flight_join(void **state) {
+	struct rig *r = *state;
+	struct answer first = { 0 }, second = { 0 };
+
+	assert_int_equal(manager_switch(r->m, r->b, answered, &first), 1);
+	core_rig_run(r->core);
+	/* b's frame waits for the vblank when c is asked for: the latest target wins. */
+	assert_true(screen_is(r, 0xbb));
+	assert_int_equal(manager_switch(r->m, r->c, answered, &second), 1);
+	assert_ptr_equal(r->m->active, r->c);
+	core_rig_run(r->core);
+	/* That flip showed b: nobody is answered yet. */
+	vblank(r);
+	assert_int_equal(first.n, 0);
+	assert_int_equal(second.n, 0);
+	/* c's frame went up after it; its flip answers both, with the persona shown. */
+	vblank(r);
+	assert_true(screen_is(r, 0xcc));
+	assert_int_equal(first.n, 1);
+	assert_int_equal(second.n, 1);
+	assert_ptr_equal(first.shown, r->c);
+	assert_ptr_equal(second.shown, r->c);
+	assert_null(r->m->switch_op);
+	assert_int_equal(r->n_active_changed, 2);
+}
+
+static void test_switch_back_in_flight(void **state) {
+	struct rig *r = *state;
+	struct answer there = { 0 }, back = { 0 };
+
+	assert_int_equal(manager_switch(r->m, r->b, answered, &there), 1);
+	core_rig_run(r->core);
+	assert_int_equal(manager_switch(r->m, r->a, answered, &back), 1);
+	core_rig_run(r->core);
+	vblank(r);
+	assert_int_equal(there.n + back.n, 0);
+	vblank(r);
+	assert_true(screen_is(r, 0xaa));
+	assert_int_equal(there.n, 1);
+	assert_ptr_equal(there.shown, r->a);
+	assert_int_equal(back.n, 1);
+}
+
+static void test_waiters_bounded(void **state) {
+	struct rig *r = *state;
+	struct answer a[SWITCH_WAITERS_MAX + 1] = { 0 };
+
+	for (unsigned int i = 0; i <= SWITCH_WAITERS_MAX; i++)
+		assert_true(manager_switch(r->m, r->b, answered, &a[i]) >= 0);
+	core_rig_run(r->core);
+	/* The one past the bound is answered at once; the others wait for the flip. */
+	for (unsigned int i = 0; i < SWITCH_WAITERS_MAX; i++)
+		assert_int_equal(a[i].n, 0);
+	assert_int_equal(a[SWITCH_WAITERS_MAX].n, 1);
+	vblank(r);
+	for (unsigned int i = 0; i <= SWITCH_WAITERS_MAX; i++)
+		assert_int_equal(a[i].n, 1);
+}
+
+static void test_switch_to_the_active_persona(void **state) {
+	struct rig *r = *state;
+	struct answer a = { 0 };
+
+	/* Nothing to show: answered at once, no flip. */
+	assert_int_equal(manager_switch(r->m, r->a, answered, &a), 0);
+	assert_int_equal(a.n, 1);
+	assert_ptr_equal(a.shown, r->a);
+	assert_false(r->out->flip_pending);
+	assert_int_equal(r->n_active_changed, 0);
+}
+
+static void test_free_in_flight(void **state) {
+	struct rig *r = *state;
+	struct answer a = { 0 };
+
+	/* devnsd stops before the flip: the caller is still answered. */
+	assert_int_equal(manager_switch(r->m, r->b, answered, &a), 1);
+	core_rig_run(r->core);
+	listener_remove(&r->active_changed);
+	r->core->manager = manager_free(r->core->manager);
+	assert_int_equal(a.n, 1);
+}
+
+#define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_op_references),
+		T(test_switch_completes_at_the_flip),
+		T(test_switches_in_flight_join),
+		T(test_switch_back_in_flight),
+		T(test_waiters_bounded),
+		T(test_switch_to_the_active_persona),
+		T(test_free_in_flight),
+	};
+
+	return cmocka_run_group_tests_name("switch transaction", tests, NULL, NULL);
+}
