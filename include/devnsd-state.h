@@ -65,7 +65,11 @@ void state_forget_fd(struct manager *m, const char *name);
 void state_restore_personas(struct manager *m);
 /* After every class made every persona's nodes: each part takes its items back. */
 void state_restore_items(struct manager *m);
-/* Once the bus is up: personas bound to a container are bound again, if that process is still the one. */
+/*
+ * Once the bus is up: personas bound to a container are bound again, if
+ * that process is still the one, as soon as every node is in /dev (so the
+ * container gets them all again).
+ */
 void state_restore_attachments(struct manager *m);
 
 /* p was bound to process pid's container, or unbound. */

@@ -37,7 +37,7 @@ struct state {
 	struct attachment attached[CONF_MAX_PERSONAS];
 	const char *view_dir;
 	dev_t view_dev;
-	sd_event_source *save_timer;
+	sd_event_source *save_timer, *ready_wait;
 	uint64_t last_save_usec;
 	/* The manager's news that changes what is kept: a switch, a persona added or removed. */
 	struct listener active_changed, persona_added, persona_removed;
@@ -298,6 +298,7 @@ void state_free(struct manager *m) {
 	listener_remove(&s->persona_added);
 	listener_remove(&s->persona_removed);
 	sd_event_source_disable_unref(s->save_timer);
+	sd_event_source_disable_unref(s->ready_wait);
 	fdstore_free(s->fdstore);
 	state_record_done(&s->last);
 	closep(&s->dir_fd);
@@ -427,8 +428,8 @@ static void on_reattached(struct persona *p, int r, const struct populate_result
 		log_warning_errno(r, "restart: persona %s: cannot make the nodes in its container again (%s): %m", p->name,
 				  res->failed);
 	else
-		log_info("restart: persona %s: %u nodes in its container again, %u views bound again", p->name, res->made,
-			 res->views);
+		log_info("restart: persona %s: %u nodes in its container again, %u views bound again%s", p->name,
+			 res->made, res->views, res->refused ? " (some places hold something else, left alone)" : "");
 }
 
 /* The recorded process, if it is still the one: same start time, same pid namespace. */
@@ -458,11 +459,9 @@ static int verify_process(const struct state_persona *sp) {
 	return r;
 }
 
-void state_restore_attachments(struct manager *m) {
-	struct state *s = m->state;
+static void restore_attachments(struct state *s) {
+	struct manager *m = s->manager;
 
-	if (!s)
-		return;
 	for (size_t i = 0; i < s->last.n_personas; i++) {
 		const struct state_persona *sp = &s->last.personas[i];
 		struct persona *p = manager_find_persona(m, sp->name);
@@ -491,6 +490,34 @@ void state_restore_attachments(struct manager *m) {
 		manager_rebind(m, p, true);
 	}
 	state_changed(m);
+}
+
+/* Runs after each event: once every node is in /dev, the containers are populated with them again. */
+static int on_post(sd_event_source *es, void *userdata) {
+	struct state *s = userdata;
+
+	if (!s->manager->notified)
+		return 0;
+	sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	restore_attachments(s);
+	return 0;
+}
+
+void state_restore_attachments(struct manager *m) {
+	struct state *s = m->state;
+	int r;
+
+	if (!s)
+		return;
+	if (m->notified) {
+		restore_attachments(s);
+		return;
+	}
+	r = sd_event_add_post(m->event, &s->ready_wait, on_post, s);
+	if (r < 0) {
+		log_warning_errno(r, "restart: cannot wait for the nodes; containers are attached again at once: %m");
+		restore_attachments(s);
+	}
 }
 
 void state_note_attached(struct manager *m, struct persona *p, pid_t pid) {
