@@ -42,7 +42,8 @@ struct state_part {
 /*
  * Loads what the last run left (a bad record is logged and ignored), sets
  * up the fd store, and listens to the manager's switches and personas.
- * Call before any device is opened. Logs.
+ * Call before any device is opened. Logs; on failure devnsd runs on
+ * without keeping anything (state_free() it).
  */
 int state_new(struct manager *m, const char *dir);
 /* Frees the state; what is kept stays kept for the next run. */

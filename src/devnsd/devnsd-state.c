@@ -257,7 +257,7 @@ int state_new(struct manager *m, const char *dir) {
 
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return log_error_errno(ENOMEM, "out of memory");
+		return log_warning_errno(ENOMEM, "out of memory");
 	s->manager = m;
 	s->dir_fd = -1;
 	state_record_init(&s->last);
@@ -270,18 +270,18 @@ int state_new(struct manager *m, const char *dir) {
 	signal_add(&m->events.persona_removed, &s->persona_removed);
 	s->dir = strdup(dir);
 	if (!s->dir)
-		return log_error_errno(ENOMEM, "out of memory");
+		return log_warning_errno(ENOMEM, "out of memory");
 	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-		return log_error_errno(errno, "%s: cannot create the state directory: %m", dir);
+		return log_warning_errno(errno, "%s: cannot create the state directory; a restart will start clean: %m", dir);
 	s->dir_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (s->dir_fd < 0)
-		return log_error_errno(errno, "%s: cannot open the state directory: %m", dir);
+		return log_warning_errno(errno, "%s: cannot open the state directory; a restart will start clean: %m", dir);
 	r = fdstore_new(&s->fdstore, dir);
 	if (r < 0)
-		return log_error_errno(r, "%s: cannot set up keeping the framebuffers across restarts: %m", dir);
+		return log_warning_errno(r, "%s: cannot keep the framebuffers across a restart; a restart will start clean: %m", dir);
 	r = sd_event_add_time(m->event, &s->save_timer, CLOCK_MONOTONIC, 0, 1000, on_save, s);
 	if (r < 0)
-		return log_error_errno(r, "cannot set up saving the state: %m");
+		return log_warning_errno(r, "cannot set up saving the state; a restart will start clean: %m");
 	sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
 	(void)load_record(s);
 	return 0;

@@ -92,7 +92,7 @@ static int run(const struct conf *conf) {
 	/* Before any device is opened: the fd store's holder must not inherit one. */
 	r = state_new(m, getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR);
 	if (r < 0)
-		return r;
+		state_free(m);
 	state_restore_personas(m);
 	r = add_classes(m, conf, &display, &leds);
 	if (r < 0)
