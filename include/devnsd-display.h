@@ -4,6 +4,7 @@
 #include <sys/queue.h>
 
 #include "devnsd-manager.h"
+#include "fb-ioctl.h"
 #include "fb-node.h"
 
 struct display_output;
@@ -34,10 +35,33 @@ struct display_node {
 	LIST_ENTRY(display_node) link;
 };
 
+/*
+ * How persona framebuffers reach programs: devnsd-display-serve.c serves
+ * fb0 nodes over CUSE and mmap sockets; unit tests run the core without
+ * one (NULL). Every op is optional.
+ */
+struct display_transport_ops {
+	/* dn's framebuffer exists: make it reachable. */
+	int (*node_added)(struct display_node *dn);
+	/* dn is going (also when node_added failed). */
+	void (*node_removed)(struct display_node *dn);
+	/* dn's persona has a new owner. */
+	void (*set_owner)(struct display_node *dn);
+	/* Ends every file, ticket and mapping of dn. */
+	void (*revoke)(struct display_node *dn);
+	/* Open files and mapping programs of dn; programs waiting for vsync on dn. */
+	unsigned int (*n_open)(struct display_node *dn);
+	unsigned int (*n_mappers)(struct display_node *dn);
+	unsigned int (*vsync_waiters)(struct display_node *dn);
+	/* Wakes dn's vsync waiters. */
+	void (*vsync)(struct display_node *dn);
+	/* The class is going, before its nodes: the transport's own nodes (the routed one). */
+	void (*class_removed)(struct display_class *dc);
+};
+
 struct display_class {
 	struct device_class base;
-	/* Personas' framebuffers are served (fb0 nodes and sockets); without, the class is its core alone. */
-	bool serve;
+	const struct display_transport_ops *transport;
 	struct display_output *backend;
 	char *device;
 	sd_event_source *backend_source;
@@ -138,22 +162,33 @@ void display_state_fb_removed(struct display_class *dc, struct persona *p);
 /* Registers the part that keeps each persona's mode, pan and blanking. */
 int display_state_register(struct display_class *dc);
 
-/* Persona p's framebuffer node, or NULL. */
-struct display_node *display_node_of(struct display_class *dc, struct persona *p);
-
 /*
  * devnsd-display.c: the framebuffer class ([Display] set). Register it
  * with manager_add_class(&dc->base).
  */
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret);
 /*
- * The display class over backend b (taken over, also on failure), device
- * naming it in messages. Without serve, personas get their framebuffer
- * memory but no node or socket: switching and presenting run alone, as
- * unit tests drive them.
+ * devnsd-display.c: the display class's core over backend b (taken over,
+ * also on failure), device naming it in messages: each persona's
+ * framebuffer memory, switching and presenting. transport (may be NULL:
+ * unit tests) makes the framebuffers reachable.
  */
-int display_class_new_core(struct manager *m, struct display_output *b, const char *device, bool serve,
-			   struct display_class **ret);
+int display_class_new_core(struct manager *m, struct display_output *b, const char *device,
+			   const struct display_transport_ops *transport, struct display_class **ret);
+void display_class_free(struct display_class *dc);
+
+/* Persona p's node, or NULL. */
+struct display_node *display_node_of(struct display_class *dc, struct persona *p);
+
+/* What the transport tells the core: rows written to dn's framebuffer; a pan, blank or vsync wait. */
+void display_node_written(struct display_node *dn, const struct fb_rows *rows);
+void display_node_effect(struct display_node *dn, enum fb_effect effect);
+
+/* The transport's counts for dn (0 without a transport). */
+unsigned int display_node_mappers(struct display_node *dn);
+unsigned int display_node_vsync_waiters(struct display_node *dn);
+/* Wakes dn's vsync waiters. */
+void display_node_vsync(struct display_node *dn);
 
 /* Frames the display has shown since devnsd started (flips); 0 without a display (dc NULL). */
 uint64_t display_frames_shown(const struct display_class *dc);

@@ -38,5 +38,17 @@ struct input_class;
 int leds_class_new(struct manager *m, const struct conf *conf, struct input_class *input, struct leds_class **ret);
 struct device_class *leds_class_base(struct leds_class *lc);
 
+struct light;
+struct light_source;
+struct input_device;
+
+/*
+ * devnsd-leds-evdev.c: LED code of input device d as the light source of
+ * l, which then only keeps each persona's trigger (l stays the caller's).
+ */
+int leds_evdev_source_new(struct light *l, struct input_device *d, unsigned int code, struct light_source **ret);
+/* Frees a source made by leds_evdev_source_new(); others are left alone. Returns NULL. */
+struct light_source *leds_evdev_source_free(struct light_source *s);
+
 /* Calls fn for each light of persona p (nothing when lc is NULL: no lights configured). */
 void leds_foreach_light(struct leds_class *lc, struct persona *p, light_desc_fn fn, void *userdata);

@@ -18,6 +18,32 @@ enum light_policy {
 	LIGHT_SHARED,    /* the hardware shows the brightest state, the active owner's on a tie */
 };
 
+struct light_source;
+
+/*
+ * A light as a persona's view reads and writes it, whatever drives the
+ * hardware: a sysfs LED or backlight (struct light, below), or an LED of
+ * an evdev device devnsd owns, whose state is each persona's evdev node's
+ * (devnsd-leds-evdev.c). The LED class treats every source alike. All ops
+ * are mandatory; owner is the persona.
+ */
+struct light_source_ops {
+	/* The owner's brightness, as its view reads it. */
+	uint32_t (*brightness)(struct light_source *s, const void *owner);
+	/* The owner writes brightness (range checked by the caller); 0 also ends its trigger. */
+	int (*set_brightness)(struct light_source *s, const void *owner, uint32_t value);
+	/* The owner picks trigger index; leaving a trigger for another turns the light off. */
+	int (*set_trigger)(struct light_source *s, const void *owner, size_t index);
+	/* Whether the hardware shows the owner's state now. */
+	bool (*shows)(struct light_source *s, const void *owner);
+};
+
+struct light_source {
+	const struct light_source_ops *ops;
+	/* Each owner's state (trigger, bl_power, and brightness unless the source keeps it), and the hardware. */
+	struct light *light;
+};
+
 /* One owner's state, as its view shows it. */
 struct light_state {
 	const void *owner;
@@ -28,6 +54,8 @@ struct light_state {
 };
 
 struct light {
+	/* The light as a sysfs source: its ops drive the backend through the policy. */
+	struct light_source source;
 	struct led_backend *backend;
 	enum light_policy policy;
 	/* The hardware is driven elsewhere (an input LED): nothing is written to it here. */

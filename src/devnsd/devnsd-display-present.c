@@ -26,7 +26,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "cuse-fb.h"
 #include "devnsd-display.h"
 #include "display-backend.h"
 #include "log.h"
@@ -159,7 +158,7 @@ static bool buffer_holds(struct display_class *dc, unsigned int i, struct displa
 	if (i == DISPLAY_NO_BUFFER || i == dc->backend->front)
 		return false;
 	buf = &dc->backend->buffers[i];
-	return buf->owner == dn->serial && buf->owner_gen == dn->gen && display_socket_n_mappers(dn->socket) == 0;
+	return buf->owner == dn->serial && buf->owner_gen == dn->gen && display_node_mappers(dn) == 0;
 }
 
 /* A buffer that holds the persona's frame already: the spare, or the back buffer. */
@@ -209,7 +208,7 @@ void display_flush(struct display_class *dc) {
 	/* A scanned mapped frame is shown from what the scan took. */
 	if (dn->fb->state.blank != FB_BLANK_UNBLANK)
 		dc->copy_src = NULL;
-	else if (dc->scan_valid && display_socket_n_mappers(dn->socket) > 0)
+	else if (dc->scan_valid && display_node_mappers(dn) > 0)
 		dc->copy_src = dc->snap;
 	else
 		dc->copy_src = fb_node_visible(dn->fb);
@@ -226,12 +225,12 @@ void display_flush(struct display_class *dc) {
 static bool tick_wanted(struct display_class *dc) {
 	struct display_node *dn;
 
-	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0)
+	if (dc->active && display_node_mappers(dc->active) > 0)
 		return true;
 	if (dc->damage.y0 < dc->damage.y1)
 		return true;
 	LIST_FOREACH(dn, &dc->nodes, link)
-		if (dn->cuse && cuse_fb_vsync_waiters(dn->cuse) > 0)
+		if (display_node_vsync_waiters(dn) > 0)
 			return true;
 	return false;
 }
@@ -267,7 +266,7 @@ int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 
 	(void)s;
 	dc->scanned = false;
-	if (dc->active && display_socket_n_mappers(dc->active->socket) > 0) {
+	if (dc->active && display_node_mappers(dc->active) > 0) {
 		/* While a program pans, each refresh presents its whole frame, as each pan does. */
 		if (dc->presented_whole) {
 			dc->presented_whole = false;
@@ -279,8 +278,8 @@ int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 	display_flush(dc);
 	LIST_FOREACH(dn, &dc->nodes, link)
 		/* The active persona's waiters wake when the present under way completes. */
-		if (dn->cuse && !(dn == dc->active && (dc->backend->flip_pending || dc->backend->copying)))
-			cuse_fb_vsync(dn->cuse);
+		if (!(dn == dc->active && (dc->backend->flip_pending || dc->backend->copying)))
+			display_node_vsync(dn);
 	next_tick(dc, usec);
 	return 0;
 }
@@ -290,8 +289,8 @@ void display_on_flip_done(void *userdata) {
 
 	if (dc->switch_flip)
 		display_switch_shown(dc);
-	if (dc->active && dc->active->cuse)
-		cuse_fb_vsync(dc->active->cuse);
+	if (dc->active)
+		display_node_vsync(dc->active);
 	display_flush(dc);
 }
 

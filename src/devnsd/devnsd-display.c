@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The display class: each persona's fb0 node, its socket and its memory;
- * switching, rebinding and revoking. Presenting is in
+ * The display class's core: each persona's framebuffer memory, switching,
+ * rebinding and revoking, without a transport (devnsd-display-serve.c
+ * serves the nodes and sockets). Presenting is in
  * devnsd-display-present.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 
-#include "cuse-fb.h"
 #include "devnsd-display.h"
 #include "devnsd-state.h"
 #include "display-backend.h"
@@ -21,41 +19,33 @@ static struct display_class *to_display(struct device_class *dc) {
 	return container_of(dc, struct display_class, base);
 }
 
-/* The node and the socket take the persona's owner. */
-static void apply_owner(struct display_node *dn) {
-	const struct persona_owner *o = &dn->persona->owner;
-	int r;
+unsigned int display_node_mappers(struct display_node *dn) {
+	const struct display_transport_ops *t = dn->class->transport;
 
-	r = display_socket_set_owner(dn->socket, o->uid, o->video_gid);
-	if (r < 0)
-		log_warning_errno(r, "%s: cannot give the socket to %u:%u: %m", dn->socket_path, (unsigned int)o->uid,
-				  (unsigned int)o->video_gid);
-	/* A node not in /dev yet gets its owner when it appears. */
-	r = dn->cuse ? cuse_fb_set_owner(dn->cuse, o->uid, o->video_gid, 0660) : 0;
-	if (r < 0)
-		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", dn->path, (unsigned int)o->uid,
-				  (unsigned int)o->video_gid);
+	return t && t->n_mappers ? t->n_mappers(dn) : 0;
 }
 
-static void node_ready(void *userdata) {
-	struct display_node *dn = userdata;
+unsigned int display_node_vsync_waiters(struct display_node *dn) {
+	const struct display_transport_ops *t = dn->class->transport;
 
-	if (dn->ready)
-		return;
-	dn->ready = true;
-	log_debug("%s: ready", dn->path);
-	apply_owner(dn);
-	manager_node_ready(dn->class->base.manager);
+	return t && t->vsync_waiters ? t->vsync_waiters(dn) : 0;
 }
 
-static int node_may_open(void *userdata, pid_t pid) {
-	struct display_node *dn = userdata;
+void display_node_vsync(struct display_node *dn) {
+	const struct display_transport_ops *t = dn->class->transport;
 
-	return manager_check_access(dn->class->base.manager, dn->persona, pid);
+	if (t && t->vsync)
+		t->vsync(dn);
 }
 
-static void node_written(void *userdata, const struct fb_rows *rows) {
-	struct display_node *dn = userdata;
+static void set_owner(struct display_node *dn) {
+	const struct display_transport_ops *t = dn->class->transport;
+
+	if (t && t->set_owner)
+		t->set_owner(dn);
+}
+
+void display_node_written(struct display_node *dn, const struct fb_rows *rows) {
 	struct display_class *dc = dn->class;
 	struct fb_rows visible;
 	bool staged = dn != dc->active && display_stage_written(dc, dn, rows);
@@ -72,10 +62,9 @@ static void node_written(void *userdata, const struct fb_rows *rows) {
 	display_update_tick(dn->class);
 }
 
-static void node_effect(void *userdata, enum fb_effect effect) {
-	struct display_node *dn = userdata;
+void display_node_effect(struct display_node *dn, enum fb_effect effect) {
 	struct display_class *dc = dn->class;
-	bool mapped = display_socket_n_mappers(dn->socket) > 0;
+	bool mapped = display_node_mappers(dn) > 0;
 
 	if (effect != FB_EFFECT_VSYNC)
 		dn->gen++;
@@ -107,24 +96,20 @@ static void node_effect(void *userdata, enum fb_effect effect) {
 		display_update_tick(dc);
 }
 
-static const struct cuse_fb_hooks node_hooks = {
-	.ready = node_ready,
-	.may_open = node_may_open,
-	.written = node_written,
-	.effect = node_effect,
-};
-
 static void display_node_free(struct display_node *dn) {
+	const struct display_transport_ops *t;
+
 	if (!dn)
 		return;
+	t = dn->class->transport;
 	if (dn->class->active == dn) {
 		display_abort_copy(dn->class);
 		dn->class->active = NULL;
 	}
 	LIST_REMOVE(dn, link);
-	display_socket_free(dn->socket);
 	/* Files routed to the node answer ENODEV from now on. */
-	cuse_fb_free(dn->cuse);
+	if (t && t->node_removed)
+		t->node_removed(dn);
 	fb_node_free(dn->fb);
 	free(dn);
 }
@@ -142,7 +127,6 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 	struct display_class *dc = to_display(base);
 	struct manager *m = base->manager;
 	struct display_node *dn;
-	unsigned int major, minor;
 	int r;
 
 	dn = calloc(1, sizeof(*dn));
@@ -161,23 +145,11 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		log_error_errno(r, "%s: cannot allocate the framebuffer: %m", dn->path);
 		goto fail;
 	}
-	if (!dc->serve)
-		goto done;
-	r = display_socket_new(&dn->socket, dn);
-	if (r < 0) {
-		log_error_errno(r, "%s: cannot listen: %m", dn->socket_path);
-		goto fail;
+	if (dc->transport && dc->transport->node_added) {
+		r = dc->transport->node_added(dn);
+		if (r < 0)
+			goto fail;
 	}
-	manager_node_numbers(m, dn->path + strlen("/dev/"), &major, &minor);
-	dn->rdev = major ? makedev(major, minor) : 0;
-	r = cuse_fb_new(&dn->cuse, m->event, dn->path + strlen("/dev/"), major, minor, dn->fb, dn->socket_path,
-			&node_hooks, dn);
-	if (r < 0) {
-		log_error_errno(r, "%s: cannot create the node: %m", dn->path);
-		goto fail;
-	}
-	manager_node_added(m);
-done:
 	if (p == m->active) {
 		dc->active = dn;
 		display_damage_all(dc);
@@ -225,17 +197,19 @@ static void display_foreach_node(struct device_class *base, struct persona *p, n
 			.path = dn->path,
 			.kind = "fb",
 			.source = dc->device,
-			.opened = dn->cuse ? cuse_fb_n_open(dn->cuse) : 0,
+			.opened = dc->transport && dc->transport->n_open ? dc->transport->n_open(dn) : 0,
 			.share = dn->socket_dir,
 		});
 }
 
-static void display_class_free(struct device_class *base) {
-	struct display_class *dc = to_display(base);
+void display_class_free(struct display_class *dc) {
 	struct display_node *dn;
 
+	if (!dc)
+		return;
 	display_switch_shown(dc);
-	dc->routed = cuse_fb_free(dc->routed);
+	if (dc->transport && dc->transport->class_removed)
+		dc->transport->class_removed(dc);
 	while ((dn = LIST_FIRST(&dc->nodes)))
 		display_node_free(dn);
 	sd_event_source_disable_unref(dc->tick);
@@ -248,50 +222,8 @@ static void display_class_free(struct device_class *base) {
 	free(dc);
 }
 
-static void routed_ready(void *userdata) {
-	struct display_class *dc = userdata;
-
-	if (dc->routed_ready)
-		return;
-	dc->routed_ready = true;
-	manager_node_ready(dc->base.manager);
-}
-
-/* The framebuffer of the opener's persona; host processes get the active persona's. */
-static int routed_route(void *userdata, pid_t pid, struct cuse_fb **ret) {
-	struct display_class *dc = userdata;
-	struct manager *m = dc->base.manager;
-	struct display_node *dn;
-	struct persona *p;
-	int r;
-
-	r = manager_route(m, "/dev/" DEVNS_DEV_DIR "/fb0", pid, &p);
-	if (r < 0)
-		return r;
-	dn = node_of(dc, p);
-	if (!dn || !dn->cuse)
-		return -ENODEV;
-	*ret = dn->cuse;
-	return 0;
-}
-
-static const struct cuse_fb_hooks routed_hooks = {
-	.ready = routed_ready,
-	.route = routed_route,
-};
-
-static int add_routed(struct display_class *dc) {
-	struct manager *m = dc->base.manager;
-	const char *devname = DEVNS_DEV_DIR "/fb0";
-	unsigned int major, minor;
-	int r;
-
-	manager_node_numbers(m, devname, &major, &minor);
-	r = cuse_fb_new(&dc->routed, m->event, devname, major, minor, NULL, NULL, &routed_hooks, dc);
-	if (r < 0)
-		return log_error_errno(r, "/dev/%s: cannot create the routed node: %m", devname);
-	manager_node_added(m);
-	return 0;
+static void display_class_free_base(struct device_class *base) {
+	display_class_free(to_display(base));
 }
 
 /*
@@ -302,8 +234,8 @@ static int add_routed(struct display_class *dc) {
 static void revoke_node(struct display_class *dc, struct display_node *dn) {
 	int r;
 
-	cuse_fb_revoke(dn->cuse);
-	display_socket_revoke(dn->socket);
+	if (dc->transport && dc->transport->revoke)
+		dc->transport->revoke(dn);
 	/* A copy under way reads memory about to go. */
 	if (dc->backend->copying && dc->copy_owner == dn->serial)
 		display_abort_copy(dc);
@@ -336,7 +268,7 @@ static void display_rebind(struct device_class *base, struct persona *p, bool re
 		return;
 	if (revoke)
 		revoke_node(dc, dn);
-	apply_owner(dn);
+	set_owner(dn);
 }
 
 static const struct device_class_ops display_class_ops = {
@@ -345,41 +277,11 @@ static const struct device_class_ops display_class_ops = {
 	.switch_to = display_switch_to,
 	.foreach_node = display_foreach_node,
 	.rebind = display_rebind,
-	.free = display_class_free,
+	.free = display_class_free_base,
 };
 
-static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
-	const char *device = conf->display_device;
-	int r;
-
-	switch (conf->display) {
-	case DISPLAY_DRM:
-		device = device ? device : "/dev/dri/card0";
-		*ret_device = device;
-		r = display_drm_open(device, conf->display_width, conf->display_height, conf->display_spare, ret);
-		if (r == -EBUSY)
-			return log_error_errno(r, "%s: another program is the DRM master", device);
-		if (r == -ENODEV)
-			return log_error_errno(r, "%s: no connected output with a usable mode", device);
-		return r < 0 ? log_error_errno(r, "%s: cannot drive the display: %m", device) : 0;
-	case DISPLAY_FBDEV:
-		device = device ? device : "/dev/fb0";
-		*ret_device = device;
-		r = display_fbdev_open(device, ret);
-		if (r == -EMEDIUMTYPE)
-			return log_error_errno(r, "%s: only 32-bit XRGB framebuffers are supported", device);
-		return r < 0 ? log_error_errno(r, "%s: cannot open the framebuffer: %m", device) : 0;
-	default:
-		*ret_device = "headless";
-		r = display_headless_new(conf->display_width, conf->display_height, conf->display_spare, ret);
-		return r < 0 ? log_error_errno(r, "headless display %ux%u: %m", conf->display_width,
-					       conf->display_height) :
-			       0;
-	}
-}
-
-int display_class_new_core(struct manager *m, struct display_output *b, const char *device, bool serve,
-			   struct display_class **ret) {
+int display_class_new_core(struct manager *m, struct display_output *b, const char *device,
+			   const struct display_transport_ops *transport, struct display_class **ret) {
 	struct display_class *dc;
 	int r;
 
@@ -391,7 +293,7 @@ int display_class_new_core(struct manager *m, struct display_output *b, const ch
 	dc->base.ops = &display_class_ops;
 	dc->base.manager = m;
 	dc->backend = b;
-	dc->serve = serve;
+	dc->transport = transport;
 	LIST_INIT(&dc->nodes);
 	b->flip_done = display_on_flip_done;
 	b->userdata = dc;
@@ -414,42 +316,15 @@ int display_class_new_core(struct manager *m, struct display_output *b, const ch
 	if (r >= 0)
 		r = sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
 	if (r < 0) {
-		display_class_free(&dc->base);
+		display_class_free(dc);
 		return r;
 	}
 	*ret = dc;
 	return 0;
 }
 
-int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
-	struct display_class *dc;
-	const char *device = NULL;
-	struct display_output *b;
-	int r;
-
-	r = open_backend(conf, &b, &device);
-	if (r < 0)
-		return r;
-	r = display_class_new_core(m, b, device, true, &dc);
-	if (r < 0)
-		return log_error_errno(r, "%s: cannot set up the display: %m", device);
-	r = display_state_register(dc);
-	if (r < 0) {
-		display_class_free(&dc->base);
-		return log_error_errno(r, "cannot keep the display's state for a restart: %m");
-	}
-	if (conf->routed) {
-		r = add_routed(dc);
-		if (r < 0) {
-			display_class_free(&dc->base);
-			return r;
-		}
-	}
-	log_info("%s: %s display, %ux%u at %u Hz, %u buffers%s", device, b->kind, b->mode.width, b->mode.height,
-		 b->mode.refresh_hz, b->n_buffers,
-		 conf->display_spare && conf->display == DISPLAY_DRM && b->n_buffers < 3 ? " (no room for a spare)" : "");
-	*ret = dc;
-	return 0;
+struct display_node *display_node_of(struct display_class *dc, struct persona *p) {
+	return node_of(dc, p);
 }
 
 uint64_t display_frames_shown(const struct display_class *dc) {
@@ -470,8 +345,4 @@ int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, u
 	*ret_height = dn->fb->state.var.yres;
 	*ret_stride = dn->fb->state.fix.line_length;
 	return 0;
-}
-
-struct display_node *display_node_of(struct display_class *dc, struct persona *p) {
-	return node_of(dc, p);
 }

@@ -21,9 +21,8 @@
 struct leds_light {
 	struct leds_class *class;
 	struct light *light;
-	/* An LED of an owned input device: its state lives in the persona's evdev node. */
-	struct input_device *input;
-	unsigned int input_code;
+	/* What views read and write: the light itself, or an LED of an owned input device. */
+	struct light_source *source;
 };
 
 /* One persona's view of one light: what its attribute files stand for. */
@@ -84,12 +83,9 @@ static int show_u32(char *buf, size_t size, uint32_t value) {
 }
 
 static uint32_t brightness_of(const struct leds_view *v) {
-	int on;
+	struct light_source *src = v->ll->source;
 
-	if (!v->ll->input)
-		return state_of(v)->brightness;
-	on = input_led_get(v->ll->input, v->persona, v->ll->input_code);
-	return on > 0 ? backend_of(v)->max_brightness : 0;
+	return src->ops->brightness(src, v->persona);
 }
 
 static int brightness_show(void *data, char *buf, size_t size) {
@@ -106,11 +102,7 @@ static int brightness_store(void *data, const char *buf, size_t len) {
 	r = led_parse_value(buf, len, b->kind == LED_KIND_LED ? 10 : 0, b->max_brightness, &value);
 	if (r < 0)
 		return r;
-	if (!v->ll->input)
-		return stored(v, "brightness", light_set_brightness(v->ll->light, v->persona, value));
-	if (value == 0)
-		(void)light_set_trigger(v->ll->light, v->persona, 0);
-	return stored(v, "brightness", input_led_set(v->ll->input, v->persona, v->ll->input_code, value > 0));
+	return stored(v, "brightness", v->ll->source->ops->set_brightness(v->ll->source, v->persona, value));
 }
 
 static int max_brightness_show(void *data, char *buf, size_t size) {
@@ -125,16 +117,11 @@ static int trigger_show(void *data, char *buf, size_t size) {
 
 static int trigger_store(void *data, const char *buf, size_t len) {
 	struct leds_view *v = data;
-	size_t before = state_of(v)->trigger;
-	int index = led_triggers_find(&backend_of(v)->triggers, buf, len), r;
+	int index = led_triggers_find(&backend_of(v)->triggers, buf, len);
 
 	if (index < 0)
 		return index;
-	r = light_set_trigger(v->ll->light, v->persona, (size_t)index);
-	/* Leaving a trigger turns the LED off, here in the persona's evdev view. */
-	if (r >= 0 && v->ll->input && before != 0 && (size_t)index != before)
-		r = input_led_set(v->ll->input, v->persona, v->ll->input_code, false);
-	return stored(v, "trigger", r);
+	return stored(v, "trigger", v->ll->source->ops->set_trigger(v->ll->source, v->persona, (size_t)index));
 }
 
 static int actual_brightness_show(void *data, char *buf, size_t size) {
@@ -303,8 +290,10 @@ static void leds_class_free(struct device_class *dc) {
 	}
 	/* Unmounts first: no request can reach a light being freed. */
 	sysfs_view_free(lc->view);
-	for (size_t i = 0; i < lc->n_lights; i++)
+	for (size_t i = 0; i < lc->n_lights; i++) {
+		leds_evdev_source_free(lc->lights[i].source);
 		light_free(lc->lights[i].light);
+	}
 	free(lc->mountpoint);
 	free(lc);
 }
@@ -369,22 +358,25 @@ static bool light_known(struct leds_class *lc, const char *real, const char *nam
 }
 
 /* Routes an LED of an owned input device through its evdev nodes. */
-static void route_input_led(struct leds_class *lc, struct leds_light *ll, bool shared) {
+static int route_input_led(struct leds_class *lc, struct leds_light *ll, bool shared) {
 	struct led_backend *b = ll->light->backend;
+	struct input_device *d;
 	char device[PATH_MAX];
-	int code = input_led_code(b->name);
+	int code = input_led_code(b->name), r;
 
 	if (code < 0 || snprintf(device, sizeof(device), "%s/device", b->path) >= (int)sizeof(device))
-		return;
-	ll->input = lc->input ? input_find_by_sysfs(lc->input, device) : NULL;
-	if (!ll->input)
-		return;
-	ll->input_code = (unsigned int)code;
-	ll->light->detached = true;
+		return 0;
+	d = lc->input ? input_find_by_sysfs(lc->input, device) : NULL;
+	if (!d)
+		return 0;
+	r = leds_evdev_source_new(ll->light, d, (unsigned int)code, &ll->source);
+	if (r < 0)
+		return r;
 	if (shared)
 		log_warning("%s: an LED of an input device devnsd owns follows the active persona; Shared= ignored",
 			    b->path);
 	log_info("%s: driven through the input device's persona nodes", b->path);
+	return 0;
 }
 
 static int open_light(struct leds_class *lc, enum led_kind kind, const char *path, const struct conf_devices *d) {
@@ -417,12 +409,12 @@ static int open_light(struct leds_class *lc, enum led_kind kind, const char *pat
 	r = light_new(&ll->light, b, shared ? LIGHT_SHARED : LIGHT_EXCLUSIVE);
 	if (r < 0)
 		return log_error_errno(r, "out of memory");
+	ll->source = &ll->light->source;
 	lc->n_lights++;
 	lc->n_kind[kind]++;
-	if (kind == LED_KIND_LED)
-		route_input_led(lc, ll, shared);
-	if (ll->input)
-		ll->light->policy = LIGHT_EXCLUSIVE;
+	r = kind == LED_KIND_LED ? route_input_led(lc, ll, shared) : 0;
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
 	light_set_active(ll->light, lc->base.manager->active);
 	log_info("%s: %s, max brightness %u, %s", path, b->name, b->max_brightness,
 		 ll->light->policy == LIGHT_SHARED ? "shared" : "exclusive");
@@ -497,7 +489,7 @@ static int leds_state_load(void *userdata, struct persona *p, const char *key, c
 		   trigger) != 3)
 		return -EINVAL;
 	/* An LED of an input device has its brightness in the persona's evdev node, which the input class keeps. */
-	r = ll->input ? 0 : light_set_brightness(ll->light, p, brightness);
+	r = ll->source != &ll->light->source ? 0 : light_set_brightness(ll->light, p, brightness);
 	if (r >= 0 && ll->light->backend->kind == LED_KIND_BACKLIGHT)
 		r = light_set_power(ll->light, p, power);
 	if (r == -EINVAL)
@@ -588,7 +580,7 @@ void leds_foreach_light(struct leds_class *lc, struct persona *p, light_desc_fn 
 			.max_brightness = b->max_brightness,
 			.trigger = b->kind == LED_KIND_LED ? b->triggers.names[s->trigger] : "",
 			.bl_power = s->bl_power,
-			.shown = v->ll->input ? p == lc->base.manager->active : v->ll->light->shown == p,
+			.shown = v->ll->source->ops->shows(v->ll->source, p),
 		});
 	}
 }

@@ -60,6 +60,8 @@ static int apply(struct light *l) {
 	return 0;
 }
 
+static const struct light_source_ops sysfs_source_ops;
+
 int light_new(struct light **ret, struct led_backend *backend, enum light_policy policy) {
 	struct light *l = calloc(1, sizeof(*l));
 
@@ -67,6 +69,7 @@ int light_new(struct light **ret, struct led_backend *backend, enum light_policy
 		led_backend_free(backend);
 		return -ENOMEM;
 	}
+	l->source = (struct light_source){ .ops = &sysfs_source_ops, .light = l };
 	l->backend = backend;
 	l->policy = policy;
 	l->hw = (struct light_state){
@@ -169,3 +172,28 @@ int light_set_active(struct light *l, const void *owner) {
 	l->active = owner;
 	return apply(l);
 }
+
+static uint32_t sysfs_brightness(struct light_source *s, const void *owner) {
+	const struct light_state *st = light_state_of(s->light, owner);
+
+	return st ? st->brightness : 0;
+}
+
+static int sysfs_set_brightness(struct light_source *s, const void *owner, uint32_t value) {
+	return light_set_brightness(s->light, owner, value);
+}
+
+static int sysfs_set_trigger(struct light_source *s, const void *owner, size_t index) {
+	return light_set_trigger(s->light, owner, index);
+}
+
+static bool sysfs_shows(struct light_source *s, const void *owner) {
+	return s->light->shown == owner;
+}
+
+static const struct light_source_ops sysfs_source_ops = {
+	.brightness = sysfs_brightness,
+	.set_brightness = sysfs_set_brightness,
+	.set_trigger = sysfs_set_trigger,
+	.shows = sysfs_shows,
+};

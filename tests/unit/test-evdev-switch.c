@@ -10,7 +10,10 @@
 
 #include "core-rig.h"
 #include "devnsd-input.h"
+#include "devnsd-leds.h"
 #include "input-backend.h"
+#include "led-backend.h"
+#include "light.h"
 #include "test-util.h"
 
 #define N_PERSONAS 3
@@ -539,6 +542,48 @@ static void test_led_view_applied_and_restored(void **state) {
 	assert_int_equal(input_led_get(r->dev, p0->persona, LED_SCROLLL), -EINVAL);
 }
 
+/* The LED class's view of the device's caps lock: a light source like a sysfs LED. */
+static void test_evdev_light_source(void **state) {
+	struct rig *r = *state;
+	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
+	const struct input_event *written;
+	struct light_source *src;
+	struct led_backend *b;
+	struct light *l;
+	size_t n;
+
+	assert_int_equal(led_fake_new(LED_KIND_LED, "input5::capslock", 1, &b), 0);
+	assert_int_equal(light_new(&l, b, LIGHT_SHARED), 0);
+	assert_int_equal(light_add_owner(l, p0->persona), 0);
+	assert_int_equal(light_add_owner(l, p1->persona), 0);
+	assert_int_equal(leds_evdev_source_new(l, r->dev, LED_CAPSL, &src), 0);
+	assert_int_equal(l->policy, LIGHT_EXCLUSIVE);
+
+	/* p1 writes in the background: its node has it, the hardware does not. */
+	assert_int_equal(src->ops->set_brightness(src, p1->persona, 1), 0);
+	assert_int_equal(src->ops->brightness(src, p1->persona), 1);
+	assert_int_equal(src->ops->brightness(src, p0->persona), 0);
+	assert_int_equal(input_fake_written(r->hw, &written), 0);
+	assert_true(src->ops->shows(src, p0->persona));
+	assert_false(src->ops->shows(src, p1->persona));
+	pump(r);
+	switch_to(r, 1);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	assert_true(src->ops->shows(src, p1->persona));
+	/* Leaving a trigger turns it off, in p1's node and so on the hardware. */
+	clear_records(r);
+	assert_int_equal(src->ops->set_trigger(src, p1->persona, 1), 0);
+	assert_int_equal(src->ops->set_trigger(src, p1->persona, 2), 0);
+	assert_int_equal(src->ops->brightness(src, p1->persona), 0);
+	n = input_fake_written(r->hw, &written);
+	EXPECT_EVENTS(written, n, EV(EV_LED, LED_CAPSL, 0), SYN_EV);
+	/* Nothing went to the sysfs LED itself. */
+	assert_int_equal(led_fake_brightness(b), 0);
+	leds_evdev_source_free(src);
+	light_free(l);
+}
+
 static void test_held_key_released_nothing_stuck(void **state) {
 	struct rig *r = *state;
 	struct reader *p0 = &r->personas[0], *p1 = &r->personas[1];
@@ -581,6 +626,7 @@ int main(void) {
 		T(test_chord_read_by_a_switch),
 		T(test_led_view_applied_and_restored),
 		T(test_held_key_released_nothing_stuck),
+		T(test_evdev_light_source),
 	};
 
 	return cmocka_run_group_tests_name("evdev switch", tests, NULL, NULL);

@@ -242,6 +242,34 @@ static void test_detached(void **state) {
 	light_free(l);
 }
 
+/* The light as a light source, the interface the LED class reads and writes through; apply and restore across switches. */
+static void test_sysfs_source(void **state) {
+	struct light *l = make(LED_KIND_LED, LIGHT_EXCLUSIVE, 1);
+	struct light_source *src = &l->source;
+
+	(void)state;
+	assert_ptr_equal(src->light, l);
+	assert_int_equal(src->ops->set_brightness(src, B, 1), 0);
+	assert_int_equal(src->ops->brightness(src, B), 1);
+	assert_int_equal(src->ops->brightness(src, A), 0);
+	/* B is in the background: the hardware shows A. */
+	assert_int_equal(shown(l), 0);
+	assert_true(src->ops->shows(src, A));
+	assert_false(src->ops->shows(src, B));
+	/* Applied when B comes forward, restored when A does. */
+	assert_int_equal(light_set_active(l, B), 0);
+	assert_int_equal(shown(l), 1);
+	assert_true(src->ops->shows(src, B));
+	assert_int_equal(light_set_active(l, A), 0);
+	assert_int_equal(shown(l), 0);
+	/* A trigger picked and left turns the light off, as in the kernel. */
+	assert_int_equal(src->ops->set_brightness(src, A, 1), 0);
+	assert_int_equal(src->ops->set_trigger(src, A, 1), 0);
+	assert_int_equal(src->ops->set_trigger(src, A, 0), 0);
+	assert_int_equal(src->ops->brightness(src, A), 0);
+	light_free(l);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_value),
@@ -252,6 +280,7 @@ int main(void) {
 		cmocka_unit_test(test_shared_max),
 		cmocka_unit_test(test_trigger_rules),
 		cmocka_unit_test(test_detached),
+		cmocka_unit_test(test_sysfs_source),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

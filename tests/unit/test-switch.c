@@ -93,7 +93,7 @@ static int rig_setup(void **state) {
 	r->b = core_rig_persona(r->core, "b");
 	r->c = core_rig_persona(r->core, "c");
 	assert_int_equal(display_headless_new(W, H, false, &r->out), 0);
-	assert_int_equal(display_class_new_core(r->m, r->out, "headless", false, &r->dc), 0);
+	assert_int_equal(display_class_new_core(r->m, r->out, "headless", NULL, &r->dc), 0);
 	assert_int_equal(manager_add_class(r->m, &r->dc->base), 0);
 	/* The first frame is up; from now on flips wait for the test. */
 	core_rig_run(r->core);

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The display class as devnsd runs it: the configured display, and each
+ * persona's framebuffer served as an fb0 node over CUSE and an mmap
+ * socket, and the routed /dev/devns/fb0. The core is devnsd-display.c.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "cuse-fb.h"
+#include "devnsd-display.h"
+#include "display-backend.h"
+#include "log.h"
+#include "util.h"
+
+/* The node and the socket take the persona's owner. */
+static void apply_owner(struct display_node *dn) {
+	const struct persona_owner *o = &dn->persona->owner;
+	int r;
+
+	r = display_socket_set_owner(dn->socket, o->uid, o->video_gid);
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot give the socket to %u:%u: %m", dn->socket_path, (unsigned int)o->uid,
+				  (unsigned int)o->video_gid);
+	/* A node not in /dev yet gets its owner when it appears. */
+	r = dn->cuse ? cuse_fb_set_owner(dn->cuse, o->uid, o->video_gid, 0660) : 0;
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", dn->path, (unsigned int)o->uid,
+				  (unsigned int)o->video_gid);
+}
+
+static void node_ready(void *userdata) {
+	struct display_node *dn = userdata;
+
+	if (dn->ready)
+		return;
+	dn->ready = true;
+	log_debug("%s: ready", dn->path);
+	apply_owner(dn);
+	manager_node_ready(dn->class->base.manager);
+}
+
+static int node_may_open(void *userdata, pid_t pid) {
+	struct display_node *dn = userdata;
+
+	return manager_check_access(dn->class->base.manager, dn->persona, pid);
+}
+
+static void node_written(void *userdata, const struct fb_rows *rows) {
+	display_node_written(userdata, rows);
+}
+
+static void node_effect(void *userdata, enum fb_effect effect) {
+	display_node_effect(userdata, effect);
+}
+
+static const struct cuse_fb_hooks node_hooks = {
+	.ready = node_ready,
+	.may_open = node_may_open,
+	.written = node_written,
+	.effect = node_effect,
+};
+
+static int serve_node_added(struct display_node *dn) {
+	struct manager *m = dn->class->base.manager;
+	unsigned int major, minor;
+	int r;
+
+	r = display_socket_new(&dn->socket, dn);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot listen: %m", dn->socket_path);
+	manager_node_numbers(m, dn->path + strlen("/dev/"), &major, &minor);
+	dn->rdev = major ? makedev(major, minor) : 0;
+	r = cuse_fb_new(&dn->cuse, m->event, dn->path + strlen("/dev/"), major, minor, dn->fb, dn->socket_path,
+			&node_hooks, dn);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot create the node: %m", dn->path);
+	manager_node_added(m);
+	return 0;
+}
+
+static void serve_node_removed(struct display_node *dn) {
+	dn->socket = display_socket_free(dn->socket);
+	dn->cuse = cuse_fb_free(dn->cuse);
+}
+
+static void serve_revoke(struct display_node *dn) {
+	cuse_fb_revoke(dn->cuse);
+	display_socket_revoke(dn->socket);
+}
+
+static unsigned int serve_n_open(struct display_node *dn) {
+	return dn->cuse ? cuse_fb_n_open(dn->cuse) : 0;
+}
+
+static unsigned int serve_n_mappers(struct display_node *dn) {
+	return display_socket_n_mappers(dn->socket);
+}
+
+static unsigned int serve_vsync_waiters(struct display_node *dn) {
+	return dn->cuse ? cuse_fb_vsync_waiters(dn->cuse) : 0;
+}
+
+static void serve_vsync(struct display_node *dn) {
+	if (dn->cuse)
+		cuse_fb_vsync(dn->cuse);
+}
+
+static void serve_class_removed(struct display_class *dc) {
+	dc->routed = cuse_fb_free(dc->routed);
+}
+
+static const struct display_transport_ops serve_transport = {
+	.node_added = serve_node_added,
+	.node_removed = serve_node_removed,
+	.set_owner = apply_owner,
+	.revoke = serve_revoke,
+	.n_open = serve_n_open,
+	.n_mappers = serve_n_mappers,
+	.vsync_waiters = serve_vsync_waiters,
+	.vsync = serve_vsync,
+	.class_removed = serve_class_removed,
+};
+
+static void routed_ready(void *userdata) {
+	struct display_class *dc = userdata;
+
+	if (dc->routed_ready)
+		return;
+	dc->routed_ready = true;
+	manager_node_ready(dc->base.manager);
+}
+
+/* The framebuffer of the opener's persona; host processes get the active persona's. */
+static int routed_route(void *userdata, pid_t pid, struct cuse_fb **ret) {
+	struct display_class *dc = userdata;
+	struct manager *m = dc->base.manager;
+	struct display_node *dn;
+	struct persona *p;
+	int r;
+
+	r = manager_route(m, "/dev/" DEVNS_DEV_DIR "/fb0", pid, &p);
+	if (r < 0)
+		return r;
+	dn = display_node_of(dc, p);
+	if (!dn || !dn->cuse)
+		return -ENODEV;
+	*ret = dn->cuse;
+	return 0;
+}
+
+static const struct cuse_fb_hooks routed_hooks = {
+	.ready = routed_ready,
+	.route = routed_route,
+};
+
+static int add_routed(struct display_class *dc) {
+	struct manager *m = dc->base.manager;
+	const char *devname = DEVNS_DEV_DIR "/fb0";
+	unsigned int major, minor;
+	int r;
+
+	manager_node_numbers(m, devname, &major, &minor);
+	r = cuse_fb_new(&dc->routed, m->event, devname, major, minor, NULL, NULL, &routed_hooks, dc);
+	if (r < 0)
+		return log_error_errno(r, "/dev/%s: cannot create the routed node: %m", devname);
+	manager_node_added(m);
+	return 0;
+}
+
+static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
+	const char *device = conf->display_device;
+	int r;
+
+	switch (conf->display) {
+	case DISPLAY_DRM:
+		device = device ? device : "/dev/dri/card0";
+		*ret_device = device;
+		r = display_drm_open(device, conf->display_width, conf->display_height, conf->display_spare, ret);
+		if (r == -EBUSY)
+			return log_error_errno(r, "%s: another program is the DRM master", device);
+		if (r == -ENODEV)
+			return log_error_errno(r, "%s: no connected output with a usable mode", device);
+		return r < 0 ? log_error_errno(r, "%s: cannot drive the display: %m", device) : 0;
+	case DISPLAY_FBDEV:
+		device = device ? device : "/dev/fb0";
+		*ret_device = device;
+		r = display_fbdev_open(device, ret);
+		if (r == -EMEDIUMTYPE)
+			return log_error_errno(r, "%s: only 32-bit XRGB framebuffers are supported", device);
+		return r < 0 ? log_error_errno(r, "%s: cannot open the framebuffer: %m", device) : 0;
+	default:
+		*ret_device = "headless";
+		r = display_headless_new(conf->display_width, conf->display_height, conf->display_spare, ret);
+		return r < 0 ? log_error_errno(r, "headless display %ux%u: %m", conf->display_width,
+					       conf->display_height) :
+			       0;
+	}
+}
+
+int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
+	struct display_class *dc;
+	const char *device = NULL;
+	struct display_output *b;
+	int r;
+
+	r = open_backend(conf, &b, &device);
+	if (r < 0)
+		return r;
+	r = display_class_new_core(m, b, device, &serve_transport, &dc);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot set up the display: %m", device);
+	r = display_state_register(dc);
+	if (r < 0) {
+		display_class_free(dc);
+		return log_error_errno(r, "cannot keep the display's state for a restart: %m");
+	}
+	if (conf->routed) {
+		r = add_routed(dc);
+		if (r < 0) {
+			display_class_free(dc);
+			return r;
+		}
+	}
+	log_info("%s: %s display, %ux%u at %u Hz, %u buffers%s", device, b->kind, b->mode.width, b->mode.height,
+		 b->mode.refresh_hz, b->n_buffers,
+		 conf->display_spare && conf->display == DISPLAY_DRM && b->n_buffers < 3 ? " (no room for a spare)" : "");
+	*ret = dc;
+	return 0;
+}
+
