@@ -196,6 +196,19 @@ static int socket_address(const char *dir, struct sockaddr_un *sa, socklen_t *re
 	return 0;
 }
 
+/* A socket for the holder's address in dir. */
+static int holder_socket(const char *dir, struct sockaddr_un *sa, socklen_t *len, int *ret_fd) {
+	int r = socket_address(dir, sa, len), fd;
+
+	if (r < 0)
+		return r;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
 static int holder_start(const char *dir) {
 	_cleanup_(closep) int listen_fd = -1;
 	struct sockaddr_un sa;
@@ -204,12 +217,9 @@ static int holder_start(const char *dir) {
 	pid_t pid;
 	int r;
 
-	r = socket_address(dir, &sa, &len);
+	r = holder_socket(dir, &sa, &len, &listen_fd);
 	if (r < 0)
 		return r;
-	listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (listen_fd < 0)
-		return -errno;
 	(void)unlink(sa.sun_path);
 	old = umask(0077);
 	r = bind(listen_fd, (struct sockaddr *)&sa, len) < 0 ? -errno : 0;
@@ -233,12 +243,9 @@ static int holder_connect(const char *dir, int *ret) {
 	socklen_t len;
 	int r;
 
-	r = socket_address(dir, &sa, &len);
+	r = holder_socket(dir, &sa, &len, &fd);
 	if (r < 0)
 		return r;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
 	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) < 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0)
 		return -errno;
