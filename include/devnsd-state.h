@@ -73,6 +73,17 @@ void state_restore_items(struct manager *m);
  */
 void state_restore_attachments(struct manager *m);
 
+/*
+ * What the last restart could not take back (a persona no longer
+ * configured, a mode that no longer fits, a container gone...): logged as
+ * a warning and kept, at most STATE_NOTES_MAX of them, for devnsctl status.
+ * The i-th note, or NULL after the last.
+ */
+#define STATE_NOTES_MAX 32
+#define STATE_NOTE_MAX 200
+void state_note(struct manager *m, const char *fmt, ...) _printf_(2, 3);
+const char *state_restart_note(struct manager *m, size_t i);
+
 /* p was bound to process pid's container, or unbound. */
 void state_note_attached(struct manager *m, struct persona *p, pid_t pid);
 

@@ -32,11 +32,11 @@ int display_state_fb_new(struct display_class *dc, struct display_node *dn) {
 			return 0;
 		}
 		if (r == -ESTALE)
-			log_warning("%s: the framebuffer of the last run does not fit the display's %ux%u; it starts black",
-				    dn->path, mode->width, mode->height);
+			state_note(m, "%s: the framebuffer of the last run does not fit the display's %ux%u; it starts black",
+				   dn->path, mode->width, mode->height);
 		else
-			log_warning_errno(r, "%s: cannot take back the framebuffer of the last run; it starts black: %m",
-					  dn->path);
+			state_note(m, "%s: cannot take back the framebuffer of the last run (%s); it starts black", dn->path,
+				   strerror(-r));
 	}
 	r = fb_node_new(&dn->fb, mode, dn->persona->name);
 	if (r < 0)

@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,8 @@ struct state {
 	struct attachment attached[CONF_MAX_PERSONAS];
 	const char *view_dir;
 	dev_t view_dev;
+	char notes[STATE_NOTES_MAX][STATE_NOTE_MAX];
+	size_t n_notes;
 	sd_event_source *save_timer, *ready_wait;
 	uint64_t last_save_usec;
 	/* The manager's news that changes what is kept: a switch, a persona added or removed. */
@@ -236,6 +239,23 @@ static int on_save(sd_event_source *es, uint64_t usec, void *userdata) {
 
 /* --- the interface ------------------------------------------------------- */
 
+void state_note(struct manager *m, const char *fmt, ...) {
+	struct state *s = m->state;
+	char text[STATE_NOTE_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	log_warning("restart: %s", text);
+	if (s && s->n_notes < STATE_NOTES_MAX)
+		memcpy(s->notes[s->n_notes++], text, sizeof(text));
+}
+
+const char *state_restart_note(struct manager *m, size_t i) {
+	return m->state && i < m->state->n_notes ? m->state->notes[i] : NULL;
+}
+
 static void on_active_changed(struct listener *l, void *data) {
 	(void)data;
 	state_changed(container_of(l, struct state, active_changed)->manager);
@@ -377,12 +397,12 @@ void state_restore_personas(struct manager *m) {
 		if (manager_find_persona(m, sp->name))
 			continue;
 		if (!sp->created) {
-			log_warning("restart: persona %s is no longer configured; what it had is dropped", sp->name);
+			state_note(m, "persona %s is no longer configured; what it had is dropped", sp->name);
 			continue;
 		}
 		r = manager_create_persona(m, sp->name, &p);
 		if (r < 0)
-			log_warning_errno(r, "restart: cannot create persona %s again: %m", sp->name);
+			state_note(m, "cannot create persona %s again: %s", sp->name, strerror(-r));
 	}
 	if (!s->last.active[0])
 		return;
@@ -390,7 +410,7 @@ void state_restore_personas(struct manager *m) {
 	if (p)
 		m->active = p;
 	else
-		log_warning("restart: the active persona %s is gone; %s is active", s->last.active, m->active->name);
+		state_note(m, "the active persona %s is gone; %s is active", s->last.active, m->active->name);
 }
 
 void state_restore_items(struct manager *m) {
@@ -411,13 +431,13 @@ void state_restore_items(struct manager *m) {
 			continue;
 		r = part->load(part->userdata, p, it->key, it->value);
 		if (r == -ENOENT)
-			log_warning("restart: persona %s: %s %s is no longer there; its state is dropped", p->name, part->name,
-				    it->key);
+			state_note(m, "persona %s: %s %s is no longer there; its state is dropped", p->name, part->name,
+				   it->key);
 		else if (r == -ESTALE)
-			log_warning("restart: persona %s: %s %s no longer fits (%s); it starts fresh", p->name, part->name,
-				    it->key, it->value);
+			state_note(m, "persona %s: %s %s no longer fits (%s); it starts fresh", p->name, part->name, it->key,
+				   it->value);
 		else if (r < 0)
-			log_warning_errno(r, "restart: persona %s: cannot take back %s %s: %m", p->name, part->name, it->key);
+			state_note(m, "persona %s: cannot take back %s %s: %s", p->name, part->name, it->key, strerror(-r));
 	}
 	state_changed(m);
 }
@@ -425,8 +445,8 @@ void state_restore_items(struct manager *m) {
 static void on_reattached(struct persona *p, int r, const struct populate_result *res, void *userdata) {
 	(void)userdata;
 	if (r < 0)
-		log_warning_errno(r, "restart: persona %s: cannot make the nodes in its container again (%s): %m", p->name,
-				  res->failed);
+		state_note(p->manager, "persona %s: cannot make the nodes in its container again (%s): %s", p->name,
+			   res->failed, strerror(-r));
 	else
 		log_info("restart: persona %s: %u nodes in its container again, %u views bound again%s", p->name,
 			 res->made, res->views, res->refused ? " (some places hold something else, left alone)" : "");
@@ -482,10 +502,10 @@ static void restore_attachments(struct state *s) {
 			continue;
 		}
 		if (r == -ESRCH || r == -ESTALE)
-			log_warning("restart: persona %s: process %d %s; not re-attached", p->name, (int)sp->pid,
-				    r == -ESRCH ? "is gone" : "is another process now");
+			state_note(m, "persona %s: process %d %s; not re-attached", p->name, (int)sp->pid,
+				   r == -ESRCH ? "is gone" : "is another process now");
 		else
-			log_warning_errno(r, "restart: persona %s: cannot bind to process %d again: %m", p->name, (int)sp->pid);
+			state_note(m, "persona %s: cannot bind to process %d again: %s", p->name, (int)sp->pid, strerror(-r));
 		/* What its old container left (mappings, memory) must not reach whoever attaches next. */
 		manager_rebind(m, p, true);
 	}

@@ -452,7 +452,7 @@ class Restart(unittest.TestCase):
 
     def test_3_corrupt_state_file_gives_a_clean_start(self):
         good = "devnsd-state 1\nactive personal\npersona work configured\npersona personal configured\n" \
-               "persona ghost created\nend\n"
+               "persona ghost created\npersona gone configured\nend\n"
         for label, text in (("garbage", "\x00\xff garbage\n" * 100), ("cut short", good[:-4]),
                             ("oversized", "devnsd-state 1\n" + "x" * (2 << 20))):
             os.makedirs("/run/devnsd", exist_ok=True)
@@ -469,6 +469,9 @@ class Restart(unittest.TestCase):
         daemon = rig.Daemon(self.conf)
         try:
             self.assertEqual(self.personas(), ({"work", "personal", "ghost"}, "personal"))
+            # What could not be applied (a persona no longer configured) is said, also by devnsctl status.
+            status = rig.devnsctl("status").stdout
+            self.assertIn("Not taken back at the last restart:\n  persona gone is no longer configured", status)
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
