@@ -365,7 +365,8 @@ class Container:
             try:
                 with open("/proc/%d/task/%d/children" % (self.proc.pid, self.proc.pid)) as f:
                     kids = [int(pid) for pid in f.read().split()]
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):
+                # ESRCH while the task execs or its helper exits: look again.
                 kids = []
             for pid in kids:
                 try:
