@@ -9,12 +9,14 @@
 /*
  * Finding the persona views of a dead devnsd in a container's mount table:
  * bind mounts whose file system is the one devnsd's views had (its device
- * number, which the kernel reports and no container can choose) and whose
- * root is below the persona's directory. Transport-free: it reads
+ * number, which the kernel reports and no container can choose, and its
+ * type) and whose root is below the persona's directory. Transport-free: it reads
  * /proc/PID/mountinfo text.
  */
 
 #define VIEW_MOUNTS_MAX 8
+/* The views' file system type, as mountinfo names it (FUSE, subtype devns). */
+#define VIEW_MOUNTS_FSTYPE "fuse.devns"
 
 struct view_mount {
 	/* The mount's id, as statx(STATX_MNT_ID) reports it for a path on it. */

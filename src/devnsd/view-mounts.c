@@ -56,9 +56,19 @@ static bool parse_line(const char *line, const char *end, dev_t dev, const char 
 	char tail;
 	size_t plen = strlen(persona);
 
+	const char *w;
+	size_t wn;
+
 	for (size_t i = 0; i < ELEMENTSOF(f); i++)
 		if (!field(&line, end, &f[i], &n[i]))
 			return false;
+	/* After the optional fields and "-": the file system type, devnsd's views' own. */
+	do
+		if (!field(&line, end, &w, &wn))
+			return false;
+	while (wn != 1 || w[0] != '-');
+	if (!field(&line, end, &w, &wn) || wn != strlen(VIEW_MOUNTS_FSTYPE) || memcmp(w, VIEW_MOUNTS_FSTYPE, wn) != 0)
+		return false;
 	if (n[2] >= sizeof(num))
 		return false;
 	memcpy(num, f[2], n[2]);

@@ -156,17 +156,21 @@ static void test_view_mounts(void **unused) {
 		"44 22 0:52 /worker/sys /mnt/worker rw - fuse.devns devns rw\n"
 		"45 22 0:52 /work/../phone /mnt/up rw - fuse.devns devns rw\n"
 		"46 22 0:52 /work / rw - fuse.devns devns rw\n"
+		/* The same number on another type, optional fields before the separator. */
+		"48 22 0:52 /work/sys/class/leds /mnt/tmp rw - tmpfs tmpfs rw\n"
+		"49 22 0:52 /work/sys/class/leds /mnt/opt rw shared:7 master:3 - fuse.devns devns rw\n"
 		"47 22 0:52 /work/sys /mnt/cut";
 	struct view_mount vm[VIEW_MOUNTS_MAX];
 	size_t n;
 
 	(void)unused;
 	n = view_mounts_find(info, strlen(info), makedev(0, 52), "work", vm, VIEW_MOUNTS_MAX);
-	assert_int_equal(n, 2);
+	assert_int_equal(n, 3);
 	assert_int_equal(vm[0].mnt_id, 40);
 	assert_string_equal(vm[0].target, "sys/class/leds");
 	assert_string_equal(vm[0].root, "work/sys/class/leds");
 	assert_string_equal(vm[1].target, "sys/class/back light");
+	assert_string_equal(vm[2].target, "mnt/opt");
 	assert_int_equal(view_mounts_find(info, strlen(info), 0, "work", vm, VIEW_MOUNTS_MAX), 0);
 	assert_int_equal(view_mounts_find(info, strlen(info), makedev(0, 52), "work", vm, 1), 1);
 }
