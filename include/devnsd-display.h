@@ -152,6 +152,17 @@ int display_on_backend(sd_event_source *s, int fd, uint32_t revents, void *userd
 void display_node_mappers_changed(struct display_node *dn);
 
 /*
+ * devnsd-display-state.c: the class's part of a restart. fb_new gives dn
+ * its framebuffer, the last run's memory when it was kept, and keeps it;
+ * renewed keeps dn's new memory; removed forgets p's.
+ */
+int display_state_fb_new(struct display_class *dc, struct display_node *dn);
+void display_state_fb_renewed(struct display_node *dn);
+void display_state_fb_removed(struct display_class *dc, struct persona *p);
+/* Registers the part that keeps each persona's mode, pan and blanking. */
+int display_state_register(struct display_class *dc);
+
+/*
  * devnsd-display.c: the framebuffer class ([Display] set). Register it
  * with manager_add_class(&dc->base).
  */

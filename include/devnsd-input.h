@@ -103,6 +103,9 @@ struct input_class {
 	size_t hotkey_target;
 };
 
+/* devnsd-input-state.c: keeps each persona's LEDs across a restart (devnsd-state.h). */
+int input_state_register(struct input_class *ic);
+
 /* An input class with no device yet; transport may be NULL. Register it with manager_add_class(&ic->base). */
 int input_class_new_core(struct manager *m, const struct input_transport_ops *transport, struct input_class **ret);
 

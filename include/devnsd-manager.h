@@ -15,6 +15,7 @@
 
 struct manager;
 struct devnum;
+struct state;
 struct populate;
 
 /*
@@ -133,6 +134,8 @@ struct manager {
 	unsigned int n_denials;
 	const struct conf *conf;
 	struct devnum *devnum;
+	/* What a restart takes back (devnsd-state.h); NULL unless devnsd.c sets it up. */
+	struct state *state;
 	/* The switch under way: set until every class has it on screen. */
 	struct switch_op *switch_op;
 	struct listener switch_done;

@@ -15,6 +15,8 @@ struct populate_result {
 	struct persona_owner owner;
 	/* Nodes in place in the container (made now, or already there from before). */
 	unsigned int made;
+	/* Views of a devnsd that died, replaced by the live ones. */
+	unsigned int views;
 	/* Places where the container had something else: left alone, no node there. */
 	unsigned int refused;
 	char first_refused[128];
@@ -50,7 +52,9 @@ typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate
  * sees the host's sysfs, read-only tmpfs overlays on the hardware's sysfs
  * directory and on /sys/dev/char that present the persona's node there
  * (devnsd-udev.h). Directories nodes name as
- * shares (the framebuffer's socket) are bound at the same path. A container
+ * shares (the framebuffer's socket) are bound at the same path. Sysfs views
+ * of a devnsd that died (state_old_view_dev()) that the container had bound
+ * are covered by the live view's same directory. A container
  * that shares devnsd's /dev gets no nodes, one that shares its /run no udev
  * data and no binds.
  *

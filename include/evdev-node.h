@@ -75,6 +75,8 @@ struct evdev_node_ops {
 	int (*get_keycode)(void *userdata, struct input_keymap_entry *ke);
 	/* A client has a new packet, or was revoked, or the device is gone. */
 	void (*wakeup)(void *userdata, struct evdev_client *c);
+	/* The view's LEDs or sounds changed. Optional. */
+	void (*feedback_changed)(void *userdata);
 };
 
 struct evdev_node {

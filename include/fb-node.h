@@ -30,6 +30,14 @@ struct fb_node {
 int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *name);
 
 /*
+ * A node of the given mode over memfd, the memory a node of the same mode
+ * had before (devnsd restarting): its pixels are kept, its state is the
+ * first one. memfd is taken over, also on failure. -ESTALE when its size
+ * is not the mode's, -EPERM when it is not sealed against resizing.
+ */
+int fb_node_adopt(struct fb_node **ret, const struct fb_mode *mode, const char *name, int memfd);
+
+/*
  * Gives the node fresh memory, all black, and its first state (no pan,
  * unblanked, the first colormap), under a new serial. Whoever holds the
  * old memfd keeps it, but it is no longer the node's. On failure the node

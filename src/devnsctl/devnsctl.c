@@ -111,6 +111,22 @@ static int cmd_request_active(sd_bus *bus) {
 	return EXIT_SUCCESS;
 }
 
+/* What devnsd's last restart could not take back; nothing from a devnsd without the property. */
+static void print_restart_notes(sd_bus *bus) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	char **notes = NULL;
+
+	if (sd_bus_get_property_strv(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "RestartNotes", &error, &notes) < 0)
+		return;
+	if (notes && notes[0])
+		printf("Not taken back at the last restart:\n");
+	for (size_t i = 0; notes && notes[i]; i++) {
+		printf("  %s\n", notes[i]);
+		free(notes[i]);
+	}
+	free(notes);
+}
+
 static int cmd_list(sd_bus *bus) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -195,6 +211,7 @@ static int cmd_status(sd_bus *bus) {
 	if (sd_bus_get_property_trivial(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "FramesShown", NULL, 't', &frames) >= 0 &&
 	    frames > 0)
 		printf("Frames shown: %" PRIu64 "\n", frames);
+	print_restart_notes(bus);
 
 	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListNodes", &error, &reply, NULL);
 	if (r < 0)

@@ -21,6 +21,7 @@
 
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
+#include "devnsd-state.h"
 #include "log.h"
 
 static bool same_ns(void *userdata, const struct pidns *ns) {
@@ -150,6 +151,7 @@ int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
 	}
 	pidns_close(&p->ns);
 	p->ns = ns;
+	state_note_attached(m, p, pid);
 	return 0;
 }
 
@@ -160,6 +162,7 @@ int manager_detach(struct manager *m, struct persona *p) {
 	pidns_close(&p->ns);
 	p->owner = (struct persona_owner){ 0 };
 	manager_rebind(m, p, true);
+	state_changed(m);
 	log_info("persona %s detached from its container", p->name);
 	return 0;
 }

@@ -13,6 +13,7 @@
 #include "devnsd-display.h"
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
+#include "devnsd-state.h"
 #include "devnsd-populate.h"
 #include "idmap.h"
 #include "log.h"
@@ -618,6 +619,26 @@ static int property_frames_shown(sd_bus *bus, const char *path, const char *inte
 	return sd_bus_message_append(reply, "t", display_frames_shown(b->display));
 }
 
+/* What the last restart could not take back; none for callers in containers. */
+static int property_restart_notes(sd_bus *bus, const char *path, const char *interface, const char *property,
+				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	sd_bus_message *call = sd_bus_get_current_message(bus);
+	struct bus *b = userdata;
+	const char *note;
+	int r;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	r = sd_bus_message_open_container(reply, 'a', "s");
+	for (size_t i = 0; r >= 0 && call && caller_scope(call, b->manager).all &&
+			   (note = state_restart_note(b->manager, i));
+	     i++)
+		r = sd_bus_message_append(reply, "s", note);
+	return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
 /* The persona's visible frame as a sealed memfd; the caller writes the file. */
 static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
@@ -642,6 +663,7 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("ActivePersona", "s", property_active, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("FramesShown", "t", property_frames_shown, 0, 0),
+	SD_BUS_PROPERTY("RestartNotes", "as", property_restart_notes, 0, SD_BUS_VTABLE_PROPERTY_CONST),
 	SD_BUS_METHOD_WITH_ARGS("SwitchTo", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_switch_to,
 				SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("ListPersonas", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sbas)", personas),

@@ -213,6 +213,11 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	r = display_class_new_core(m, b, device, &serve_transport, &dc);
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot set up the display: %m", device);
+	r = display_state_register(dc);
+	if (r < 0) {
+		display_class_free(dc);
+		return log_error_errno(r, "cannot keep the display's state for a restart: %m");
+	}
 	if (conf->routed) {
 		r = add_routed(dc);
 		if (r < 0) {

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "devnsd-display.h"
+#include "devnsd-state.h"
 #include "display-backend.h"
 #include "log.h"
 #include "util.h"
@@ -67,6 +68,8 @@ void display_node_effect(struct display_node *dn, enum fb_effect effect) {
 
 	if (effect != FB_EFFECT_VSYNC)
 		dn->gen++;
+	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK)
+		state_changed(dc->base.manager);
 	if (dn != dc->active) {
 		display_update_tick(dc);
 		return;
@@ -137,7 +140,7 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 	snprintf(dn->socket_path, sizeof(dn->socket_path), "%s/%s/fb0", DISPLAY_RUN_DIR, p->name);
 	snprintf(dn->socket_dir, sizeof(dn->socket_dir), "%s/%s", DISPLAY_RUN_DIR, p->name);
 
-	r = fb_node_new(&dn->fb, &dc->backend->mode, p->name);
+	r = display_state_fb_new(dc, dn);
 	if (r < 0) {
 		log_error_errno(r, "%s: cannot allocate the framebuffer: %m", dn->path);
 		goto fail;
@@ -163,6 +166,7 @@ static void display_remove_persona(struct device_class *base, struct persona *p)
 
 	if (dn)
 		display_node_free(dn);
+	display_state_fb_removed(to_display(base), p);
 }
 
 static void display_switch_to(struct device_class *base, struct persona *from, struct persona *to,
@@ -241,7 +245,8 @@ static void revoke_node(struct display_class *dc, struct display_node *dn) {
 				dn->path);
 		memset(dn->fb->mem, 0, dn->fb->size);
 		fb_state_init(&dn->fb->state, &dn->fb->mode, "devns");
-	}
+	} else
+		display_state_fb_renewed(dn);
 	/* No buffer holds this persona's frame any more, the spare included. */
 	dn->serial = ++dc->next_serial;
 	dn->gen++;

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "devnsd-input.h"
+#include "devnsd-state.h"
 #include "evdev-node.h"
 #include "evdev-udev.h"
 #include "hotkey.h"
@@ -49,7 +50,15 @@ static void node_wakeup(void *userdata, struct evdev_client *c) {
 		t->wakeup(in, c);
 }
 
+/* The persona's LEDs or sounds changed: worth keeping for a restart. */
+static void node_feedback_changed(void *userdata) {
+	struct input_node *in = userdata;
+
+	state_changed(in->device->class->base.manager);
+}
+
 static const struct evdev_node_ops node_ops = {
+	.feedback_changed = node_feedback_changed,
 	.forward = node_forward,
 	.set_repeat = node_set_repeat,
 	.get_keycode = node_get_keycode,

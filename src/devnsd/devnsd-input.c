@@ -201,6 +201,11 @@ int input_class_new(struct manager *m, const struct conf *conf, struct input_cla
 	r = input_class_new_core(m, &cuse_transport, &ic);
 	if (r < 0)
 		return log_error_errno(r, "Cannot set up the input class: %m");
+	r = input_state_register(ic);
+	if (r < 0) {
+		ic->base.ops->free(&ic->base);
+		return log_error_errno(r, "Cannot keep the input class's state for a restart: %m");
+	}
 	for (size_t i = 0; i < conf->input.n_patterns && r >= 0; i++) {
 		const char *pattern = conf->input.patterns[i];
 		glob_t g = { 0 };

@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/input.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "devnsd-input.h"
 #include "devnsd-leds.h"
+#include "devnsd-state.h"
 #include "light.h"
 #include "log.h"
 #include "sysfs-view.h"
@@ -68,6 +73,8 @@ static int stored(const struct leds_view *v, const char *attr, int r) {
 	if (r < 0 && r != -EINVAL)
 		log_warning_errno(r, "%s/%s: writing for persona %s failed: %m", backend_of(v)->path, attr,
 				  v->persona->name);
+	if (r >= 0)
+		state_changed(v->ll->class->base.manager);
 	return r;
 }
 
@@ -439,6 +446,72 @@ static int open_section(struct leds_class *lc, enum led_kind kind, const struct 
 	return r;
 }
 
+/* --- restart: each persona's state of each light ------------------------------ */
+
+static void leds_state_save(void *userdata, struct persona *p, struct state_record *rec) {
+	struct leds_class *lc = userdata;
+	struct leds_persona *lp = persona_of(lc, p);
+
+	for (size_t i = 0; lp && i < lc->n_lights; i++) {
+		const struct leds_view *v = &lp->views[i];
+		const struct light_state *s = state_of(v);
+		struct led_backend *b = backend_of(v);
+		char key[STATE_KEY_MAX + 1], value[STATE_VALUE_MAX + 1];
+
+		if (!s)
+			continue;
+		snprintf(key, sizeof(key), "%s:%s", kind_dir[b->kind], b->name);
+		snprintf(value, sizeof(value), "%u %u %s", s->brightness, s->bl_power, b->triggers.names[s->trigger]);
+		/* A light whose name the record cannot hold is not kept. */
+		(void)state_record_add_item(rec, p->name, "leds", key, value);
+	}
+}
+
+static int leds_state_load(void *userdata, struct persona *p, const char *key, const char *value) {
+	struct leds_class *lc = userdata;
+	struct leds_light *ll = NULL;
+	char trigger[LED_TRIGGER_NAME_MAX + 1];
+	uint32_t brightness, power;
+	int index, r;
+
+	_Static_assert(LED_TRIGGER_NAME_MAX == 47, "the trigger's width in sscanf()");
+	for (size_t i = 0; i < lc->n_lights && !ll; i++) {
+		struct led_backend *b = lc->lights[i].light->backend;
+		char name[STATE_KEY_MAX + 1];
+
+		snprintf(name, sizeof(name), "%s:%s", kind_dir[b->kind], b->name);
+		if (streq(name, key))
+			ll = &lc->lights[i];
+	}
+	if (!ll || !persona_of(lc, p))
+		return -ENOENT;
+	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %47s", &brightness, &power,
+		   trigger) != 3)
+		return -EINVAL;
+	/* An LED of an input device has its brightness in the persona's evdev node, which the input class keeps. */
+	r = ll->source != &ll->light->source ? 0 : light_set_brightness(ll->light, p, brightness);
+	if (r >= 0 && ll->light->backend->kind == LED_KIND_BACKLIGHT)
+		r = light_set_power(ll->light, p, power);
+	if (r == -EINVAL)
+		return -ESTALE;
+	index = led_triggers_find(&ll->light->backend->triggers, trigger, strlen(trigger));
+	if (r >= 0 && index > 0)
+		r = light_set_trigger(ll->light, p, (size_t)index);
+	return r;
+}
+
+static int leds_state_register(struct leds_class *lc) {
+	struct statx stx;
+
+	/* Cached attributes only: devnsd serves this mount and cannot answer itself now. */
+	if (statx(AT_FDCWD, lc->mountpoint, AT_STATX_DONT_SYNC, STATX_TYPE, &stx) >= 0)
+		state_set_view(lc->base.manager, lc->mountpoint, makedev(stx.stx_dev_major, stx.stx_dev_minor));
+	return state_register_part(lc->base.manager, &(struct state_part){ .name = "leds",
+									   .save = leds_state_save,
+									   .load = leds_state_load,
+									   .userdata = lc });
+}
+
 static int may_access(void *userdata, void *owner, pid_t pid) {
 	struct leds_class *lc = userdata;
 
@@ -478,6 +551,8 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct input_clas
 		if (r < 0)
 			log_error_errno(r, "%s: cannot mount the persona views: %m", lc->mountpoint);
 	}
+	if (r >= 0)
+		r = leds_state_register(lc);
 	if (r < 0) {
 		leds_class_free(&lc->base);
 		return r;

@@ -7,6 +7,7 @@
 #include "devnsd-devnum.h"
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
+#include "devnsd-state.h"
 #include "log.h"
 
 static void persona_free(struct persona *p) {
@@ -130,6 +131,7 @@ struct manager *manager_free(struct manager *m) {
 		persona_free(p);
 	pidns_close(&m->self_ns);
 	devnum_free(m->devnum);
+	state_free(m);
 	sd_event_unref(m->event);
 	free(m);
 	return NULL;

@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <linux/capability.h>
 #include <linux/magic.h>
+#include <linux/openat2.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,7 +27,9 @@
 #include "devnsd-populate.h"
 #include "devnsd-udev.h"
 #include "devnsd-uevent.h"
+#include "devnsd-state.h"
 #include "idmap.h"
+#include "view-mounts.h"
 
 #define POPULATE_MAX 128
 #define POPULATE_SHARES 16
@@ -66,6 +69,10 @@ struct plan {
 	bool node_job;
 	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate; "" if unread. */
 	char mountinfo[MOUNTINFO_MAX];
+	/* Views of a devnsd that died, bound in the container: replaced by the live view's directory. */
+	struct view_mount views[VIEW_MOUNTS_MAX];
+	size_t n_views;
+	char view_dir[PATH_MAX];
 	struct populate_result result;
 };
 
@@ -313,6 +320,7 @@ struct mount_job {
 	/* Where a node's empty file was made, to take it away again if the mount fails. */
 	int dir_fd;
 	const char *name;
+	bool view;
 };
 
 /* Whether the mount holding fd passes mounts on to peers (the host's, say): then nothing is laid on it. */
@@ -616,10 +624,10 @@ _Noreturn static void populate_child_remove(struct plan *plan, int result_fd, in
 }
 
 _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
-	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES];
+	struct mount_job jobs[POPULATE_MAX + POPULATE_SHARES + VIEW_MOUNTS_MAX];
 	struct sysfs_job sysfs = { .overlay_fd = -1, .target_fd = -1, .parent_fd = -1 };
 	size_t n_jobs = 0;
-	int host_trees[POPULATE_MAX], share_trees[POPULATE_SHARES];
+	int host_trees[POPULATE_MAX], share_trees[POPULATE_SHARES], view_trees[VIEW_MOUNTS_MAX];
 	bool own_run;
 	struct stat st;
 	int r;
@@ -631,6 +639,13 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	for (size_t i = 0; i < plan->n_shares; i++)
 		share_trees[i] = (int)open_tree(AT_FDCWD, plan->shares[i].path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	/* The live view's directories: devnsd (the parent) answers these lookups while this runs. */
+	for (size_t i = 0; i < plan->n_views; i++) {
+		char path[PATH_MAX + 256];
+
+		snprintf(path, sizeof(path), "%s/%s", plan->view_dir, plan->views[i].root);
+		view_trees[i] = (int)open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+	}
 
 	r = drop_privileges(plan);
 	if (r < 0)
@@ -690,6 +705,29 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		jobs[n_jobs++] = (struct mount_job){ .tree_fd = share_trees[i], .target_fd = take_fd(&dir) };
 	}
 
+	/*
+	 * A dead view is replaced only where the container's path still leads
+	 * to that very mount (its id), so nothing else is ever covered.
+	 */
+	for (size_t i = 0; i < plan->n_views; i++) {
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
+					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		struct statx stx;
+		int fd;
+
+		if (view_trees[i] < 0)
+			continue;
+		fd = (int)syscall(SYS_openat2, root_fd, plan->views[i].target, &how, sizeof(how));
+		if (fd < 0)
+			continue;
+		if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0 ||
+		    !(stx.stx_mask & STATX_MNT_ID) || stx.stx_mnt_id != plan->views[i].mnt_id) {
+			close(fd);
+			continue;
+		}
+		jobs[n_jobs++] = (struct mount_job){ .tree_fd = view_trees[i], .target_fd = fd, .view = true };
+	}
+
 	/* Mounts need the container's mount namespace; every path was resolved before. */
 	if ((n_jobs > 0 || sysfs.overlay_fd >= 0) && setns(mnt_fd, CLONE_NEWNS) < 0)
 		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
@@ -704,6 +742,8 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		}
 		if (jobs[i].node)
 			plan->result.made++;
+		if (jobs[i].view)
+			plan->result.views++;
 	}
 	r = lay_sysfs(plan, &sysfs);
 	if (r < 0)
@@ -875,6 +915,24 @@ void populate_cancel(struct persona *p) {
 	forget_container(p);
 }
 
+/* Views a devnsd that died left bound in the container (its mount table is the kernel's text). */
+static void plan_views(struct manager *m, struct plan *plan, int proc_fd) {
+	_cleanup_(freep) char *text = NULL;
+	_cleanup_(closep) int fd = -1;
+	dev_t old = state_old_view_dev(m);
+	const char *dir = state_view_dir(m);
+	size_t len;
+
+	if (old == 0 || !dir || strlen(dir) >= sizeof(plan->view_dir))
+		return;
+	fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
+	text = malloc(CFS_READ_MAX);
+	if (fd < 0 || !text || read_bounded(fd, text, CFS_READ_MAX, &len) < 0)
+		return;
+	snprintf(plan->view_dir, sizeof(plan->view_dir), "%s", dir);
+	plan->n_views = view_mounts_find(text, len, old, plan->persona->name, plan->views, VIEW_MOUNTS_MAX);
+}
+
 /* Ids of the container's root, from its user namespace's maps. */
 static int plan_owner(struct plan *plan, int proc_fd) {
 	uint32_t uid, gid;
@@ -947,6 +1005,8 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 	if (exited(target))
 		return -ESRCH;
 	add_nodes(pop, plan);
+	if (!plan->node_job)
+		plan_views(m, plan, proc_fd);
 	pop->result = plan->result;
 	if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;

@@ -7,11 +7,13 @@
 
 #include "devnsd-bus.h"
 #include "devnsd-conf.h"
+#include "devnsd-devnum.h"
 #include "devnsd-input-hotplug.h"
 #include "devnsd-display.h"
 #include "devnsd-input.h"
 #include "devnsd-leds.h"
 #include "devnsd-manager.h"
+#include "devnsd-state.h"
 #include "log.h"
 
 #define EXIT_CONFIG 2
@@ -92,9 +94,15 @@ static int run(const struct conf *conf) {
 	r = manager_new(&m, event, conf);
 	if (r < 0)
 		return r;
+	/* Before any device is opened: the fd store's holder must not inherit one. */
+	r = state_new(m, getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR);
+	if (r < 0)
+		state_free(m);
+	state_restore_personas(m);
 	r = add_classes(m, conf, &input, &display, &leds);
 	if (r < 0)
 		return r;
+	state_restore_items(m);
 	r = input_hotplug_new(m, input, &hotplug);
 	if (r < 0)
 		log_warning("input devices that appear later will not be shared");
@@ -102,6 +110,7 @@ static int run(const struct conf *conf) {
 	if (r < 0)
 		return r;
 	bus_attach_machines(bus);
+	state_restore_attachments(m);
 	manager_check_ready(m);
 
 	r = sd_event_loop(event);
@@ -109,6 +118,8 @@ static int run(const struct conf *conf) {
 		return log_error_errno(r, "Event loop failed: %m");
 	sd_notify(0, "STOPPING=1");
 	log_info("stopping");
+	/* A stop asked for is a stop: the next start is fresh. */
+	state_forget_all(m);
 	return 0;
 }
 

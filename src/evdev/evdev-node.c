@@ -161,8 +161,12 @@ static void client_push(struct evdev_client *c, const struct input_event *ev, st
 static void pass(struct evdev_node *n, const struct input_event *evs, size_t count) {
 	struct clock_offsets offsets = { 0 };
 	struct evdev_client *c;
+	bool feedback = false;
 
 	for (size_t i = 0; i < count; i++) {
+		if ((evs[i].type == EV_LED || evs[i].type == EV_SND) &&
+		    evdev_state_value(&n->view, evs[i].type, evs[i].code) != (evs[i].value != 0))
+			feedback = true;
 		evdev_state_apply(&n->view, &evs[i]);
 		if (n->grab) {
 			client_push(n->grab, &evs[i], &offsets);
@@ -171,6 +175,8 @@ static void pass(struct evdev_node *n, const struct input_event *evs, size_t cou
 		LIST_FOREACH(c, &n->clients, link)
 			client_push(c, &evs[i], &offsets);
 	}
+	if (feedback && n->ops && n->ops->feedback_changed)
+		n->ops->feedback_changed(n->userdata);
 }
 
 void evdev_node_flush_wakeups(struct evdev_node *n) {

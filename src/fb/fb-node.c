@@ -51,7 +51,8 @@ static uint64_t next_serial(void) {
 	return ++serial;
 }
 
-int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *name) {
+/* A node of mode in its first state, without memory yet. */
+static int node_alloc(const struct fb_mode *mode, const char *name, struct fb_node **ret) {
 	_cleanup_(fb_node_freep) struct fb_node *n = NULL;
 	int r;
 
@@ -66,9 +67,52 @@ int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *na
 		return r;
 	n->size = fb_state_mem_size(&n->state);
 	snprintf(n->label, sizeof(n->label), "devns-fb-%s", name);
+	*ret = TAKE_PTR(n);
+	return 0;
+}
+
+int fb_node_new(struct fb_node **ret, const struct fb_mode *mode, const char *name) {
+	_cleanup_(fb_node_freep) struct fb_node *n = NULL;
+	int r;
+
+	r = node_alloc(mode, name, &n);
+	if (r < 0)
+		return r;
 	r = memory_new(n->label, n->size, &n->memfd, &n->mem);
 	if (r < 0)
 		return r;
+	n->serial = next_serial();
+	*ret = TAKE_PTR(n);
+	return 0;
+}
+
+int fb_node_adopt(struct fb_node **ret, const struct fb_mode *mode, const char *name, int memfd) {
+	_cleanup_(closep) int fd = memfd;
+	_cleanup_(fb_node_freep) struct fb_node *n = NULL;
+	unsigned int need = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+	struct stat st;
+	int seals, flags, r;
+	void *mem;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	seals = fcntl(fd, F_GET_SEALS);
+	flags = fcntl(fd, F_GETFL);
+	if (seals < 0 || flags < 0)
+		return -errno;
+	if (((unsigned int)seals & need) != need || (seals & F_SEAL_WRITE) || (flags & O_ACCMODE) != O_RDWR ||
+	    !S_ISREG(st.st_mode) || (st.st_mode & 0077))
+		return -EPERM;
+	r = node_alloc(mode, name, &n);
+	if (r < 0)
+		return r;
+	if ((uint64_t)st.st_size != n->size)
+		return -ESTALE;
+	mem = mmap(NULL, n->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		return -errno;
+	n->mem = mem;
+	n->memfd = take_fd(&fd);
 	n->serial = next_serial();
 	*ret = TAKE_PTR(n);
 	return 0;

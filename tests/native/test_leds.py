@@ -117,6 +117,8 @@ class Views(unittest.TestCase):
         ])
         cls.bus = rig.Bus()
         os.environ["DEVNS_VIEW_DIR"] = cls.views
+        # Device numbers and what a restart takes back stay out of this machine's /run.
+        os.environ["DEVNS_STATE_DIR"] = os.path.join(cls.dir, "state")
         try:
             cls.daemon = rig.Daemon(conf)
         except Exception:

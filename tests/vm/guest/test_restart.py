@@ -1,0 +1,522 @@
+#!/usr/bin/python3
+"""devnsd killed with SIGKILL and started again loses nothing: the phone's
+setup (the display, a uinput keyboard, the i8042 keyboard with its capslock
+LED, a backlight, a persona created at runtime with a container attached to
+it), two personas drawn into (one through the mapping libdevns-fbmmap.so
+gives, one panned), a background persona holding caps lock through its
+evdev node. After the restart the screen (QEMU's screendump), each
+persona's screenshot, its mode and pan, LED and backlight state, the active
+persona, the created persona, the attachment and device numbers are what
+they were; an old reader gets what the kernel gives a client of a CUSE
+device whose server died, and reopening at the same path works, in the
+container too. The same through an emulated systemd fd store, and a corrupt
+state file gives a clean start."""
+
+import errno
+import glob
+import os
+import select
+import signal
+import socket
+import array
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+
+from evdev import ecodes as e
+
+import devnsrig as rig
+import fbrig
+from test_phone import PhoneContainer
+
+BUILD = rig.BUILD
+FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
+PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
+OUT = os.environ.get("DEVNS_OUT", "/tmp")
+I8042 = "/dev/input/event0"
+STATE = "/run/devnsd/state"
+BL_MAX = 1000
+LEVELS = {"work": 120, "personal": 880, "guest": 450}
+
+
+def find_capslock():
+    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
+        if glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*")):
+            return led
+    raise unittest.SkipTest("no keyboard with a capslock LED")
+
+
+def read_file(path):
+    with open(path) as f:
+        return f.read()
+
+
+def write_file(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def eventually(check, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def holder_pids():
+    pids = []
+    for comm in glob.glob("/proc/[0-9]*/comm"):
+        try:
+            if read_file(comm).strip() == "devnsd-fdstore":
+                pids.append(int(comm.split("/")[2]))
+        except OSError:
+            pass
+    return pids
+
+
+class SystemdEmulation:
+    """What systemd does for a Type=notify service with FileDescriptorStoreMax=:
+    a NOTIFY_SOCKET that takes READY=1 and FDSTORE=1/FDNAME= with their fds
+    (SCM_RIGHTS), FDSTOREREMOVE=1; a restart passes the store with
+    LISTEN_FDS, LISTEN_FDNAMES and LISTEN_PID."""
+
+    def __init__(self, directory):
+        self.path = os.path.join(directory, "notify-systemd")
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        self.sock.bind(self.path)
+        self.store = {}
+        self.ready = threading.Event()
+        self.lock = threading.Lock()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            fds = array.array("i")
+            msg, anc, _, _ = self.sock.recvmsg(4096, socket.CMSG_SPACE(64 * 4))
+            for level, kind, body in anc:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds.frombytes(body[:len(body) - len(body) % 4])
+            fields = dict(line.split("=", 1) for line in msg.decode().split("\n") if "=" in line)
+            with self.lock:
+                name = fields.get("FDNAME", "stored")
+                if fields.get("FDSTOREREMOVE") == "1":
+                    for fd in self.store.pop(name, []):
+                        os.close(fd)
+                if fields.get("FDSTORE") == "1":
+                    self.store.setdefault(name, []).extend(fds)
+                    fds = array.array("i")
+            for fd in fds:
+                os.close(fd)
+            if fields.get("READY") == "1":
+                self.ready.set()
+
+    def start(self, conf, log):
+        """Starts devnsd as the service manager would, with what the store holds."""
+        self.ready.clear()
+        with self.lock:
+            names, fds = [], []
+            for name, kept in sorted(self.store.items()):
+                for fd in kept:
+                    names.append(name)
+                    fds.append(fd)
+        env = dict(os.environ, NOTIFY_SOCKET=self.path, FDSTORE="64")
+        script = 'export LISTEN_PID=$$; exec "$@"'
+        if fds:
+            # The stored fds become 3, 4, ... as systemd passes them.
+            script = "exec %s; %s" % (" ".join("%d<&%d %d<&-" % (3 + i, 100 + i, 100 + i) for i in range(len(fds))), script)
+            env.update(LISTEN_FDS=str(len(fds)), LISTEN_FDNAMES=":".join(names))
+        dups = []
+        for i, fd in enumerate(fds):
+            os.dup2(fd, 100 + i, inheritable=True)
+            dups.append(100 + i)
+        # bash: dash takes no fd numbers above 9.
+        proc = subprocess.Popen(["bash", "-c", script, "bash", rig.DEVNSD, "--config", conf], env=env,
+                                stdout=log, stderr=subprocess.STDOUT, pass_fds=dups)
+        for fd in dups:
+            os.close(fd)
+        if not self.ready.wait(90):
+            proc.kill()
+            raise RuntimeError("devnsd did not become ready under the emulated systemd")
+        return proc
+
+    def names(self):
+        with self.lock:
+            return {name: len(fds) for name, fds in self.store.items()}
+
+
+class Restart(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.kbd = rig.make_keyboard()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.led = find_capslock()
+        cls.led_input = os.path.basename(glob.glob(os.path.join(os.path.realpath(
+            os.path.join(cls.led, "device")), "event*"))[0])
+        cls.bl_dir = os.path.join(tempfile.mkdtemp(prefix="restart-sys-"), "panel0")
+        os.mkdir(cls.bl_dir)
+        for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
+                            ("bl_power", 0)):
+            write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
+        cls.conf = "\n".join([
+            "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
+            "[Input]", "Devices=%s %s" % (cls.kbd_hw, I8042), "",
+            "[Leds]", "Devices=" + cls.led, "",
+            "[Backlight]", "Devices=" + cls.bl_dir, "",
+            "[Persona work]", "Active=yes", "",
+            "[Persona personal]", "",
+        ])
+        cls.bus = rig.Bus()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.bus.stop()
+        cls.kbd.close()
+
+    def setUp(self):
+        self.fds = []
+        self.containers = []
+
+    def tearDown(self):
+        for fd in self.fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        for c in self.containers:
+            c.stop()
+
+    # --- helpers ------------------------------------------------------------
+
+    def open_fd(self, path, flags=os.O_RDWR):
+        fd = os.open(path, flags | os.O_CLOEXEC)
+        self.fds.append(fd)
+        return fd
+
+    def screenshot(self, persona, tag):
+        path = os.path.join(OUT, "restart-%s-%s.png" % (tag, persona))
+        rig.devnsctl("screenshot", persona, path)
+        return fbrig.read_png_rgb(path)
+
+    def screen(self, tag):
+        return fbrig.screendump("restart-" + tag)
+
+    def screen_becomes(self, want, tag, timeout=15.0):
+        """Screendumps until the screen shows want (width, height, rgb); the number of differing pixels."""
+        deadline = time.monotonic() + timeout
+        while True:
+            got = self.screen(tag)
+            if got == want:
+                return 0
+            if time.monotonic() > deadline:
+                if got[:2] != want[:2]:
+                    return "size %dx%d" % got[:2]
+                return sum(1 for i in range(0, len(got[2]), 3) if got[2][i:i + 3] != want[2][i:i + 3])
+            time.sleep(0.3)
+
+    def persona_node(self, persona, hw):
+        return "/dev/devns/%s/%s" % (persona, os.path.basename(hw))
+
+    def view(self, persona, kind, name, attr="brightness"):
+        return "/run/devns/%s/sys/class/%s/%s/%s" % (persona, kind, name, attr)
+
+    def capslock(self, persona):
+        fd = rig.open_node(self.persona_node(persona, I8042))
+        try:
+            return e.LED_CAPSL in rig.led_state(fd)
+        finally:
+            os.close(fd)
+
+    def personas(self):
+        out = rig.devnsctl("list").stdout.split("\n")
+        names = {line[2:].split()[0] for line in out if len(line) > 2 and line[2:].strip()}
+        active = [line[2:].split()[0] for line in out if line.startswith("*")]
+        return names, active[0] if active else None
+
+    def numbers(self):
+        found = {}
+        for path in glob.glob("/dev/devns/**", recursive=True):
+            st = os.stat(path)
+            if os.path.isdir(path):
+                continue
+            found[path] = st.st_rdev
+        return found
+
+    def wait_saved(self, marker):
+        """The state file has caught up with the last change (a save follows within 20 ms)."""
+        self.assertTrue(eventually(lambda: os.path.exists(STATE) and marker in read_file(STATE)),
+                        "the state file never recorded %r:\n%s" % (marker, read_file(STATE)
+                                                                     if os.path.exists(STATE) else "(none)"))
+
+    def kill(self, daemon):
+        os.kill(daemon.proc.pid, signal.SIGKILL)
+        daemon.proc.wait()
+
+    def draw_personas(self, w, h):
+        """work: fbdraw through the mapping; personal: two frames, panned to the second."""
+        env = dict(os.environ, LD_PRELOAD=PRELOAD)
+        p = subprocess.run([FBDRAW, fbrig.fb_node("work"), "7", "--no-pan"], env=env, capture_output=True,
+                           text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        fd = self.open_fd(fbrig.fb_node("personal"))
+        var = fbrig.put_var(fd, dict(fbrig.get_var(fd), yres_virtual=2 * h, activate=0))
+        self.assertEqual(var["yres_virtual"], 2 * h)
+        fbrig.write_all(fd, fbrig.frame(w, h, (30, 30, 200)) + fbrig.pattern_frame(w, h, 9))
+        fbrig.pan(fd, var, h)
+        return fbrig.get_var(fd)
+
+    # --- the tests -------------------------------------------------------------
+
+    def test_1_sigkill_and_start_again(self):
+        daemon = rig.Daemon(self.conf)
+        try:
+            self.run_sigkill(daemon)
+        except BaseException:
+            print(daemon.output())
+            raise
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+        # A clean stop forgets: no state file, no holder.
+        self.assertFalse(os.path.exists(STATE), "a clean stop left the state file")
+        self.assertTrue(eventually(lambda: not holder_pids(), 5), "a clean stop left the holder running")
+
+    def run_sigkill(self, daemon):
+        led = os.path.basename(self.led)
+        bl = os.path.basename(self.bl_dir)
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        base_var = fbrig.get_var(fd)
+        os.close(fd)
+        w, h = base_var["xres"], base_var["yres"]
+
+        # A persona created at runtime, with a container attached as a manager makes one.
+        rig.devnsctl("create", "guest")
+        c = PhoneContainer("guest", [])
+        self.containers.append(c)
+        out = rig.devnsctl("attach", "guest", "--pid", str(c.pid)).stdout
+        self.assertRegex(out, r"attached, [1-9]\d* nodes made")
+        guest_frame = fbrig.frame(w, h, (20, 160, 40), band=(300, 340))
+        raw = os.path.join(tempfile.mkdtemp(), "guest")
+        with open(raw, "wb") as f:
+            f.write(guest_frame)
+        c.run("dd", "if=" + raw, "of=/dev/fb0", "bs=1M", "status=none")
+
+        personal_var = self.draw_personas(w, h)
+        # Backlight levels through each persona's view (the container's through its bound view).
+        for p in ("work", "personal"):
+            write_file(self.view(p, "backlight", bl), "%d\n" % LEVELS[p])
+        c.run("sh", "-c", "echo %d > /sys/class/backlight/%s/brightness" % (LEVELS["guest"], bl))
+        rig.devnsctl("switch", "personal")
+        # work, in the background, holds caps lock through its evdev node.
+        kfd = self.open_fd(self.persona_node("work", I8042), os.O_RDWR | os.O_NONBLOCK)
+        rig.write_event(kfd, e.EV_LED, e.LED_CAPSL, 1)
+        rig.write_event(kfd, e.EV_SYN, e.SYN_REPORT, 0)
+        self.assertTrue(eventually(lambda: self.capslock("work")), "work's caps lock did not take")
+        self.assertEqual(int(read_file(os.path.join(self.led, "brightness"))), 0, "the LED shows work's state")
+
+        before_screen = self.screen("before")
+        self.assertEqual(self.screen_becomes(before_screen[:2] + (fbrig.to_rgb(fbrig.pattern_frame(w, h, 9)),),
+                                             "before"), 0, "the screen does not show personal's panned frame")
+        before_shots = {p: self.screenshot(p, "before") for p in ("work", "personal", "guest")}
+        self.assertEqual(before_shots["work"][2], fbrig.to_rgb(fbrig.pattern_frame(w, h, 7)))
+        before_numbers = self.numbers()
+        before_personas = self.personas()
+        self.assertEqual(before_personas, ({"work", "personal", "guest"}, "personal"))
+        self.wait_saved("active personal")
+        self.wait_saved("leds 0x2")
+
+        # An old reader, blocked in read() when devnsd dies, and one that polls.
+        reader = self.open_fd(self.persona_node("work", self.kbd_hw), os.O_RDONLY)
+        result = {}
+
+        def blocked_read():
+            try:
+                os.read(reader, 24 * 64)
+                result["read"] = 0
+            except OSError as err:
+                result["read"] = err.errno
+        t = threading.Thread(target=blocked_read, daemon=True)
+        t.start()
+        time.sleep(0.5)
+        self.assertTrue(t.is_alive(), "the reader did not block")
+
+        holder = holder_pids()
+        self.assertEqual(len(holder), 1, "one holder keeps the framebuffers")
+        start = time.monotonic()
+        self.kill(daemon)
+        t.join(10)
+        self.assertFalse(t.is_alive(), "a reader of the old node hangs after devnsd died")
+        # fs/fuse: fuse_abort_conn() ends requests in flight with ECONNABORTED; later ones
+        # find the connection gone (fuse_get_req(): !fc->connected) and get ENOTCONN.
+        print("old reader, blocked in read() when devnsd died:", errno.errorcode.get(result.get("read"), result))
+        self.assertEqual(result.get("read"), errno.ECONNABORTED)
+        with self.assertRaises(OSError) as err:
+            os.read(reader, 24)
+        print("old reader, next read():", errno.errorcode[err.exception.errno])
+        self.assertEqual(err.exception.errno, errno.ENOTCONN)
+        # fuse_file_poll(): the FUSE_POLL request fails, and poll() reports an error.
+        poller = select.poll()
+        poller.register(reader, select.POLLIN)
+        events = poller.poll(2000)
+        print("old reader, poll():", events)
+        self.assertTrue(events and events[0][1] & select.POLLERR, events)
+        self.assertEqual(holder_pids(), holder, "the holder died with devnsd")
+        print("holder: VmRSS %d KiB" % rig.rss_kib(holder[0]))
+
+        daemon.start()
+        print("restart to READY=1: %.2f s" % (time.monotonic() - start))
+
+        # The active persona, the created persona, device numbers.
+        self.assertEqual(self.personas(), before_personas, "personas or the active persona changed")
+        self.assertEqual(self.numbers(), before_numbers, "device numbers changed")
+        # The screen and each persona's frame, mode and pan.
+        self.assertEqual(self.screen_becomes(before_screen, "after"), 0,
+                         "the screen differs from before the crash")
+        for p, shot in before_shots.items():
+            self.assertEqual(self.screenshot(p, "after"), shot, "%s's screenshot differs" % p)
+        fd = self.open_fd(fbrig.fb_node("personal"))
+        var = fbrig.get_var(fd)
+        for k in ("xres", "yres", "xres_virtual", "yres_virtual", "xoffset", "yoffset"):
+            self.assertEqual(var[k], personal_var[k], "personal's %s" % k)
+        # LEDs and backlight, per persona and on the hardware for the active one.
+        self.assertTrue(self.capslock("work"), "work's caps lock is lost")
+        self.assertFalse(self.capslock("personal"))
+        self.assertEqual(int(read_file(os.path.join(self.led, "brightness"))), 0)
+        self.assertEqual(read_file(self.view("work", "leds", led)), "1\n")
+        for p in ("work", "personal", "guest"):
+            self.assertEqual(read_file(self.view(p, "backlight", bl)).strip(), str(LEVELS[p]), p)
+        self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(LEVELS["personal"]))
+        # Reopening at the same path works.
+        fd = self.open_fd(self.persona_node("work", self.kbd_hw), os.O_RDONLY | os.O_NONBLOCK)
+        with self.assertRaises(BlockingIOError):
+            os.read(fd, 24)
+        # The container: bound again, its node opens again, its view is the live one.
+        self.assertTrue(eventually(lambda: "re-attached" not in daemon.output() and
+                                   "views bound again" in daemon.output(), 20), daemon.output())
+        self.assertRegex(daemon.output(), r"persona guest: [1-9]\d* nodes in its container again, 2 views bound again")
+        got = c.run("sh", "-c", "dd if=/dev/fb0 bs=%d count=1 status=none | od -An -tx1 -N4" % (w * 4)).stdout
+        self.assertEqual(got.split(), ["28", "a0", "14", "00"], "the container's fb0 does not read guest's frame")
+        self.assertEqual(c.run("cat", "/sys/class/backlight/%s/brightness" % bl).stdout.strip(),
+                         str(LEVELS["guest"]), "the container's view is not back")
+        # And the hardware follows a switch as before: work's caps lock reaches the LED.
+        rig.devnsctl("switch", "work")
+        self.assertTrue(eventually(lambda: int(read_file(os.path.join(self.led, "brightness"))) > 0),
+                        "work's caps lock does not reach the LED")
+        self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(LEVELS["work"]))
+        rig.devnsctl("switch", "personal")
+
+    def test_2_systemd_fd_store(self):
+        """The same memory and record through systemd's fd store, with no holder and no state file."""
+        d = tempfile.mkdtemp(prefix="devnsd-systemd-")
+        conf = os.path.join(d, "devnsd.conf")
+        write_file(conf, self.conf)
+        log = open(os.path.join(d, "log"), "a+")
+        systemd = SystemdEmulation(d)
+        proc = systemd.start(conf, log)
+        try:
+            self.assertEqual(holder_pids(), [], "a holder runs although systemd keeps the fds")
+            fd = self.open_fd(fbrig.fb_node("work"))
+            var = fbrig.get_var(fd)
+            w, h = var["xres"], var["yres"]
+            rig.devnsctl("create", "guest")
+            env = dict(os.environ, LD_PRELOAD=PRELOAD)
+            p = subprocess.run([FBDRAW, fbrig.fb_node("guest"), "5", "--no-pan"], env=env, capture_output=True,
+                               text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            rig.devnsctl("switch", "guest")
+            self.assertTrue(eventually(lambda: {"fb-work", "fb-personal", "fb-guest", "state"} <=
+                                       set(systemd.names())), systemd.names())
+            self.assertTrue(eventually(lambda: "active guest" in read_file(STATE)))
+            self.assertEqual(systemd.names().get("state"), 1, "the old record was not removed from the store")
+            before = self.screenshot("guest", "systemd-before")
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+            # Only the fd store has it now.
+            os.unlink(STATE)
+            proc = systemd.start(conf, log)
+            self.assertEqual(self.personas(), ({"work", "personal", "guest"}, "guest"))
+            self.assertEqual(self.screenshot("guest", "systemd-after"), before)
+            self.assertEqual(before[2], fbrig.to_rgb(fbrig.pattern_frame(w, h, 5)))
+        except BaseException:
+            log.seek(0)
+            print(log.read())
+            raise
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            self.assertEqual(proc.wait(20), 0)
+            log.close()
+        # A clean stop empties the store.
+        self.assertTrue(eventually(lambda: not any(systemd.names().values())), systemd.names())
+
+    def test_3_corrupt_state_file_gives_a_clean_start(self):
+        good = "devnsd-state 1\nactive personal\npersona work configured\npersona personal configured\n" \
+               "persona ghost created\npersona gone configured\nend\n"
+        for label, text in (("garbage", "\x00\xff garbage\n" * 100), ("cut short", good[:-4]),
+                            ("oversized", "devnsd-state 1\n" + "x" * (2 << 20))):
+            os.makedirs("/run/devnsd", exist_ok=True)
+            write_file(STATE, text)
+            daemon = rig.Daemon(self.conf)
+            try:
+                self.assertRegex(daemon.output(), r"state of the last run is unusable \(.+\); starting clean",
+                                 label)
+                self.assertEqual(self.personas(), ({"work", "personal"}, "work"), label)
+            finally:
+                self.assertEqual(daemon.stop(), 0, daemon.output())
+        # And the good one is taken (the check above can fail).
+        write_file(STATE, good)
+        daemon = rig.Daemon(self.conf)
+        try:
+            self.assertEqual(self.personas(), ({"work", "personal", "ghost"}, "personal"))
+            # What could not be applied (a persona no longer configured) is said, also by devnsctl status.
+            status = rig.devnsctl("status").stdout
+            self.assertIn("Not taken back at the last restart:\n  persona gone is no longer configured", status)
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
+    def test_4_reattach_only_the_same_process(self):
+        """A recorded process that is not the one any more (another start time) is not attached
+        again; a container that is gone neither; both say so and leave the persona unbound."""
+        for case in ("another process", "gone"):
+            c = rig.Container()
+            self.containers.append(c)
+            daemon = rig.Daemon(self.conf)
+            try:
+                out = rig.devnsctl("attach", "personal", "--pid", str(c.pid)).stdout
+                self.assertRegex(out, r"attached")
+                self.wait_saved("attach personal %d " % c.pid)
+                self.kill(daemon)
+                if case == "gone":
+                    c.stop()
+                else:
+                    text = read_file(STATE).split("\n")
+                    for i, line in enumerate(text):
+                        if line.startswith("attach personal "):
+                            f = line.split()
+                            f[3] = str(int(f[3]) + 1)
+                            text[i] = " ".join(f)
+                    write_file(STATE, "\n".join(text))
+                daemon.start()
+                want = "is another process now" if case == "another process" else "is gone"
+                line = "restart: persona personal: process %d %s; not re-attached" % (c.pid, want)
+                # Containers are attached again once every node is in /dev, after READY=1.
+                revoked = "/dev/devns/personal/fb0: revoked"
+                eventually(lambda: line in daemon.output() and revoked in daemon.output())
+                self.assertIn(line, daemon.output())
+                self.assertIn(revoked, daemon.output())
+                # Unbound: its container cannot open the persona's nodes.
+                if case == "another process":
+                    p = c.run("head", "-c", "4", fbrig.fb_node("personal"), check=False)
+                    self.assertNotEqual(p.returncode, 0, "the container still reaches the persona")
+                    rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+                    self.assertEqual(c.run("head", "-c", "4", fbrig.fb_node("personal")).returncode, 0)
+            except BaseException:
+                print(daemon.output())
+                raise
+            finally:
+                self.assertEqual(daemon.stop(), 0, daemon.output())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
