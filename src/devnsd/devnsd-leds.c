@@ -162,13 +162,13 @@ static const struct attr {
 	{ "brightness", 0644, &brightness_ops },
 	{ "max_brightness", 0444, &max_brightness_ops },
 	{ "trigger", 0644, &trigger_ops },
-	{ NULL },
+	{ 0 },
 }, backlight_attrs[] = {
 	{ "actual_brightness", 0444, &actual_brightness_ops },
 	{ "bl_power", 0644, &bl_power_ops },
 	{ "brightness", 0644, &brightness_ops },
 	{ "max_brightness", 0444, &max_brightness_ops },
-	{ NULL },
+	{ 0 },
 };
 
 static int add_light_view(struct leds_class *lc, struct leds_persona *lp, size_t i) {

@@ -54,10 +54,10 @@ uint32_t uevent_hash32(const char *s) {
 	switch (len) {
 	case 3:
 		h ^= (uint32_t)data[2] << 16;
-		/* fall through */
+		__attribute__((fallthrough));
 	case 2:
 		h ^= (uint32_t)data[1] << 8;
-		/* fall through */
+		__attribute__((fallthrough));
 	case 1:
 		h ^= data[0];
 		h *= m;

@@ -87,7 +87,8 @@ static bool parse_line(const char *line, const char *end, dev_t dev, const char 
 	if (strncmp(root + 1, persona, plen) != 0 || (root[1 + plen] != '\0' && root[1 + plen] != '/') ||
 	    strstr(root, "/..") || strstr(root, "//"))
 		return false;
-	if (!unescape(f[4], n[4], ret->target, sizeof(ret->target)) || ret->target[0] != '/' || !ret->target[1])
+	if (!unescape(f[4], n[4], ret->target, sizeof(ret->target)) || ret->target[0] != '/' || !ret->target[1] ||
+	    strstr(ret->target, "//"))
 		return false;
 	memmove(ret->target, ret->target + 1, strlen(ret->target));
 	snprintf(ret->root, sizeof(ret->root), "%s", root + 1);

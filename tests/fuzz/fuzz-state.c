@@ -23,6 +23,8 @@ static void check_record(const struct state_record *r) {
 		fuzz_assert(name_is_valid(r->items[i].persona) && r->items[i].key[0] && r->items[i].value[0]);
 }
 
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	struct state_record r, again;
 	struct view_mount vm[VIEW_MOUNTS_MAX];

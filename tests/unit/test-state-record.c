@@ -156,6 +156,8 @@ static void test_view_mounts(void **unused) {
 		"44 22 0:52 /worker/sys /mnt/worker rw - fuse.devns devns rw\n"
 		"45 22 0:52 /work/../phone /mnt/up rw - fuse.devns devns rw\n"
 		"46 22 0:52 /work / rw - fuse.devns devns rw\n"
+		/* A mount point the kernel would never write (not canonical). */
+		"50 22 0:52 /work/sys //..sys/x rw - fuse.devns devns rw\n"
 		/* The same number on another type, optional fields before the separator. */
 		"48 22 0:52 /work/sys/class/leds /mnt/tmp rw - tmpfs tmpfs rw\n"
 		"49 22 0:52 /work/sys/class/leds /mnt/opt rw shared:7 master:3 - fuse.devns devns rw\n"
