@@ -16,6 +16,7 @@
  * framebuffer's mode and pan). Transport-free text, one record a line:
  *
  *   devnsd-state 1
+ *   seq N
  *   active NAME
  *   view MAJOR:MINOR
  *   persona NAME configured|created
@@ -52,6 +53,8 @@ struct state_item {
 };
 
 struct state_record {
+	/* Counts the records a run wrote: of two copies, the higher is the newer. */
+	uint64_t seq;
 	char active[NAME_MAX_LEN + 1];
 	/* The device number of the sysfs views' file system, 0 if none. */
 	uint64_t view_dev;

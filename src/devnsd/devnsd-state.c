@@ -17,7 +17,8 @@
 #include "log.h"
 
 #define STATE_MAX_PARTS 8
-#define STATE_FD_NAME "state"
+/* The record's two copies in systemd's fd store, rewritten in turn. */
+static const char *const record_fd_names[2] = { "state", "state.1" };
 
 struct attachment {
 	pid_t pid;
@@ -42,6 +43,9 @@ struct state {
 	size_t n_notes;
 	sd_event_source *save_timer, *ready_wait;
 	uint64_t last_save_usec;
+	/* The number of the last record written; its copies in the fd store (systemd), -1 until stored. */
+	uint64_t seq;
+	int record_fds[2];
 	/* The manager's news that changes what is kept: a switch, a persona added or removed. */
 	struct listener active_changed, persona_added, persona_removed;
 };
@@ -63,38 +67,80 @@ static int read_fd_bounded(int fd, char **ret, size_t *ret_len) {
 	return 0;
 }
 
-/* The record: the fd store's copy (systemd), else the file. 0 without one, 1 when loaded. */
-static int load_record(struct state *s) {
+/* Reads and parses a record; -EFBIG past STATE_RECORD_MAX_SIZE, -EBADMSG (with error) for a bad one. */
+static int parse_fd(int fd, struct state_record *rec, char *error, size_t error_size) {
 	_cleanup_(freep) char *text = NULL;
-	_cleanup_(closep) int fd = -1;
-	const char *from = "the fd store";
-	char error[256] = "";
 	size_t len;
 	int r;
 
-	if (fdstore_take(s->fdstore, STATE_FD_NAME, &fd) >= 0)
-		(void)lseek(fd, 0, SEEK_SET);
-	else {
+	r = read_fd_bounded(fd, &text, &len);
+	if (r == -EFBIG)
+		snprintf(error, error_size, "larger than %u bytes", STATE_RECORD_MAX_SIZE);
+	if (r < 0)
+		return r;
+	return state_record_parse(rec, text, len, error, error_size);
+}
+
+/*
+ * The fd store's copies (systemd): the newest whole one. A copy that was
+ * being rewritten when devnsd died is refused by the parser, and the other
+ * one stands. 1 when one was taken, 0 when the store had none, else the
+ * first error (with error set).
+ */
+static int load_from_store(struct state *s, char *error, size_t error_size) {
+	int r = 0;
+
+	for (size_t i = 0; i < ELEMENTSOF(record_fd_names); i++) {
+		_cleanup_(state_record_done) struct state_record rec;
+		_cleanup_(closep) int fd = -1;
+		char why[256] = "";
+		int k;
+
+		if (fdstore_take(s->fdstore, record_fd_names[i], &fd) < 0)
+			continue;
+		state_record_init(&rec);
+		k = lseek(fd, 0, SEEK_SET) < 0 ? -errno : parse_fd(fd, &rec, why, sizeof(why));
+		if (k < 0) {
+			if (r == 0) {
+				r = k;
+				snprintf(error, error_size, "%s", why[0] ? why : strerror(-k));
+			}
+			continue;
+		}
+		if (r <= 0 || rec.seq > s->last.seq) {
+			state_record_done(&s->last);
+			s->last = rec;
+			state_record_init(&rec);
+		}
+		r = 1;
+	}
+	return r;
+}
+
+/* The record: the fd store's copies (systemd), else the file. 0 without one, 1 when loaded. */
+static int load_record(struct state *s) {
+	_cleanup_(closep) int fd = -1;
+	const char *from = "the fd store";
+	char error[256] = "";
+	int r;
+
+	r = load_from_store(s, error, sizeof(error));
+	if (r == 0) {
 		from = STATE_FILE;
 		fd = openat(s->dir_fd, STATE_FILE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 		if (fd < 0)
 			return errno == ENOENT ? 0 : log_warning_errno(errno, "%s/%s: cannot read the state of the last run, "
 										"starting clean: %m", s->dir, STATE_FILE);
+		r = parse_fd(fd, &s->last, error, sizeof(error));
 	}
-	r = read_fd_bounded(fd, &text, &len);
-	if (r == -EFBIG) {
-		log_warning("%s/%s: the state of the last run is unusable (larger than %u bytes); starting clean", s->dir,
-			    from, STATE_RECORD_MAX_SIZE);
-		return 0;
-	}
-	if (r < 0)
-		return log_warning_errno(r, "%s/%s: cannot read the state of the last run, starting clean: %m", s->dir,
-					 from);
-	r = state_record_parse(&s->last, text, len, error, sizeof(error));
 	if (r < 0) {
-		log_warning("%s/%s: the state of the last run is unusable (%s); starting clean", s->dir, from, error);
+		state_record_done(&s->last);
+		state_record_init(&s->last);
+		log_warning("%s/%s: the state of the last run is unusable (%s); starting clean", s->dir, from,
+			    error[0] ? error : strerror(-r));
 		return 0;
 	}
+	s->seq = s->last.seq;
 	log_info("restart: the last run left %zu personas, %zu items (from %s)", s->last.n_personas, s->last.n_items,
 		 streq(from, STATE_FILE) ? "the state file" : from);
 	return 1;
@@ -198,14 +244,36 @@ static int write_file(struct state *s, const char *text, size_t len) {
 	return r;
 }
 
-static int keep_record_fd(struct state *s, const char *text, size_t len) {
-	_cleanup_(closep) int fd = memfd_create("devnsd-state", MFD_CLOEXEC);
+/*
+ * Under systemd the record lives in two memfds that go to the fd store once
+ * and are then rewritten in place, in turn: systemd hears nothing per save,
+ * and a rewrite cut short by SIGKILL spoils only the copy it was writing.
+ */
+static int keep_record_fd(struct state *s, uint64_t seq, const char *text, size_t len) {
+	size_t i = seq & 1;
+	int fd = s->record_fds[i], r;
 
-	if (fd < 0)
+	if (fd < 0) {
+		fd = memfd_create("devnsd-state", MFD_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		r = fdstore_put(s->fdstore, record_fd_names[i], fd);
+		if (r < 0) {
+			close(fd);
+			return r;
+		}
+		s->record_fds[i] = fd;
+	}
+	if (ftruncate(fd, 0) < 0)
 		return -errno;
-	if (write(fd, text, len) != (ssize_t)len)
-		return -EIO;
-	return fdstore_put(s->fdstore, STATE_FD_NAME, fd);
+	for (size_t done = 0; done < len;) {
+		ssize_t n = pwrite(fd, text + done, len - done, (off_t)done);
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			done += (size_t)n;
+	}
+	return 0;
 }
 
 static int save(struct state *s) {
@@ -215,13 +283,14 @@ static int save(struct state *s) {
 	int r;
 
 	state_record_init(&rec);
+	rec.seq = ++s->seq;
 	r = build_record(s, &rec);
 	if (r >= 0)
 		r = state_record_format(&rec, &text, &len);
 	if (r >= 0)
 		r = write_file(s, text, len);
 	if (r >= 0 && streq(fdstore_kind(s->fdstore), "systemd"))
-		r = keep_record_fd(s, text, len);
+		r = keep_record_fd(s, rec.seq, text, len);
 	return r;
 }
 
@@ -280,6 +349,7 @@ int state_new(struct manager *m, const char *dir) {
 		return log_warning_errno(ENOMEM, "out of memory");
 	s->manager = m;
 	s->dir_fd = -1;
+	s->record_fds[0] = s->record_fds[1] = -1;
 	state_record_init(&s->last);
 	m->state = s;
 	s->active_changed.notify = on_active_changed;
@@ -320,6 +390,8 @@ void state_free(struct manager *m) {
 	sd_event_source_disable_unref(s->save_timer);
 	sd_event_source_disable_unref(s->ready_wait);
 	fdstore_free(s->fdstore);
+	closep(&s->record_fds[0]);
+	closep(&s->record_fds[1]);
 	state_record_done(&s->last);
 	closep(&s->dir_fd);
 	free(s->dir);

@@ -151,6 +151,8 @@ static int parse_line(struct state_record *r, char *line, bool *ret_end) {
 		snprintf(r->active, sizeof(r->active), "%s", name);
 		return 0;
 	}
+	if (streq(word, "seq"))
+		return parse_u64(next_word(&line), &r->seq) < 0 || next_word(&line) ? -EINVAL : 0;
 	if (streq(word, "view"))
 		return parse_dev(next_word(&line), &r->view_dev) < 0 || next_word(&line) ? -EINVAL : 0;
 	if (streq(word, "persona")) {
@@ -255,6 +257,8 @@ int state_record_format(const struct state_record *r, char **ret, size_t *ret_le
 	if (!f)
 		return -ENOMEM;
 	fputs("devnsd-state 1\n", f);
+	if (r->seq)
+		fprintf(f, "seq %" PRIu64 "\n", r->seq);
 	if (r->active[0])
 		fprintf(f, "active %s\n", r->active);
 	if (r->view_dev)

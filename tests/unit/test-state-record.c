@@ -8,6 +8,7 @@
 #include "view-mounts.h"
 
 static const char good[] = "devnsd-state 1\n"
+			   "seq 42\n"
 			   "active work\n"
 			   "view 0:52\n"
 			   "persona work configured\n"
@@ -31,6 +32,7 @@ static void test_round_trip(void **unused) {
 	(void)unused;
 	assert_int_equal(parse(&r, good, strlen(good)), 0);
 	assert_string_equal(r.active, "work");
+	assert_int_equal(r.seq, 42);
 	assert_int_equal(r.n_personas, 2);
 	assert_false(r.personas[0].created);
 	assert_true(r.personas[1].created);
@@ -58,6 +60,9 @@ static void test_bad_inputs(void **unused) {
 		"",
 		"\n",
 		"devnsd-state 2\nend\n",
+		"devnsd-state 1\nseq\nend\n",
+		"devnsd-state 1\nseq -1\nend\n",
+		"devnsd-state 1\nseq 1 2\nend\n",
 		"devnsd-state 1\n",                       /* no end: cut short */
 		"devnsd-state 1\nactive work\n",          /* cut short */
 		"devnsd-state 1\nactive work\nend",       /* no final newline */
