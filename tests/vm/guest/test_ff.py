@@ -350,6 +350,7 @@ class ForceFeedback(rig.PersonaTestCase):
         p.stdin.flush()
         p.stdin.close()
         out.finish()
+        p.stdout.close()
         self.assertEqual(p.returncode, 0, out.text)
         # Its file closed: every effect it uploaded is erased.
         _, erases, _ = self.quiet()
