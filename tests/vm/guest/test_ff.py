@@ -331,6 +331,34 @@ class ForceFeedback(rig.PersonaTestCase):
         _, erases, _ = self.quiet()
         self.assertEqual(erases, [uploads[0][0]])
 
+    def test_timing(self):
+        """How long an upload and erase take through a persona node and on the pad's own node,
+        and a switch that moves four effects each way."""
+        def round_trips(fd, count=20):
+            times = []
+            for _ in range(count):
+                t = time.monotonic()
+                erase(fd, upload(fd, rumble()))
+                times.append(time.monotonic() - t)
+            return sorted(times)[count // 2] * 1000
+
+        persona = round_trips(self.node("work"))
+        hw = rig.open_node(self.pad.path)
+        try:
+            direct = round_trips(hw)
+        finally:
+            os.close(hw)
+        for name in ("work", "personal"):
+            fd = self.node(name)
+            for _ in range(HW_EFFECTS):
+                upload(fd, rumble())
+        t = time.monotonic()
+        rig.devnsctl("switch", "personal")
+        switch = (time.monotonic() - t) * 1000
+        self.pad.take()
+        print("\nupload+erase median: persona node %.2f ms, pad's own node %.2f ms; "
+              "devnsctl switch moving 4+4 effects: %.1f ms" % (persona, direct, switch))
+
     def test_fftest(self):
         """fftest, unmodified, uploads its effects through the persona node and plays the one asked for."""
         node = rig.persona_node("work", self.pad.path)
