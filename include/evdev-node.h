@@ -168,8 +168,9 @@ void evdev_node_revoke(struct evdev_node *n, const struct evdev_state *hw);
 void evdev_node_deliver(struct evdev_node *n, const struct input_event *evs, size_t count);
 
 /*
- * Events a client writes. LEDs, sounds, force feedback and repeat settings go
- * to the hardware only while the node is active; all are kept in the view.
+ * Events a client writes. LEDs, sounds and repeat settings go to the
+ * hardware only while the node is active; all are kept in the view. Force
+ * feedback is evdev_ff_event()'s.
  * Other event types are passed to this node's own clients only.
  * Returns the number of events consumed, or -errno.
  */

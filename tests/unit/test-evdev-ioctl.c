@@ -239,7 +239,7 @@ static void test_effects(void **state) {
 	struct fixture *f = *state;
 	int effects = -1;
 
-	/* Nothing can be uploaded through a persona node. */
+	/* A node given no effect slots (its device reported none) has room for none. */
 	assert_int_equal(do_ioctl(f->node, f->client, EVIOCGEFFECTS, &effects), 0);
 	assert_int_equal(effects, 0);
 }
