@@ -53,6 +53,29 @@ unsigned int evdev_mask_count(unsigned int type);
 bool evdev_caps_has(const struct evdev_caps *caps, unsigned int type, unsigned int code);
 
 struct evdev_node;
+struct evdev_client;
+
+/* Force-feedback effects one node holds at most: the kernel's own ceiling. */
+#define EVDEV_FF_MAX_EFFECTS FF_MAX_EFFECTS
+
+/* One of a node's effect ids, owned by the open file that uploaded it. */
+struct evdev_ff_slot {
+	struct evdev_client *owner; /* NULL: the id is free */
+	struct ff_effect effect;    /* as uploaded, with the node's id */
+	int hw_id;                  /* the hardware's id while uploaded there, else -1 */
+};
+
+/*
+ * The persona's force-feedback effects. The persona has as many ids as the
+ * hardware has slots; its effects are on the hardware only while the node
+ * is active, so the active persona has every slot.
+ */
+struct evdev_ff {
+	unsigned int max;
+	struct evdev_ff_slot *slots;
+	int gain;       /* FF_GAIN, 0xffff until set */
+	int autocenter; /* FF_AUTOCENTER, -1 until set */
+};
 
 struct evdev_client {
 	struct evdev_node *node;
@@ -77,6 +100,13 @@ struct evdev_node_ops {
 	void (*wakeup)(void *userdata, struct evdev_client *c);
 	/* The view's LEDs or sounds changed. Optional. */
 	void (*feedback_changed)(void *userdata);
+	/*
+	 * Uploads a force-feedback effect to the hardware (effect->id: the
+	 * hardware's id, or -1 for a new one, set on success), or erases one.
+	 * Called only while active. Optional (ENOSYS without).
+	 */
+	int (*ff_upload)(void *userdata, struct ff_effect *effect);
+	int (*ff_erase)(void *userdata, int hw_id);
 };
 
 struct evdev_node {
@@ -93,6 +123,7 @@ struct evdev_node {
 	unsigned int n_clients;
 	const struct evdev_node_ops *ops;
 	void *userdata;
+	struct evdev_ff ff;
 };
 
 /*
@@ -137,8 +168,9 @@ void evdev_node_revoke(struct evdev_node *n, const struct evdev_state *hw);
 void evdev_node_deliver(struct evdev_node *n, const struct input_event *evs, size_t count);
 
 /*
- * Events a client writes. LEDs, sounds, force feedback and repeat settings go
- * to the hardware only while the node is active; all are kept in the view.
+ * Events a client writes. LEDs, sounds and repeat settings go to the
+ * hardware only while the node is active; all are kept in the view. Force
+ * feedback is evdev_ff_event()'s.
  * Other event types are passed to this node's own clients only.
  * Returns the number of events consumed, or -errno.
  */
@@ -174,6 +206,30 @@ void evdev_node_flush_wakeups(struct evdev_node *n);
  * -EINVAL when the device has no such LED or sound.
  */
 int evdev_node_set_feedback(struct evdev_node *n, uint16_t type, uint16_t code, bool on);
+
+/*
+ * Gives the node max force-feedback effect ids (the hardware's
+ * EVIOCGEFFECTS), at most EVDEV_FF_MAX_EFFECTS. Without EV_FF it stays 0.
+ */
+int evdev_node_set_ff_max(struct evdev_node *n, unsigned int max);
+
+/*
+ * EVIOCSFF, as the kernel's input_ff_upload(): id -1 takes the lowest free
+ * id (ENOSPC when none is), another id updates an effect of this client's
+ * (EINVAL if unused or of another type, EACCES if another file's). While
+ * active the effect goes to the hardware, whose error is returned.
+ */
+int evdev_ff_upload(struct evdev_node *n, struct evdev_client *c, struct ff_effect *effect);
+/* EVIOCRMFF: stops and erases one of this client's effects. */
+int evdev_ff_erase(struct evdev_node *n, struct evdev_client *c, int id);
+/* Erases every effect of the client: it closed, or was revoked. */
+void evdev_ff_flush(struct evdev_node *n, struct evdev_client *c);
+/* An EV_FF write: play (value: repeat count), stop (0), FF_GAIN, FF_AUTOCENTER. */
+int evdev_ff_event(struct evdev_node *n, uint16_t code, int32_t value);
+/* The node comes forward: its effects, gain and autocenter go to the hardware. */
+void evdev_ff_activate(struct evdev_node *n);
+/* The node goes back: its effects are stopped and erased from the hardware. */
+void evdev_ff_deactivate(struct evdev_node *n);
 
 /* Largest output an ioctl can produce (the _IOC_SIZE limit). */
 #define EVDEV_IOCTL_BUF_MAX (1u << 14)

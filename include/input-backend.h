@@ -27,6 +27,15 @@ struct input_backend_ops {
 	int (*set_repeat)(struct input_backend *b, int delay, int period);
 	/* Optional: looks a scancode up in the keymap. Default: -EINVAL. */
 	int (*get_keycode)(struct input_backend *b, struct input_keymap_entry *ke);
+	/*
+	 * Optional: uploads a force-feedback effect, as EVIOCSFF does: id -1
+	 * takes a free slot and sets effect->id; another id updates that
+	 * effect. Default: -ENOSYS. Plays, stops and FF_GAIN / FF_AUTOCENTER
+	 * go through write_event().
+	 */
+	int (*ff_upload)(struct input_backend *b, struct ff_effect *effect);
+	/* Optional: erases an uploaded effect, as EVIOCRMFF does. Default: -ENOSYS. */
+	int (*ff_erase)(struct input_backend *b, int id);
 };
 
 struct input_backend {
@@ -39,6 +48,8 @@ struct input_backend {
 	char *path;
 	/* Readable when next_event() has something; -1 if never. */
 	int fd;
+	/* Force-feedback effects the device holds at once (EVIOCGEFFECTS); 0 without EV_FF. */
+	unsigned int ff_effects_max;
 };
 
 struct input_backend *input_backend_free(struct input_backend *b);
@@ -49,6 +60,8 @@ int input_backend_next_event(struct input_backend *b, struct input_event *ret_ev
 int input_backend_write_event(struct input_backend *b, const struct input_event *ev);
 int input_backend_set_repeat(struct input_backend *b, int delay, int period);
 int input_backend_get_keycode(struct input_backend *b, struct input_keymap_entry *ke);
+int input_backend_ff_upload(struct input_backend *b, struct ff_effect *effect);
+int input_backend_ff_erase(struct input_backend *b, int id);
 
 /*
  * evdev: a kernel input device (/dev/input/eventN, or a link to one),
@@ -70,3 +83,13 @@ void input_fake_clear_written(struct input_backend *b);
 void input_fake_unplug(struct input_backend *b);
 /* How often the repeat rate was set, and the last delay and period set. */
 unsigned int input_fake_repeat(struct input_backend *b, int *ret_delay, int *ret_period);
+/*
+ * Gives the fake device room for max force-feedback effects (its
+ * EVIOCGEFFECTS). Uploads take the lowest free slot, or fail with ENOSPC
+ * as a driver does; erases free it.
+ */
+void input_fake_set_ff_max(struct input_backend *b, unsigned int max);
+/* The effect uploaded in slot id, or NULL when the slot is free. */
+const struct ff_effect *input_fake_ff_effect(struct input_backend *b, int id);
+/* How many uploads and erases the fake device was asked for so far. */
+void input_fake_ff_counts(struct input_backend *b, unsigned int *ret_uploads, unsigned int *ret_erases);

@@ -30,3 +30,11 @@ int input_backend_set_repeat(struct input_backend *b, int delay, int period) {
 int input_backend_get_keycode(struct input_backend *b, struct input_keymap_entry *ke) {
 	return b->ops->get_keycode ? b->ops->get_keycode(b, ke) : -EINVAL;
 }
+
+int input_backend_ff_upload(struct input_backend *b, struct ff_effect *effect) {
+	return b->ops->ff_upload ? b->ops->ff_upload(b, effect) : -ENOSYS;
+}
+
+int input_backend_ff_erase(struct input_backend *b, int id) {
+	return b->ops->ff_erase ? b->ops->ff_erase(b, id) : -ENOSYS;
+}

@@ -78,12 +78,22 @@ static int evdev_get_keycode(struct input_backend *b, struct input_keymap_entry 
 	return ioctl(b->fd, EVIOCGKEYCODE_V2, ke) < 0 ? -errno : 0;
 }
 
+static int evdev_ff_upload(struct input_backend *b, struct ff_effect *effect) {
+	return ioctl(b->fd, EVIOCSFF, effect) < 0 ? -errno : 0;
+}
+
+static int evdev_ff_erase(struct input_backend *b, int id) {
+	return ioctl(b->fd, EVIOCRMFF, id) < 0 ? -errno : 0;
+}
+
 static const struct input_backend_ops input_evdev_ops = {
 	.destroy = evdev_destroy,
 	.next_event = evdev_next_event,
 	.write_event = evdev_write_event,
 	.set_repeat = evdev_set_repeat,
 	.get_keycode = evdev_get_keycode,
+	.ff_upload = evdev_ff_upload,
+	.ff_erase = evdev_ff_erase,
 };
 
 int input_evdev_open(const char *path, struct input_backend **ret) {
@@ -121,6 +131,11 @@ int input_evdev_open(const char *path, struct input_backend **ret) {
 	r = libevdev_new_from_fd(b->fd, &b->desc);
 	if (r < 0)
 		return r;
+	if (libevdev_has_event_type(b->desc, EV_FF)) {
+		int effects = 0;
+		if (ioctl(b->fd, EVIOCGEFFECTS, &effects) == 0 && effects > 0)
+			b->ff_effects_max = (unsigned int)effects;
+	}
 	r = libevdev_set_clock_id(b->desc, CLOCK_MONOTONIC);
 	if (r < 0)
 		return r;

@@ -20,6 +20,9 @@ struct input_fake {
 	bool unplugged;
 	unsigned int n_set_repeat;
 	int rep_delay, rep_period;
+	struct ff_effect ff[FF_MAX_EFFECTS];
+	bool ff_used[FF_MAX_EFFECTS];
+	unsigned int n_ff_uploads, n_ff_erases;
 };
 
 static struct input_fake *to_fake(struct input_backend *b) {
@@ -74,11 +77,46 @@ static int fake_set_repeat(struct input_backend *b, int delay, int period) {
 	return 0;
 }
 
+static int fake_ff_upload(struct input_backend *b, struct ff_effect *effect) {
+	struct input_fake *f = to_fake(b);
+	int id = effect->id;
+
+	if (f->unplugged)
+		return -ENODEV;
+	if (id == -1) {
+		for (id = 0; (unsigned int)id < b->ff_effects_max && f->ff_used[id]; id++)
+			;
+		if ((unsigned int)id >= b->ff_effects_max)
+			return -ENOSPC;
+	} else if (id < 0 || (unsigned int)id >= b->ff_effects_max || !f->ff_used[id]) {
+		return -EINVAL;
+	}
+	f->n_ff_uploads++;
+	effect->id = (int16_t)id;
+	f->ff[id] = *effect;
+	f->ff_used[id] = true;
+	return 0;
+}
+
+static int fake_ff_erase(struct input_backend *b, int id) {
+	struct input_fake *f = to_fake(b);
+
+	if (f->unplugged)
+		return -ENODEV;
+	if (id < 0 || (unsigned int)id >= b->ff_effects_max || !f->ff_used[id])
+		return -EINVAL;
+	f->n_ff_erases++;
+	f->ff_used[id] = false;
+	return 0;
+}
+
 static const struct input_backend_ops input_fake_ops = {
 	.destroy = fake_destroy,
 	.next_event = fake_next_event,
 	.write_event = fake_write_event,
 	.set_repeat = fake_set_repeat,
+	.ff_upload = fake_ff_upload,
+	.ff_erase = fake_ff_erase,
 };
 
 int input_fake_new(const char *name, struct libevdev *desc, struct input_backend **ret) {
@@ -143,4 +181,23 @@ unsigned int input_fake_repeat(struct input_backend *b, int *ret_delay, int *ret
 	*ret_delay = f->rep_delay;
 	*ret_period = f->rep_period;
 	return f->n_set_repeat;
+}
+
+void input_fake_set_ff_max(struct input_backend *b, unsigned int max) {
+	b->ff_effects_max = MIN(max, (unsigned int)FF_MAX_EFFECTS);
+}
+
+const struct ff_effect *input_fake_ff_effect(struct input_backend *b, int id) {
+	struct input_fake *f = to_fake(b);
+
+	if (id < 0 || (unsigned int)id >= b->ff_effects_max || !f->ff_used[id])
+		return NULL;
+	return &f->ff[id];
+}
+
+void input_fake_ff_counts(struct input_backend *b, unsigned int *ret_uploads, unsigned int *ret_erases) {
+	struct input_fake *f = to_fake(b);
+
+	*ret_uploads = f->n_ff_uploads;
+	*ret_erases = f->n_ff_erases;
 }

@@ -42,6 +42,18 @@ static int node_get_keycode(void *userdata, struct input_keymap_entry *ke) {
 	return input_backend_get_keycode(in->device->backend, ke);
 }
 
+static int node_ff_upload(void *userdata, struct ff_effect *effect) {
+	struct input_node *in = userdata;
+
+	return input_backend_ff_upload(in->device->backend, effect);
+}
+
+static int node_ff_erase(void *userdata, int hw_id) {
+	struct input_node *in = userdata;
+
+	return input_backend_ff_erase(in->device->backend, hw_id);
+}
+
 static void node_wakeup(void *userdata, struct evdev_client *c) {
 	struct input_node *in = userdata;
 	const struct input_transport_ops *t = in->device->class->transport;
@@ -62,6 +74,8 @@ static const struct evdev_node_ops node_ops = {
 	.forward = node_forward,
 	.set_repeat = node_set_repeat,
 	.get_keycode = node_get_keycode,
+	.ff_upload = node_ff_upload,
+	.ff_erase = node_ff_erase,
 	.wakeup = node_wakeup,
 };
 
@@ -271,6 +285,8 @@ static int input_device_add_persona(struct input_device *d, struct persona *p) {
 	if (p != m->active)
 		evdev_state_release_all(&view);
 	r = evdev_node_new(&in->evdev, d->backend->desc, &view, &node_ops, in);
+	if (r >= 0)
+		r = evdev_node_set_ff_max(in->evdev, d->backend->ff_effects_max);
 	if (r >= 0 && t && t->node_added)
 		r = t->node_added(in);
 	if (r < 0) {

@@ -2,11 +2,11 @@
 /*
  * The evdev ioctls, answered the way the kernel's evdev answers them: same
  * lengths copied, same return values, same errors. Commands the kernel
- * knows but devnsd does not serve (force-feedback uploads, keymap writes;
- * EVIOCGEFFECTS reports room for no effects)
- * and commands of other drivers get ENOTTY.
+ * knows but devnsd does not serve (keymap writes) and commands of other
+ * drivers get ENOTTY.
  */
 #include <libevdev/libevdev.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,10 +277,14 @@ static bool fixed_ioctl(struct evdev_ioctl_step *s, struct evdev_node *n, struct
 			get_keycode(s, n, cmd, in);
 		return true;
 	case EVIOCGEFFECTS: {
-		/* Effects cannot be uploaded through a persona node: room for none. */
-		int effects = 0;
+		int effects = bit_test(n->caps.ev, EV_FF) ? (int)n->ff.max : 0;
 		if (!need(s, arg, 0, sizeof(effects), in_size, out_size))
 			done(s, 0, &effects, sizeof(effects));
+		return true;
+	}
+	case EVIOCRMFF: {
+		int r = evdev_ff_erase(n, c, (int)(uintptr_t)arg);
+		done(s, r < 0 ? r : 0, NULL, 0);
 		return true;
 	}
 	case EVIOCGRAB:
@@ -302,6 +306,30 @@ static bool fixed_ioctl(struct evdev_ioctl_step *s, struct evdev_node *n, struct
 	}
 }
 
+/*
+ * EVIOCSFF: the effect is read whole, and only its id is written back, as
+ * the kernel's put_user() does. A size other than the struct's is EFAULT.
+ */
+static void upload_effect(struct evdev_ioctl_step *s, struct evdev_node *n, struct evdev_client *c, void *arg,
+			  size_t size, const void *in, size_t in_size, size_t out_size) {
+	struct ff_effect effect;
+	int r;
+
+	if (size != sizeof(effect))
+		return fail(s, -EFAULT);
+	if (in_size < sizeof(effect) || out_size < sizeof(effect.id)) {
+		s->retry = true;
+		want_in(s, arg, sizeof(effect));
+		want_out(s, (uint8_t *)arg + offsetof(struct ff_effect, id), sizeof(effect.id));
+		return;
+	}
+	memcpy(&effect, in, sizeof(effect));
+	r = evdev_ff_upload(n, c, &effect);
+	if (r < 0)
+		return fail(s, r);
+	done(s, 0, &effect.id, sizeof(effect.id));
+}
+
 static bool sized_ioctl(struct evdev_ioctl_step *s, struct evdev_node *n, struct evdev_client *c, unsigned int cmd,
 			void *arg, const void *in, size_t in_size, size_t out_size) {
 	size_t size = _IOC_SIZE(cmd);
@@ -310,6 +338,9 @@ static bool sized_ioctl(struct evdev_ioctl_step *s, struct evdev_node *n, struct
 	case EVIOCGPROP(0):
 		if (!need(s, arg, 0, size, in_size, out_size))
 			bits_to_user(s, n->caps.prop, INPUT_PROP_MAX, size);
+		return true;
+	case EVIOC_MASK_SIZE(EVIOCSFF):
+		upload_effect(s, n, c, arg, size, in, in_size, out_size);
 		return true;
 	case EVIOCGMTSLOTS(0):
 		if (!need(s, arg, sizeof(uint32_t), size, in_size, out_size))

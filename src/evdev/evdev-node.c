@@ -18,6 +18,8 @@ int evdev_node_new(struct evdev_node **ret, const struct libevdev *desc, const s
 	n->userdata = userdata;
 	n->view = *state;
 	LIST_INIT(&n->clients);
+	n->ff.gain = 0xffff;
+	n->ff.autocenter = -1;
 	evdev_caps_from_libevdev(&n->caps, desc);
 	for (unsigned int code = 0; code <= ABS_MAX; code++) {
 		const struct input_absinfo *ai = libevdev_get_abs_info(desc, code);
@@ -41,6 +43,7 @@ struct evdev_node *evdev_node_free(struct evdev_node *n) {
 		return NULL;
 	while ((c = LIST_FIRST(&n->clients)))
 		evdev_node_close(n, c);
+	free(n->ff.slots);
 	free(n);
 	return NULL;
 }
@@ -88,6 +91,7 @@ int evdev_node_open(struct evdev_node *n, struct evdev_client **ret) {
 void evdev_node_close(struct evdev_node *n, struct evdev_client *c) {
 	if (n->grab == c)
 		n->grab = NULL;
+	evdev_ff_flush(n, c);
 	LIST_REMOVE(c, link);
 	n->n_clients--;
 	for (size_t i = 0; i < ELEMENTSOF(c->masks); i++)
@@ -253,8 +257,7 @@ int evdev_node_write(struct evdev_node *n, struct evdev_client *c, const struct 
 			r = write_feedback(n, ev, &sync);
 			break;
 		case EV_FF:
-			if (n->active && bit_test(n->caps.ev, EV_FF) && ev->value >= 0)
-				r = forward(n, EV_FF, ev->code, ev->value);
+			r = evdev_ff_event(n, ev->code, ev->value);
 			break;
 		case EV_REP:
 			if (ev->code <= REP_MAX && ev->value >= 0 && bit_test(n->caps.ev, EV_REP) &&
@@ -299,6 +302,7 @@ void evdev_node_deactivate(struct evdev_node *n) {
 
 	if (!n->active)
 		return;
+	evdev_ff_deactivate(n);
 	n->active = false;
 	count = evdev_state_release(&n->view, evs);
 	pass_synthetic(n, evs, count);
@@ -347,12 +351,15 @@ void evdev_node_activate(struct evdev_node *n, const struct evdev_state *hw) {
 		forward(n, EV_SYN, SYN_REPORT, 0);
 	if (bit_test(n->caps.ev, EV_REP))
 		set_repeat(n);
+	evdev_ff_activate(n);
 	evdev_node_flush_wakeups(n);
 }
 
 void evdev_client_revoke(struct evdev_node *n, struct evdev_client *c) {
 	if (n->grab == c)
 		n->grab = NULL;
+	/* As the kernel's evdev_revoke(): the file's effects are flushed. */
+	evdev_ff_flush(n, c);
 	c->revoked = true;
 	c->wake = true;
 }

@@ -79,10 +79,20 @@ static int node_get_keycode(void *userdata, struct input_keymap_entry *ke) {
 	return input_backend_get_keycode(((struct rig *)userdata)->backend, ke);
 }
 
+static int node_ff_upload(void *userdata, struct ff_effect *effect) {
+	return input_backend_ff_upload(((struct rig *)userdata)->backend, effect);
+}
+
+static int node_ff_erase(void *userdata, int hw_id) {
+	return input_backend_ff_erase(((struct rig *)userdata)->backend, hw_id);
+}
+
 static const struct evdev_node_ops node_ops = {
 	.forward = node_forward,
 	.set_repeat = node_set_repeat,
 	.get_keycode = node_get_keycode,
+	.ff_upload = node_ff_upload,
+	.ff_erase = node_ff_erase,
 	.wakeup = node_wakeup,
 };
 
@@ -241,7 +251,7 @@ static void ioctl_step(void *userdata, void *arg, const void *in, size_t in_size
 static unsigned int pick_cmd(struct fuzz_input *in) {
 	static const unsigned int known[] = {
 		EVIOCGVERSION, EVIOCGID, EVIOCGREP, EVIOCSREP, EVIOCGKEYCODE, EVIOCGKEYCODE_V2,
-		EVIOCGEFFECTS, EVIOCGRAB, EVIOCREVOKE, EVIOCSCLOCKID, EVIOCGMASK, EVIOCSMASK,
+		EVIOCGEFFECTS, EVIOCSFF, EVIOCRMFF, EVIOCGRAB, EVIOCREVOKE, EVIOCSCLOCKID, EVIOCGMASK, EVIOCSMASK,
 		EVIOCGPROP(0), EVIOCGMTSLOTS(0), EVIOCGKEY(0), EVIOCGLED(0), EVIOCGSND(0), EVIOCGSW(0),
 		EVIOCGNAME(0), EVIOCGPHYS(0), EVIOCGUNIQ(0), EVIOCGBIT(0, 0), EVIOCGABS(0), EVIOCSABS(0),
 	};
@@ -271,7 +281,7 @@ static unsigned int pick_cmd(struct fuzz_input *in) {
 
 static void handle_ioctl(struct rig *r, struct handle *h, struct fuzz_input *in) {
 	struct ioctl_call call = { .rig = r, .client = h->client, .cmd = pick_cmd(in) };
-	/* EVIOCGRAB and EVIOCREVOKE take a value. */
+	/* EVIOCGRAB, EVIOCREVOKE and EVIOCRMFF take a value. */
 	void *arg = fuzz_ioctl_arg(in, false);
 	int k;
 
@@ -368,8 +378,10 @@ static struct input_backend *device_get(bool touchscreen) {
 
 	if (*b && input_backend_next_event(*b, &ev) == -ENODEV)
 		*b = input_backend_free(*b);
-	if (!*b)
+	if (!*b) {
 		fuzz_assert(input_fake_new("event0", device_new(touchscreen), b) == 0);
+		input_fake_set_ff_max(*b, 4);
+	}
 	while (input_backend_next_event(*b, &ev) > 0)
 		;
 	input_fake_clear_written(*b);
@@ -389,6 +401,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 	n_slots = libevdev_get_num_slots(r->backend->desc);
 	evdev_state_init(&r->hw, n_slots > 0 ? (unsigned int)n_slots : 0);
 	fuzz_assert(evdev_node_new(&r->node, r->backend->desc, &r->hw, &node_ops, r) == 0);
+	fuzz_assert(evdev_node_set_ff_max(r->node, r->backend->ff_effects_max) == 0);
 	r->node->active = setup & 2;
 
 	for (unsigned int i = 0; i < OPS_MAX && !fuzz_done(&in); i++)
