@@ -24,57 +24,13 @@
 #include <time.h>
 
 #include "container-fs.h"
-#include "devnsd-populate.h"
+#include "populate-private.h"
 #include "devnsd-udev.h"
 #include "devnsd-uevent.h"
 #include "devnsd-state.h"
 #include "idmap.h"
 #include "view-mounts.h"
 
-#define POPULATE_MAX 128
-#define POPULATE_SHARES 16
-/* A container with a larger mount table keeps its /sys as it is. */
-#define MOUNTINFO_MAX (256 * 1024)
-
-struct entry {
-	char host[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
-	char path[PATH_MAX]; /* where it goes in the container, without the leading '/' */
-	dev_t rdev;
-	char udev[512];
-	/* Its udev presentation in plan->nodes, or -1. */
-	int node;
-};
-
-/* A host directory bound into the container at the same path. */
-struct share {
-	char path[256];
-	struct stat st;
-};
-
-/* What the child works from: everything decided before it starts. */
-struct plan {
-	struct persona *persona;
-	struct entry entries[POPULATE_MAX];
-	size_t n;
-	struct share shares[POPULATE_SHARES];
-	size_t n_shares;
-	/* devnsd's own /dev and /run: nothing is written on their file systems. */
-	struct stat host_dev, host_run;
-	struct idmap uids, gids;
-	struct conf_group input_group, video_group;
-	/* Input nodes as the container's udev clients are to see them. */
-	struct udev_node nodes[POPULATE_MAX];
-	size_t n_nodes;
-	/* A change of one node (hotplug): its udev event is for devnsd to send once the container follows. */
-	bool node_job;
-	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate; "" if unread. */
-	char mountinfo[MOUNTINFO_MAX];
-	/* Views of a devnsd that died, bound in the container: replaced by the live view's directory. */
-	struct view_mount views[VIEW_MOUNTS_MAX];
-	size_t n_views;
-	char view_dir[PATH_MAX];
-	struct populate_result result;
-};
 
 struct populate {
 	struct manager *manager;
@@ -180,10 +136,6 @@ static void plan_node(void *userdata, const struct node_desc *nd) {
 	plan_node_at(plan, nd, st.st_rdev);
 }
 
-static bool same_inode(const struct stat *a, const struct stat *b) {
-	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
-}
-
 /* --- the child ------------------------------------------------------------- */
 
 _Noreturn static void child_exit(struct plan *plan, int fd, int r, const char *failed) {
@@ -253,8 +205,8 @@ static void refuse(struct plan *plan, const char *path) {
 }
 
 /* A directory for path's last component, on none of devnsd's own file systems. */
-static int open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,
-		       const char **ret_name) {
+int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,
+			 const char **ret_name) {
 	_cleanup_(closep) int fd = -1;
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
@@ -276,43 +228,6 @@ static int open_dir_of(struct plan *plan, int root_fd, const char *path, int cre
 	return 0;
 }
 
-/* The name of a node's record in udev's database: the number of the container's node, the one its sysfs entry gives. */
-static void udev_record_name(const struct entry *e, char *buf, size_t size) {
-	char name[32];
-
-	udev_db_name(e->rdev, name);
-	snprintf(buf, size, "%s", name);
-}
-
-/* Udev's database entry, as udevd writes it (udev_db_record()). */
-static int write_udev(struct plan *plan, int root_fd, const struct entry *e) {
-	_cleanup_(closep) int dir = -1;
-	char name[32], text[1024];
-	const char *base;
-	struct timespec ts;
-	int r;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	r = udev_db_record(e->udev, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, text, sizeof(text));
-	if (r < 0)
-		return r;
-	r = open_dir_of(plan, root_fd, "run/udev/data/x", 1, &dir, &base);
-	if (r < 0)
-		return r;
-	udev_record_name(e, name, sizeof(name));
-	r = cfs_write_file(dir, name, text, 0644);
-	if (r < 0)
-		return r;
-	closep(&dir);
-	dir = -1;
-	r = open_dir_of(plan, root_fd, "run/udev/control", 1, &dir, &base);
-	if (r < 0)
-		return r;
-	/* Clients take udev as running when this exists; whatever is there already stays. */
-	r = cfs_touch(dir, base, 0644);
-	return r == -EEXIST ? 0 : r;
-}
-
 struct mount_job {
 	int tree_fd;
 	int target_fd;
@@ -322,146 +237,6 @@ struct mount_job {
 	const char *name;
 	bool view;
 };
-
-/* Whether the mount holding fd passes mounts on to peers (the host's, say): then nothing is laid on it. */
-static bool mount_shared(const char *mountinfo, int fd) {
-	struct statx stx;
-	char id[32];
-	size_t id_len;
-
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
-		return true;
-	id_len = (size_t)snprintf(id, sizeof(id), "%llu ", (unsigned long long)stx.stx_mnt_id);
-	for (const char *line = mountinfo; *line;) {
-		size_t len = strcspn(line, "\n");
-		if (len > id_len && strncmp(line, id, id_len) == 0) {
-			/* Optional fields end at " - "; paths have their spaces escaped. */
-			const char *sep = memmem(line, len, " - ", 3);
-			return memmem(line, sep ? (size_t)(sep - line) : len, " shared:", 8) != NULL;
-		}
-		line += len + (line[len] ? 1 : 0);
-	}
-	return true;
-}
-
-/* The overlays planned for the container's sysfs (devnsd-udev.h); fds -1 where there is none. */
-struct sysfs_job {
-	int overlay_fd, target_fd;
-	/* The container's /sys/dev, for a node change: the overlay laid before is replaced there. */
-	int parent_fd;
-	int uevent_fd[POPULATE_MAX], dev_fd[POPULATE_MAX];
-};
-
-/* A directory (name NULL) or file of the container's /sys to lay something on. */
-static int sysfs_target(struct plan *plan, int root_fd, const char *mountinfo, const char *dir, const char *name,
-			int *ret_fd) {
-	_cleanup_(closep) int fd = -1;
-	struct stat st;
-	int r;
-
-	r = cfs_open_dir(root_fd, dir, 0, 0, &fd);
-	if (r < 0)
-		return r;
-	if (name) {
-		int file = openat(fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (file < 0)
-			return -errno;
-		close(fd);
-		fd = file;
-	}
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (name ? !S_ISREG(st.st_mode) : !S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (st.st_dev == plan->host_dev.st_dev || st.st_dev == plan->host_run.st_dev)
-		return -EXDEV;
-	if (mount_shared(mountinfo, fd))
-		return -EREMOTE;
-	*ret_fd = take_fd(&fd);
-	return 0;
-}
-
-static void sysfs_left(struct plan *plan, const char *why) {
-	if (!plan->result.sysfs_left[0])
-		snprintf(plan->result.sysfs_left, sizeof(plan->result.sysfs_left), "%s", why);
-}
-
-/*
- * Prepares the overlays that make the container's sysfs lead to the
- * persona's input nodes, for once the child is in the container's mount
- * namespace. A container whose /sys is missing, or passes mounts on to
- * peers, keeps its /sys as it is.
- */
-static void plan_sysfs(struct plan *plan, int root_fd, struct sysfs_job *job) {
-	const char *mountinfo = plan->mountinfo;
-	int r;
-
-	for (size_t i = 0; i < POPULATE_MAX; i++)
-		job->uevent_fd[i] = job->dev_fd[i] = -1;
-	if (plan->n_nodes == 0)
-		return;
-	if (!mountinfo[0])
-		return sysfs_left(plan, "its mount table could not be read");
-	r = sysfs_target(plan, root_fd, mountinfo, "sys/dev/char", NULL, &job->target_fd);
-	if (r >= 0 && plan->node_job && cfs_open_dir(root_fd, "sys/dev", 0, 0, &job->parent_fd) < 0)
-		job->parent_fd = -1;
-	if (r == -EREMOTE)
-		return sysfs_left(plan, "its /sys passes mounts on to other namespaces");
-	if (r < 0)
-		return sysfs_left(plan, "it has no /sys/dev/char of its own");
-	/* From the container's own view, so that what earlier attaches or nodes laid there stays. */
-	if (udev_overlay_new(job->target_fd, plan->nodes, plan->n_nodes, &job->overlay_fd) < 0) {
-		closep(&job->target_fd);
-		job->target_fd = -1;
-		return sysfs_left(plan, "making its /sys/dev/char failed");
-	}
-	for (size_t i = 0; i < plan->n_nodes; i++) {
-		const char *dir = plan->nodes[i].syspath + 1;
-		if (sysfs_target(plan, root_fd, mountinfo, dir, "uevent", &job->uevent_fd[i]) < 0 ||
-		    sysfs_target(plan, root_fd, mountinfo, dir, "dev", &job->dev_fd[i]) < 0)
-			sysfs_left(plan, "a device's sysfs entry is not there");
-	}
-}
-
-/* In the container's mount namespace: lays the overlays plan_sysfs() prepared. */
-/*
- * Takes away the /sys/dev/char overlay an earlier populate laid (a
- * read-only tmpfs, whose links the new one copied), so that overlays do
- * not pile up with every device that comes; the target becomes what is
- * under it.
- */
-static void unlay_overlay(struct sysfs_job *job) {
-	struct statfs sf;
-	int fd;
-
-	if (job->parent_fd < 0 || fstatfs(job->target_fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC ||
-	    !(sf.f_flags & ST_RDONLY))
-		return;
-	if (fchdir(job->parent_fd) < 0 || umount2("char", MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
-		return;
-	fd = openat(job->parent_fd, "char", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	close(job->target_fd);
-	job->target_fd = fd;
-}
-
-static int lay_sysfs(struct plan *plan, struct sysfs_job *job) {
-	if (job->overlay_fd < 0)
-		return 0;
-	unlay_overlay(job);
-	if (move_mount(job->overlay_fd, "", job->target_fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		return -errno;
-	for (size_t i = 0; i < plan->n_nodes; i++) {
-		if (job->uevent_fd[i] < 0 || job->dev_fd[i] < 0)
-			continue;
-		if (udev_overlay_bind(job->overlay_fd, i, job->uevent_fd[i], job->dev_fd[i]) < 0)
-			sysfs_left(plan, "binding a device's sysfs files failed");
-		else
-			plan->result.presented++;
-	}
-	return udev_overlay_seal(job->overlay_fd, plan->n_nodes);
-}
 
 /* Takes away the empty file made for a node's mount. */
 static void unmake_target(const struct mount_job *job) {
@@ -514,62 +289,6 @@ static int container_dirs(struct plan *plan, int result_fd, int root_fd, bool *r
 	return 0;
 }
 
-/* Removes the udev record of a node this helper wrote: only a regular file is taken away. */
-static void remove_udev(struct plan *plan, int root_fd, const struct entry *e) {
-	_cleanup_(closep) int dir = -1;
-	const char *base;
-	char name[32];
-	struct stat st;
-
-	if (open_dir_of(plan, root_fd, "run/udev/data/x", 0, &dir, &base) < 0)
-		return;
-	udev_record_name(e, name, sizeof(name));
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-		(void)unlinkat(dir, name, 0);
-}
-
-/*
- * The device a node that goes stood for, as the container's sysfs presents
- * it (its /sys/dev/char entry for the node's number, which an earlier
- * attach or hotplug laid): what its "remove" event names. The kernel's
- * directory may be gone already.
- */
-static void describe_removed(struct plan *plan, int root_fd, const struct entry *e) {
-	_cleanup_(closep) int dir = -1;
-	struct udev_node *n = &plan->result.announced;
-	char name[32], target[UDEV_SYSPATH_MAX];
-	ssize_t len;
-
-	if (!plan->node_job || !e->udev[0] || strncmp(e->path, "dev/", 4) != 0 ||
-	    cfs_open_dir(root_fd, "sys/dev/char", 0, 0, &dir) < 0)
-		return;
-	snprintf(name, sizeof(name), "%u:%u", major(e->rdev), minor(e->rdev));
-	len = readlinkat(dir, name, target, sizeof(target) - 1);
-	if (len <= 0)
-		return;
-	target[len] = '\0';
-	/* "../../devices/...", as udev_overlay_new() makes it. */
-	if (strncmp(target, "../../devices/", 14) != 0 || strstr(target + 14, "..") ||
-	    strlen(e->path + 4) >= sizeof(n->devname) || strlen(e->udev) >= sizeof(n->properties))
-		return;
-	*n = (struct udev_node){ .devnum = e->rdev };
-	snprintf(n->syspath, sizeof(n->syspath), "/sys/%s", target + 6);
-	snprintf(n->devname, sizeof(n->devname), "%s", e->path + 4);
-	snprintf(n->properties, sizeof(n->properties), "%s", e->udev);
-	plan->result.announce = true;
-}
-
-/*
- * The kernel keeps a removed device's sysfs directory, and the binds laid
- * on its uevent and dev files, until someone looks it up: that finds it
- * gone and drops it, binds and all (their overlay's tmpfs with them).
- */
-static void forget_sysfs(int root_fd, const char *syspath) {
-	_cleanup_(closep) int fd = -1;
-
-	if (strncmp(syspath, "/sys/devices/", 13) == 0)
-		(void)cfs_open_dir(root_fd, syspath + 1, 0, 0, &fd);
-}
 
 /*
  * Takes nodes away: at each place, only a character device with the node's
@@ -595,12 +314,12 @@ _Noreturn static void populate_child_remove(struct plan *plan, int result_fd, in
 		int dir = -1;
 
 		if (own_run && e->udev[0]) {
-			remove_udev(plan, root_fd, e);
-			describe_removed(plan, root_fd, e);
+			populate_udev_remove(plan, root_fd, e);
+			populate_sysfs_describe_removed(plan, root_fd, e);
 			if (plan->result.announce)
-				forget_sysfs(root_fd, plan->result.announced.syspath);
+				populate_sysfs_forget(root_fd, plan->result.announced.syspath);
 		}
-		if (open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
+		if (populate_open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
 			continue;
 		if (fstatat(dir, names[n], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
 		    st.st_rdev != e->rdev) {
@@ -661,7 +380,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 
 		if (host_trees[i] < 0)
 			child_exit(plan, result_fd, -ENODEV, "taking devnsd's node");
-		r = open_dir_of(plan, root_fd, e->path, 1, &dir, &name);
+		r = populate_open_dir_of(plan, root_fd, e->path, 1, &dir, &name);
 		if (r >= 0)
 			r = cfs_mount_target(dir, name, e->rdev, &target);
 		if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR || r == -EXDEV) {
@@ -676,7 +395,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		else
 			plan->result.made++;
 		if (own_run && e->udev[0]) {
-			r = write_udev(plan, root_fd, e);
+			r = populate_udev_write(plan, root_fd, e);
 			if (r == -ELOOP || r == -ENOTDIR || r == -EXDEV)
 				refuse(plan, "run/udev");
 			else if (r < 0)
@@ -684,7 +403,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		}
 	}
 	if (own_run)
-		plan_sysfs(plan, root_fd, &sysfs);
+		populate_sysfs_plan(plan, root_fd, &sysfs);
 	/* Sockets (the framebuffer's, for mmap) live below /run: bind them where the container has its own. */
 	for (size_t i = 0; own_run && i < plan->n_shares; i++) {
 		_cleanup_(closep) int dir = -1;
@@ -745,7 +464,7 @@ _Noreturn static void populate_child(struct plan *plan, int result_fd, int root_
 		if (jobs[i].view)
 			plan->result.views++;
 	}
-	r = lay_sysfs(plan, &sysfs);
+	r = populate_sysfs_lay(plan, &sysfs);
 	if (r < 0)
 		child_exit(plan, result_fd, r, "laying the container's /sys/dev/char");
 	if (plan->node_job && plan->result.presented > 0) {
