@@ -65,9 +65,52 @@ static inline bool same_inode(const struct stat *a, const struct stat *b) {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
-/* A directory for path's last component, on none of devnsd's own file systems (populate-child.c). */
+/* --- the plan, made in devnsd before the helper starts (populate-plan.c) --- */
+
+/* A plan for persona p, knowing devnsd's own /dev and /run; NULL without memory. */
+struct plan *populate_plan_new(struct persona *p);
+/* Ids of the container's root, from the user namespace maps under its /proc/PID (proc_fd). */
+int populate_plan_owner(struct plan *plan, int proc_fd);
+/* The kernel's text of the container's mount table; "" if it cannot be read. */
+void populate_plan_mountinfo(struct plan *plan, int proc_fd);
+/* Plans node nd (a manager_foreach_node() callback, userdata the plan). */
+void populate_plan_node(void *userdata, const struct node_desc *nd);
+/* Plans node nd, a character device with number rdev, at its names in the container. */
+void populate_plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t rdev);
+
+/* --- the helper process (populate-child.c) --- */
+
+/* What the helper runs: it writes plan->result to result_fd and exits, never returning. */
+typedef void (*child_fn)(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+
+/* Makes the plan's nodes, shares and views in the container whose root and mount namespace are given. */
+_Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+/* Takes the plan's nodes away from the container: only the bind mounts populate_child() made. */
+_Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+
+/* A directory for path's last component, on none of devnsd's own file systems. */
 int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,
 			 const char **ret_name);
+
+/* A mount the helper makes once it is in the container's mount namespace. */
+struct mount_job {
+	int tree_fd;
+	int target_fd;
+	bool node;
+	/* Where a node's empty file was made, to take it away again if the mount fails. */
+	int dir_fd;
+	const char *name;
+	bool view;
+};
+
+/* --- views of a devnsd that died (populate-views.c) --- */
+
+/* Finds the views of a devnsd that died bound in the container (parent, before the fork). */
+void populate_views_plan(struct manager *m, struct plan *plan, int proc_fd);
+/* Opens the live view's directories that replace them (helper, still in devnsd's mount namespace). */
+void populate_views_open(const struct plan *plan, int *trees);
+/* Appends a mount for each dead view still at its place in the container; returns how many. */
+size_t populate_views_jobs(const struct plan *plan, int root_fd, const int *trees, struct mount_job *jobs);
 
 /* --- the container's udev database (populate-udev.c) --- */
 
