@@ -9,7 +9,9 @@
 
 #include <limits.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "devnsd-populate.h"
 #include "devnsd-udev.h"
@@ -63,6 +65,19 @@ struct plan {
 
 static inline bool same_inode(const struct stat *a, const struct stat *b) {
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Whether st is on devnsd's own /dev or /run, where populate writes and mounts nothing. */
+static inline bool on_devnsd_fs(const struct plan *plan, const struct stat *st) {
+	return st->st_dev == plan->host_dev.st_dev || st->st_dev == plan->host_run.st_dev;
+}
+
+/* CLOCK_MONOTONIC in microseconds, the clock of udev's records and events. */
+static inline uint64_t populate_now_usec(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
 }
 
 /* --- the plan, made in devnsd before the helper starts (populate-plan.c) --- */

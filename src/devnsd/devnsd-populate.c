@@ -9,7 +9,6 @@
 #include <sys/pidfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "devnsd-uevent.h"
@@ -66,6 +65,21 @@ static struct populate *populate_free(struct populate *pop) {
 	return NULL;
 }
 
+/* A populate of p's in m's list; it takes job (NULL for a whole attach), freeing it when it cannot be made. */
+static struct populate *populate_new(struct manager *m, struct persona *p, populate_done_fn done, void *userdata,
+				     struct node_job *job) {
+	struct populate *pop = calloc(1, sizeof(*pop));
+
+	if (!pop) {
+		free(job);
+		return NULL;
+	}
+	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
+				  .userdata = userdata, .job = job };
+	LIST_INSERT_HEAD(&m->populates, pop, link);
+	return pop;
+}
+
 /* Calls done() once; the populate lives on until its child is reaped. */
 static void finish(struct populate *pop, int r) {
 	struct persona *p = pop->persona;
@@ -97,12 +111,10 @@ static void announce(struct persona *p, const struct udev_node *n, bool remove) 
 	_cleanup_(closep) int netns = -1;
 	char devname[UEVENT_DEVNAME_MAX];
 	struct uevent_device dev;
-	struct timespec ts;
 
 	if (p->container_pidfd < 0 || uevent_netns_of_pid(p->container_pid, &netns) < 0 || exited(p->container_pidfd))
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uevent_device_for_input(n, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, devname, &dev);
+	uevent_device_for_input(n, populate_now_usec(), devname, &dev);
 	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, remove ? "remove" : "add", &dev);
 }
 
@@ -156,17 +168,22 @@ static void forget_container(struct persona *p) {
 	p->container_pid = 0;
 }
 
+/* Stops pop's helper, if it runs, and answers its caller with -ECANCELED, if that is still owed. */
+static void cancel(struct populate *pop, const char *why) {
+	if (pop->pidfd >= 0)
+		(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
+	if (pop->finished)
+		return;
+	snprintf(pop->result.failed, sizeof(pop->result.failed), "%s", why);
+	finish(pop, -ECANCELED);
+}
+
 void populate_stop_all(struct manager *m) {
 	struct populate *pop;
 	struct persona *p;
 
 	while ((pop = LIST_FIRST(&m->populates))) {
-		if (pop->pidfd >= 0)
-			(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
-		if (!pop->finished) {
-			snprintf(pop->result.failed, sizeof(pop->result.failed), "devnsd stopping");
-			finish(pop, -ECANCELED);
-		}
+		cancel(pop, "devnsd stopping");
 		/* Reaped now if it is gone already; else by init once devnsd exits. */
 		if (pop->pidfd >= 0)
 			(void)waitid(P_PIDFD, (id_t)pop->pidfd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
@@ -174,13 +191,6 @@ void populate_stop_all(struct manager *m) {
 	}
 	LIST_FOREACH(p, &m->personas, link)
 		forget_container(p);
-}
-
-static void cancel(struct populate *pop, const char *why) {
-	if (pop->pidfd >= 0)
-		(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
-	snprintf(pop->result.failed, sizeof(pop->result.failed), "%s", why);
-	finish(pop, -ECANCELED);
 }
 
 static void cancel_attach(struct persona *p) {
@@ -285,12 +295,9 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 	target = pidfd_open(pid, 0);
 	if (target < 0)
 		return errno == EINVAL ? -ESRCH : -errno;
-	pop = calloc(1, sizeof(*pop));
+	pop = populate_new(m, p, done, userdata, NULL);
 	if (!pop)
 		return -ENOMEM;
-	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
-				  .userdata = userdata };
-	LIST_INSERT_HEAD(&m->populates, pop, link);
 	r = spawn(pop, plan, pid, target, populate_child, add_all_nodes);
 	if (r < 0) {
 		populate_free(pop);
@@ -316,6 +323,11 @@ static void add_job_node(struct populate *pop, struct plan *plan) {
 	populate_plan_node_at(plan, &nd, job->rdev);
 }
 
+/* A node change of p's that waits for its turn (no helper yet) and is still owed an answer. */
+static bool job_waiting(const struct populate *pop, const struct persona *p) {
+	return pop->job && pop->persona == p && pop->pidfd < 0 && !pop->finished;
+}
+
 static bool job_running(struct manager *m, struct persona *p) {
 	struct populate *pop;
 
@@ -325,17 +337,23 @@ static bool job_running(struct manager *m, struct persona *p) {
 	return false;
 }
 
+/* p's oldest waiting job: new jobs go to the head of the list, so the oldest is the last one. */
+static struct populate *oldest_job(struct manager *m, struct persona *p) {
+	struct populate *pop, *oldest = NULL;
+
+	LIST_FOREACH(pop, &m->populates, link)
+		if (job_waiting(pop, p))
+			oldest = pop;
+	return oldest;
+}
+
 /* Starts p's oldest waiting job, unless one runs. Jobs run in the order they came. */
 static void start_next_job(struct manager *m, struct persona *p) {
-	struct populate *pop, *oldest = NULL;
+	struct populate *oldest;
 
 	if (job_running(m, p))
 		return;
-	/* New jobs go to the head of the list: the oldest is the last one. */
-	LIST_FOREACH(pop, &m->populates, link)
-		if (pop->job && pop->persona == p && pop->pidfd < 0 && !pop->finished)
-			oldest = pop;
-	while (oldest) {
+	while ((oldest = oldest_job(m, p))) {
 		_cleanup_(freep) struct plan *plan = populate_plan_new(p);
 		int r = plan ? 0 : -ENOMEM;
 
@@ -349,10 +367,6 @@ static void start_next_job(struct manager *m, struct persona *p) {
 		/* This one cannot run: it is done, and the next gets its turn. */
 		finish(oldest, r);
 		populate_free(oldest);
-		oldest = NULL;
-		LIST_FOREACH(pop, &m->populates, link)
-			if (pop->job && pop->persona == p && pop->pidfd < 0 && !pop->finished)
-				oldest = pop;
 	}
 }
 
@@ -373,8 +387,7 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 		return -ENODEV;
 	LIST_FOREACH(pop, &m->populates, link) {
 		/* A node that goes before its coming reached the container: neither needs doing. */
-		if (remove && pop->job && !pop->job->remove && pop->persona == p && pop->pidfd < 0 && !pop->finished &&
-		    pop->job->rdev == st.st_rdev && streq(pop->job->path, nd->path)) {
+		if (remove && job_waiting(pop, p) && !pop->job->remove && pop->job->rdev == st.st_rdev && streq(pop->job->path, nd->path)) {
 			finish(pop, 0);
 			populate_free(pop);
 			return 1;
@@ -384,20 +397,16 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 	if (n >= POPULATE_JOBS_MAX)
 		return -EBUSY;
 	job = calloc(1, sizeof(*job));
-	pop = calloc(1, sizeof(*pop));
-	if (!job || !pop) {
-		free(job);
-		free(pop);
+	if (!job)
 		return -ENOMEM;
-	}
 	*job = (struct node_job){ .remove = remove, .rdev = st.st_rdev };
 	snprintf(job->path, sizeof(job->path), "%s", nd->path);
 	snprintf(job->kind, sizeof(job->kind), "%s", nd->kind);
 	snprintf(job->udev, sizeof(job->udev), "%s", nd->udev ? nd->udev : "");
 	snprintf(job->source, sizeof(job->source), "%s", nd->source ? nd->source : "");
-	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
-				  .userdata = userdata, .job = job };
-	LIST_INSERT_HEAD(&m->populates, pop, link);
+	pop = populate_new(m, p, done, userdata, job);
+	if (!pop)
+		return -ENOMEM;
 	start_next_job(m, p);
 	return 1;
 }

@@ -105,20 +105,25 @@ int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int c
 		return r;
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (st.st_dev == plan->host_dev.st_dev || st.st_dev == plan->host_run.st_dev)
+	if (on_devnsd_fs(plan, &st))
 		return -EXDEV;
 	*ret_fd = take_fd(&fd);
 	*ret_name = slash + 1;
 	return 0;
 }
 
-/* Takes away the empty file made for a node's mount. */
-static void unmake_target(const struct mount_job *job) {
+/* Removes name in dir only if it is an empty regular file: the kind of place made for a node's mount. */
+static void remove_empty_file(int dir, const char *name) {
 	struct stat st;
 
-	if (job->node && fstatat(job->dir_fd, job->name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_size == 0)
-		(void)unlinkat(job->dir_fd, job->name, 0);
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+		(void)unlinkat(dir, name, 0);
+}
+
+/* Takes away the empty file made for a node's mount. */
+static void unmake_target(const struct mount_job *job) {
+	if (job->node)
+		remove_empty_file(job->dir_fd, job->name);
 }
 
 /*
@@ -143,6 +148,20 @@ static void close_others(int a, int b, int c) {
 	(void)close_range((unsigned int)from, ~0U, 0);
 }
 
+/* The helper's first step: it dies with devnsd, and keeps only its result pipe and the container's fds. */
+static void child_begin(int result_fd, int root_fd, int mnt_fd) {
+	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+	close_others(result_fd, root_fd, mnt_fd);
+}
+
+/* Becomes the container's root user (drop_privileges()), or ends. */
+static void child_drop_privileges(struct plan *plan, int result_fd) {
+	int r = drop_privileges(plan);
+
+	if (r < 0)
+		child_exit(plan, result_fd, r, "dropping privileges");
+}
+
 /* The container has its own /dev (else nothing is done there), and its own /run? */
 static int container_dirs(struct plan *plan, int result_fd, int root_fd, bool *ret_own_run) {
 	_cleanup_(closep) int dev = -1, run = -1;
@@ -163,7 +182,6 @@ static int container_dirs(struct plan *plan, int result_fd, int root_fd, bool *r
 	return 0;
 }
 
-
 /*
  * Takes nodes away: at each place, only a character device with the node's
  * number (the bind mount this helper made) is unmounted, and then only the
@@ -174,13 +192,9 @@ _Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_
 	const char *names[POPULATE_MAX];
 	size_t n = 0;
 	bool own_run;
-	int r;
 
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_others(result_fd, root_fd, mnt_fd);
-	r = drop_privileges(plan);
-	if (r < 0)
-		child_exit(plan, result_fd, r, "dropping privileges");
+	child_begin(result_fd, root_fd, mnt_fd);
+	child_drop_privileges(plan, result_fd);
 	container_dirs(plan, result_fd, root_fd, &own_run);
 	for (size_t i = 0; i < plan->n; i++) {
 		const struct entry *e = &plan->entries[i];
@@ -205,12 +219,9 @@ _Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_
 	if (n > 0 && setns(mnt_fd, CLONE_NEWNS) < 0)
 		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
 	for (size_t i = 0; i < n; i++) {
-		struct stat st;
-
 		if (fchdir(dirs[i]) < 0 || umount2(names[i], MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
 			continue;
-		if (fstatat(dirs[i], names[i], &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
-			(void)unlinkat(dirs[i], names[i], 0);
+		remove_empty_file(dirs[i], names[i]);
 		plan->result.made++;
 	}
 	child_exit(plan, result_fd, 0, NULL);
@@ -225,8 +236,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 	struct stat st;
 	int r;
 
-	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-	close_others(result_fd, root_fd, mnt_fd);
+	child_begin(result_fd, root_fd, mnt_fd);
 	/* devnsd's nodes and shares, taken from its own mount namespace while it is still there. */
 	for (size_t i = 0; i < plan->n; i++)
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -234,9 +244,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 		share_trees[i] = (int)open_tree(AT_FDCWD, plan->shares[i].path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	populate_views_open(plan, view_trees);
 
-	r = drop_privileges(plan);
-	if (r < 0)
-		child_exit(plan, result_fd, r, "dropping privileges");
+	child_drop_privileges(plan, result_fd);
 	resolve_groups(plan, root_fd);
 	container_dirs(plan, result_fd, root_fd, &own_run);
 
@@ -281,7 +289,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 			r = -errno;
 		if (r >= 0 && same_inode(&st, &plan->shares[i].st))
 			continue; /* bound before */
-		if (r >= 0 && (st.st_dev == plan->host_dev.st_dev || st.st_dev == plan->host_run.st_dev))
+		if (r >= 0 && on_devnsd_fs(plan, &st))
 			r = -EXDEV;
 		if (r == -ELOOP || r == -ENOTDIR || r == -EXDEV) {
 			refuse(plan, plan->shares[i].path + 1);

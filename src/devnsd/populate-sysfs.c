@@ -55,7 +55,7 @@ static int sysfs_target(struct plan *plan, int root_fd, const char *mountinfo, c
 		return -errno;
 	if (name ? !S_ISREG(st.st_mode) : !S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	if (st.st_dev == plan->host_dev.st_dev || st.st_dev == plan->host_run.st_dev)
+	if (on_devnsd_fs(plan, &st))
 		return -EXDEV;
 	if (mount_shared(mountinfo, fd))
 		return -EREMOTE;

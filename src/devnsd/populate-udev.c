@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "container-fs.h"
 #include "populate-private.h"
@@ -19,11 +18,9 @@ int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e) {
 	_cleanup_(closep) int dir = -1;
 	char name[32], text[1024];
 	const char *base;
-	struct timespec ts;
 	int r;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	r = udev_db_record(e->udev, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, text, sizeof(text));
+	r = udev_db_record(e->udev, populate_now_usec(), text, sizeof(text));
 	if (r < 0)
 		return r;
 	r = populate_open_dir_of(plan, root_fd, "run/udev/data/x", 1, &dir, &base);
