@@ -77,6 +77,12 @@ struct evdev_node_ops {
 	void (*wakeup)(void *userdata, struct evdev_client *c);
 	/* The view's LEDs or sounds changed. Optional. */
 	void (*feedback_changed)(void *userdata);
+	/*
+	 * Optional: the time (µs) in clock (CLOCK_MONOTONIC, CLOCK_REALTIME or
+	 * CLOCK_BOOTTIME) at which the current batch of events was taken, the
+	 * same instant for every clock. Without it the clocks are read.
+	 */
+	int (*batch_time)(void *userdata, clockid_t clock, uint64_t *ret_usec);
 };
 
 struct evdev_node {
