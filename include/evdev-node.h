@@ -107,6 +107,12 @@ struct evdev_node_ops {
 	 */
 	int (*ff_upload)(void *userdata, struct ff_effect *effect);
 	int (*ff_erase)(void *userdata, int hw_id);
+	/*
+	 * Optional: the time (µs) in clock (CLOCK_MONOTONIC, CLOCK_REALTIME or
+	 * CLOCK_BOOTTIME) at which the current batch of events was taken, the
+	 * same instant for every clock. Without it the clocks are read.
+	 */
+	int (*batch_time)(void *userdata, clockid_t clock, uint64_t *ret_usec);
 };
 
 struct evdev_node {

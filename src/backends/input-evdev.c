@@ -13,10 +13,25 @@
 #include "util.h"
 
 #define INPUT_MAJOR 13
+/* Events taken from the kernel in one read(). */
+#define READ_EVENTS 64
 
+/*
+ * Events are read from the kernel here, a buffer at a time, and a read that
+ * returns less than a full buffer ends the batch: the kernel's queue was
+ * empty, so no read() is made that would only fail with EAGAIN. The fd is
+ * watched level-triggered, so what comes after is read at the next wakeup.
+ * libevdev's state follows what is read, for the day the kernel drops
+ * events: then libevdev resynchronises (LIBEVDEV_READ_FLAG_FORCE_SYNC) and
+ * returns the differences.
+ */
 struct input_evdev {
 	struct input_backend base;
 	bool syncing;
+	/* The last read() was short: the batch ends when buf is used up. */
+	bool short_read;
+	size_t pos, n;
+	struct input_event buf[READ_EVENTS];
 };
 
 static const struct input_backend_ops input_evdev_ops;
@@ -32,32 +47,74 @@ static void evdev_destroy(struct input_backend *b) {
 	free(e);
 }
 
-static int evdev_next_event(struct input_backend *b, struct input_event *ret_ev) {
-	struct input_evdev *e = to_evdev(b);
-
+/* After the kernel dropped events: the changes libevdev finds, until it has no more. */
+static int evdev_next_sync(struct input_evdev *e, struct input_event *ret_ev) {
 	for (;;) {
-		unsigned int flags = e->syncing ? LIBEVDEV_READ_FLAG_SYNC : LIBEVDEV_READ_FLAG_NORMAL;
-		int rc = libevdev_next_event(b->desc, flags, ret_ev);
+		unsigned int flags = e->syncing ? LIBEVDEV_READ_FLAG_SYNC : LIBEVDEV_READ_FLAG_FORCE_SYNC;
+		int rc = libevdev_next_event(e->base.desc, flags, ret_ev);
 
-		if (rc == LIBEVDEV_READ_STATUS_SUCCESS)
-			return 1;
 		if (rc == LIBEVDEV_READ_STATUS_SYNC) {
 			if (e->syncing)
 				return 1;
-			/* The kernel dropped events: what follows are the differences. */
 			e->syncing = true;
 			continue;
 		}
 		if (rc == -EAGAIN) {
-			if (!e->syncing)
-				return 0;
 			e->syncing = false;
-			continue;
+			return 0;
 		}
 		if (rc == -EINTR)
 			continue;
-		return rc;
+		/* LIBEVDEV_READ_STATUS_SUCCESS cannot come while syncing; take it as it is. */
+		return rc < 0 ? rc : 1;
 	}
+}
+
+static int evdev_fill(struct input_evdev *e) {
+	ssize_t n;
+
+	do
+		n = read(e->base.fd, e->buf, sizeof(e->buf));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	e->pos = 0;
+	e->n = (size_t)n / sizeof(e->buf[0]);
+	e->short_read = e->n < READ_EVENTS;
+	return e->n > 0;
+}
+
+static int evdev_next_event(struct input_backend *b, struct input_event *ret_ev) {
+	struct input_evdev *e = to_evdev(b);
+	const struct input_event *ev;
+	int r;
+
+	if (e->syncing) {
+		r = evdev_next_sync(e, ret_ev);
+		if (r != 0)
+			return r;
+	}
+	if (e->pos == e->n) {
+		if (e->short_read) {
+			e->short_read = false;
+			return 0;
+		}
+		r = evdev_fill(e);
+		if (r <= 0)
+			return r;
+	}
+	ev = &e->buf[e->pos++];
+	if (ev->type == EV_SYN && ev->code == SYN_DROPPED) {
+		/* What was read after it is older than the state libevdev reads now. */
+		e->pos = e->n = 0;
+		e->short_read = false;
+		r = evdev_next_sync(e, ret_ev);
+		return r != 0 ? r : evdev_next_event(b, ret_ev);
+	}
+	if (ev->type == EV_KEY || ev->type == EV_ABS || ev->type == EV_LED || ev->type == EV_SW)
+		(void)libevdev_set_event_value(b->desc, ev->type, ev->code, ev->value);
+	*ret_ev = *ev;
+	return 1;
 }
 
 static int evdev_write_event(struct input_backend *b, const struct input_event *ev) {

@@ -10,8 +10,6 @@
 #include "cuse-device.h"
 #include "util.h"
 
-/* Requests handled per wakeup before other sources get their turn. */
-#define CUSE_BATCH 32
 /* How often a node that is not in /dev yet is looked for. */
 #define OWNER_POLL_USEC (20 * 1000ULL)
 
@@ -33,23 +31,26 @@ struct cuse_device {
 static struct fuse_buf shared_buf;
 static unsigned int shared_users;
 
+/*
+ * One request per wakeup: the kernel queues one per read(), and a read
+ * past the last would only fail with EAGAIN. The fd is watched
+ * level-triggered, so a second queued request wakes the loop again.
+ */
 static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct cuse_device *d = userdata;
+	int r;
 
 	(void)fd;
 	(void)revents;
-	for (int i = 0; i < CUSE_BATCH; i++) {
-		int r = fuse_session_receive_buf(d->se, &shared_buf);
-
-		if (r == -EAGAIN || r == -EINTR)
-			return 0;
-		if (r <= 0 || fuse_session_exited(d->se)) {
-			/* The kernel closed the device: stop listening. */
-			sd_event_source_set_enabled(s, SD_EVENT_OFF);
-			return 0;
-		}
-		fuse_session_process_buf(d->se, &shared_buf);
+	r = fuse_session_receive_buf(d->se, &shared_buf);
+	if (r == -EAGAIN || r == -EINTR)
+		return 0;
+	if (r <= 0 || fuse_session_exited(d->se)) {
+		/* The kernel closed the device: stop listening. */
+		sd_event_source_set_enabled(s, SD_EVENT_OFF);
+		return 0;
 	}
+	fuse_session_process_buf(d->se, &shared_buf);
 	return 0;
 }
 

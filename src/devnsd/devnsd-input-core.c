@@ -20,6 +20,13 @@
 /* Events handled per wakeup, so one busy device cannot starve the loop. */
 #define DRAIN_MAX 4096
 #define BATCH_MAX 256
+/*
+ * Events are passed on, and waiting readers answered, once per batch: what
+ * one wakeup read, or sooner at the end of a packet once this many wait
+ * (half the smallest client queue, so a waiting reader takes them before
+ * the queue can fill).
+ */
+#define BATCH_FLUSH 32
 
 static int node_forward(void *userdata, const struct input_event *ev) {
 	struct input_node *in = userdata;
@@ -69,7 +76,15 @@ static void node_feedback_changed(void *userdata) {
 	state_changed(in->device->class->base.manager);
 }
 
+/* The loop's time of this wakeup: event times are converted without reading a clock. */
+static int node_batch_time(void *userdata, clockid_t clock, uint64_t *ret_usec) {
+	struct input_node *in = userdata;
+
+	return sd_event_now(in->device->class->base.manager->event, clock, ret_usec);
+}
+
 static const struct evdev_node_ops node_ops = {
+	.batch_time = node_batch_time,
 	.feedback_changed = node_feedback_changed,
 	.forward = node_forward,
 	.set_repeat = node_set_repeat,
@@ -126,7 +141,7 @@ static void pass_on(struct input_device *d, struct input_event *batch, size_t *n
 	for (size_t i = 0; i < count; i++) {
 		evdev_state_apply(&d->hw, &evs[i]);
 		batch[(*n)++] = evs[i];
-		if (*n == BATCH_MAX || (evs[i].type == EV_SYN && evs[i].code == SYN_REPORT)) {
+		if (*n == BATCH_MAX || (*n >= BATCH_FLUSH && evs[i].type == EV_SYN && evs[i].code == SYN_REPORT)) {
 			deliver(d, batch, *n);
 			*n = 0;
 		}

@@ -122,15 +122,27 @@ static struct timeval now_in(clockid_t clock) {
 
 /*
  * Event times arrive in CLOCK_MONOTONIC; a client may have asked for another
- * clock. The offsets are read once per batch of events, and only when needed.
+ * clock. The offsets are taken once per batch of events, and only when
+ * needed: from the node's batch_time() (the event loop's time of the
+ * wakeup, no clock read), or by reading the clocks.
  */
 struct clock_offsets {
+	const struct evdev_node *node;
 	long long us[2]; /* CLOCK_REALTIME, CLOCK_BOOTTIME */
 	bool known[2];
 };
 
 static long long to_us(struct timeval t) {
 	return (long long)t.tv_sec * 1000000 + t.tv_usec;
+}
+
+static long long clock_offset(const struct evdev_node *n, clockid_t clock) {
+	uint64_t mono, other;
+
+	if (n->ops && n->ops->batch_time && n->ops->batch_time(n->userdata, CLOCK_MONOTONIC, &mono) >= 0 &&
+	    n->ops->batch_time(n->userdata, clock, &other) >= 0)
+		return (long long)other - (long long)mono;
+	return to_us(now_in(clock)) - to_us(now_in(CLOCK_MONOTONIC));
 }
 
 static struct timeval convert_time(struct timeval t, clockid_t clock, struct clock_offsets *o) {
@@ -140,8 +152,7 @@ static struct timeval convert_time(struct timeval t, clockid_t clock, struct clo
 	if (clock == CLOCK_MONOTONIC)
 		return t;
 	if (!o->known[i]) {
-		struct timeval mono = now_in(CLOCK_MONOTONIC), other = now_in(clock);
-		o->us[i] = to_us(other) - to_us(mono);
+		o->us[i] = clock_offset(o->node, clock);
 		o->known[i] = true;
 	}
 	/* A time no clock reaches (only a broken device sends one) is passed on as it is. */
@@ -163,7 +174,7 @@ static void client_push(struct evdev_client *c, const struct input_event *ev, st
 
 /* Passes events to the node's clients (the grabbing one only, if any) and its view. */
 static void pass(struct evdev_node *n, const struct input_event *evs, size_t count) {
-	struct clock_offsets offsets = { 0 };
+	struct clock_offsets offsets = { .node = n };
 	struct evdev_client *c;
 	bool feedback = false;
 
@@ -324,7 +335,7 @@ void evdev_node_activate(struct evdev_node *n, const struct evdev_state *hw) {
 		evdev_state_copy_input(&n->view, hw);
 		/* Bypasses the view: the state was copied whole. */
 		struct timeval t = now_in(CLOCK_MONOTONIC);
-		struct clock_offsets offsets = { 0 };
+		struct clock_offsets offsets = { .node = n };
 		struct evdev_client *c;
 		for (size_t i = 0; i < 2; i++)
 			drop[i].time = t;
