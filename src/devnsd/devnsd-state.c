@@ -96,9 +96,9 @@ static int load_from_store(struct state *s, char *error, size_t error_size) {
 		char why[256] = "";
 		int k;
 
+		state_record_init(&rec);
 		if (fdstore_take(s->fdstore, record_fd_names[i], &fd) < 0)
 			continue;
-		state_record_init(&rec);
 		k = lseek(fd, 0, SEEK_SET) < 0 ? -errno : parse_fd(fd, &rec, why, sizeof(why));
 		if (k < 0) {
 			if (r == 0) {
