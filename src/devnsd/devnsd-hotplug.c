@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <systemd/sd-device.h>
 #include <unistd.h>
 
@@ -22,8 +23,19 @@ struct hotplug {
 	bool kernel;
 };
 
-static bool udevd_running(void) {
-	return access("/run/udev/control", F_OK) == 0;
+/*
+ * udevd's events reach only its own network namespace: devnsd hears them
+ * when udevd runs and devnsd shares pid 1's network namespace (not under
+ * PrivateNetwork=). The kernel's own events reach every namespace.
+ */
+static bool udevd_heard(void) {
+	struct stat self, init;
+
+	if (access("/run/udev/control", F_OK) < 0)
+		return false;
+	if (stat("/proc/self/ns/net", &self) < 0 || stat("/proc/1/ns/net", &init) < 0)
+		return false;
+	return self.st_dev == init.st_dev && self.st_ino == init.st_ino;
 }
 
 static int on_device(sd_device_monitor *monitor, sd_device *dev, void *userdata) {
@@ -66,8 +78,8 @@ int hotplug_new(struct hotplug **ret, sd_event *event, const struct hotplug_ops 
 	r = sd_device_monitor_start(h->monitor, on_device, h);
 	if (r < 0)
 		return r;
-	if (!udevd_running()) {
-		/* Nothing re-sends the kernel's events: listen to them directly, as udevd itself does. */
+	if (!udevd_heard()) {
+		/* No udevd events come here: listen to the kernel's directly, as udevd itself does. */
 		int group = UEVENT_GROUP_KERNEL;
 		int fd = sd_event_source_get_io_fd(sd_device_monitor_get_event_source(h->monitor));
 
