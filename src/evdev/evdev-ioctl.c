@@ -320,7 +320,7 @@ static void upload_effect(struct evdev_ioctl_step *s, struct evdev_node *n, stru
 	if (in_size < sizeof(effect) || out_size < sizeof(effect.id)) {
 		s->retry = true;
 		want_in(s, arg, sizeof(effect));
-		want_out(s, (uint8_t *)arg + offsetof(struct ff_effect, id), sizeof(effect.id));
+		want_out(s, (void *)((uintptr_t)arg + offsetof(struct ff_effect, id)), sizeof(effect.id));
 		return;
 	}
 	memcpy(&effect, in, sizeof(effect));
