@@ -67,6 +67,9 @@ static inline int take_fd(int *fd) {
 /* Reads fd to its end into buf: at most max bytes, -EFBIG when there is more. */
 int read_bounded(int fd, char *buf, size_t max, size_t *ret_len);
 
+/* The process behind pidfd has exited (or the fd is bad): what /proc said of it may be another's. */
+bool pidfd_exited(int pidfd);
+
 /* chown and chmod of the file an O_PATH fd names (fchmod() does not take one). */
 int fd_set_owner(int fd, unsigned int uid, unsigned int gid, unsigned int mode);
 

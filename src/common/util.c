@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -61,4 +62,10 @@ int read_bounded(int fd, char *buf, size_t max, size_t *ret_len) {
 	}
 	*ret_len = len;
 	return 0;
+}
+
+bool pidfd_exited(int pidfd) {
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&pfd, 1, 0) != 0;
 }

@@ -95,12 +95,6 @@ static void finish(struct populate *pop, int r) {
 
 static void start_next_job(struct manager *m, struct persona *p);
 
-static bool exited(int pidfd) {
-	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
-
-	return poll(&pfd, 1, 0) != 0;
-}
-
 /*
  * The container followed a node's coming or going: its udev clients learn
  * of it as from udevd (devnsd-uevent.h). Best effort: a container that
@@ -112,7 +106,7 @@ static void announce(struct persona *p, const struct udev_node *n, bool remove) 
 	char devname[UEVENT_DEVNAME_MAX];
 	struct uevent_device dev;
 
-	if (p->container_pidfd < 0 || uevent_netns_of_pid(p->container_pid, &netns) < 0 || exited(p->container_pidfd))
+	if (p->container_pidfd < 0 || uevent_netns_of_pid(p->container_pid, &netns) < 0 || pidfd_exited(p->container_pidfd))
 		return;
 	uevent_device_for_input(n, populate_now_usec(), devname, &dev);
 	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, remove ? "remove" : "add", &dev);
@@ -239,7 +233,7 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 	if (root_fd < 0 || mnt_fd < 0)
 		return -errno;
 	populate_plan_mountinfo(plan, proc_fd);
-	if (exited(target))
+	if (pidfd_exited(target))
 		return -ESRCH;
 	add_nodes(pop, plan);
 	if (!plan->node_job)
@@ -357,7 +351,7 @@ static void start_next_job(struct manager *m, struct persona *p) {
 		_cleanup_(freep) struct plan *plan = populate_plan_new(p);
 		int r = plan ? 0 : -ENOMEM;
 
-		if (r == 0 && (p->container_pidfd < 0 || exited(p->container_pidfd)))
+		if (r == 0 && (p->container_pidfd < 0 || pidfd_exited(p->container_pidfd)))
 			r = -ESRCH;
 		if (r == 0)
 			r = spawn(oldest, plan, p->container_pid, p->container_pidfd,

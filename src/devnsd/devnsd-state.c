@@ -528,7 +528,6 @@ static void on_reattached(struct persona *p, int r, const struct populate_result
 static int verify_process(const struct state_persona *sp) {
 	_cleanup_(closep) int pidfd = -1;
 	struct pidns ns = PIDNS_NULL;
-	struct pollfd pfd;
 	uint64_t start;
 	int r;
 
@@ -545,8 +544,7 @@ static int verify_process(const struct state_persona *sp) {
 		r = -ESTALE;
 	pidns_close(&ns);
 	/* What /proc said is the pidfd's process only if that is still alive now. */
-	pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
-	if (r == 0 && poll(&pfd, 1, 0) != 0)
+	if (r == 0 && pidfd_exited(pidfd))
 		r = -ESRCH;
 	return r;
 }

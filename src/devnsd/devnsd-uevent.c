@@ -177,7 +177,6 @@ void uevent_device_for_input(const struct udev_node *n, uint64_t usec_initialize
 
 int uevent_netns_of_pid(pid_t pid, int *ret_fd) {
 	_cleanup_(closep) int pidfd = -1, fd = -1;
-	struct pollfd pfd;
 	char path[64];
 
 	pidfd = pidfd_open(pid, 0);
@@ -187,8 +186,7 @@ int uevent_netns_of_pid(pid_t pid, int *ret_fd) {
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	pfd = (struct pollfd){ .fd = pidfd, .events = POLLIN };
-	if (poll(&pfd, 1, 0) != 0)
+	if (pidfd_exited(pidfd))
 		return -ESRCH;
 	*ret_fd = take_fd(&fd);
 	return 0;
