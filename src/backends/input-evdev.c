@@ -22,12 +22,19 @@
  * empty, so no read() is made that would only fail with EAGAIN. The fd is
  * watched level-triggered, so what comes after is read at the next wakeup.
  * libevdev's state follows what is read, for the day the kernel drops
- * events: then libevdev resynchronises (LIBEVDEV_READ_FLAG_FORCE_SYNC) and
- * returns the differences.
+ * events: then the SYN_DROPPED is passed on, so that readers learn of the
+ * loss as from the kernel, followed by the differences libevdev finds when
+ * it resynchronises (LIBEVDEV_READ_FLAG_FORCE_SYNC) and a SYN_REPORT that
+ * ends the packet.
  */
 struct input_evdev {
 	struct input_backend base;
 	bool syncing;
+	/* A SYN_DROPPED was passed on: the differences and the SYN_REPORT come next. */
+	bool dropped;
+	/* Differences returned since the SYN_DROPPED. */
+	size_t n_synced;
+	struct timeval drop_time;
 	/* The last read() was short: the batch ends when buf is used up. */
 	bool short_read;
 	size_t pos, n;
@@ -89,10 +96,20 @@ static int evdev_next_event(struct input_backend *b, struct input_event *ret_ev)
 	const struct input_event *ev;
 	int r;
 
-	if (e->syncing) {
+	if (e->dropped) {
 		r = evdev_next_sync(e, ret_ev);
-		if (r != 0)
+		if (r > 0) {
+			e->n_synced++;
 			return r;
+		}
+		e->dropped = false;
+		if (r < 0)
+			return r;
+		/* libevdev ends the differences with a SYN_REPORT; none, and the packet needs one. */
+		if (e->n_synced == 0) {
+			*ret_ev = (struct input_event){ .time = e->drop_time, .type = EV_SYN, .code = SYN_REPORT };
+			return 1;
+		}
 	}
 	if (e->pos == e->n) {
 		if (e->short_read) {
@@ -105,11 +122,15 @@ static int evdev_next_event(struct input_backend *b, struct input_event *ret_ev)
 	}
 	ev = &e->buf[e->pos++];
 	if (ev->type == EV_SYN && ev->code == SYN_DROPPED) {
-		/* What was read after it is older than the state libevdev reads now. */
+		/* What was read after it is older than the state libevdev reads next. */
 		e->pos = e->n = 0;
 		e->short_read = false;
-		r = evdev_next_sync(e, ret_ev);
-		return r != 0 ? r : evdev_next_event(b, ret_ev);
+		e->syncing = false;
+		e->dropped = true;
+		e->n_synced = 0;
+		e->drop_time = ev->time;
+		*ret_ev = *ev;
+		return 1;
 	}
 	if (ev->type == EV_KEY || ev->type == EV_ABS || ev->type == EV_LED || ev->type == EV_SW)
 		(void)libevdev_set_event_value(b->desc, ev->type, ev->code, ev->value);

@@ -2,7 +2,8 @@
 """How devnsd takes events from the hardware in batches: what one wakeup
 reads reaches a waiting reader in one answer, event times arrive in the
 reader's clock, and events the kernel dropped before devnsd read them
-(SYN_DROPPED on its own handle) leave the persona's state right."""
+(SYN_DROPPED on its own handle) leave the persona's state right and reach
+the active persona's readers as a SYN_DROPPED."""
 
 import fcntl
 import os
@@ -127,6 +128,30 @@ class InputBatches(rig.PersonaTestCase):
         rig.press(self.kbd, e.KEY_C, 0)
         rig.read_events(fd, until=lambda evs: (e.EV_KEY, e.KEY_C, 0) in evs)
         self.assertEqual(rig.key_state(fd) & {e.KEY_A, e.KEY_B, e.KEY_C}, set())
+
+    def test_reader_learns_of_events_devnsd_lost(self):
+        fd = self.node()
+        background = rig.open_node(rig.persona_node("personal", self.kbd_hw))
+        self.fds.append(background)
+        with self.paused():
+            # Nothing that changes a state: only the SYN_DROPPED can tell the reader.
+            for i in range(100):
+                self.kbd.write(e.EV_MSC, e.MSC_SCAN, i + 1)
+                self.kbd.syn()
+        events = rig.read_events(fd, timeout=2.0)
+        drop = (e.EV_SYN, e.SYN_DROPPED, 0)
+        self.assertIn(drop, events)
+        # A packet of its own, readable at once, as the kernel gives it.
+        self.assertEqual(events[events.index(drop) + 1], (e.EV_SYN, e.SYN_REPORT, 0), events)
+        scans = [v for typ, code, v in events if (typ, code) == (e.EV_MSC, e.MSC_SCAN)]
+        self.assertLess(len(scans), 100)
+        self.assertEqual(rig.read_events(background, timeout=0.3), [])
+        # Events after it come as usual.
+        rig.press(self.kbd, e.KEY_B, 1)
+        rig.press(self.kbd, e.KEY_B, 0)
+        after = rig.read_events(fd, until=lambda evs: (e.EV_KEY, e.KEY_B, 0) in evs)
+        self.assertNotIn(drop, after)
+        self.assertEqual(rig.key_state(fd) & {e.KEY_B}, set())
 
 
 if __name__ == "__main__":
