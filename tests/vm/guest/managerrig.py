@@ -73,8 +73,10 @@ def add_program(root, path):
 def busybox_tree(root):
     """A minimal tree: busybox with a link per applet in /bin, fbset, and
     the directories a container manager mounts on."""
-    for d in ("bin", "dev", "proc", "sys", "run", "tmp", "etc", "root"):
+    for d in ("bin", "usr/lib", "usr/lib64", "dev", "proc", "sys", "run", "tmp", "etc", "root"):
         os.makedirs(os.path.join(root, d), exist_ok=True)
+    for d in ("lib", "lib64"):  # as on Debian, so that the host's /usr can be bound in
+        os.symlink("usr/" + d, os.path.join(root, d))
     shutil.copy2(BUSYBOX, root + "/bin/busybox")
     applets = subprocess.run([BUSYBOX, "--list"], capture_output=True, text=True, check=True).stdout.split()
     for applet in applets:

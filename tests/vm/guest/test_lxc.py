@@ -34,6 +34,7 @@ lxc.uts.name = {name}
 lxc.init.cmd = /bin/sleep 1000000
 lxc.net.0.type = empty
 lxc.apparmor.profile = unconfined
+lxc.mount.entry = /usr usr none ro,bind 0 0
 """
 
 
@@ -105,6 +106,12 @@ class Lxc(unittest.TestCase):
         for persona_node, name in ((self.event, "/dev/input/" + self.event), ("fb0", "/dev/fb0")):
             major, minor = mr.node_numbers("work", persona_node)
             self.assertRegex(ls, r"(?m)^c.* %d, +%d .*%s$" % (major, minor, re.escape(name)))
+
+    def test_libinput_udev_backend_lists_the_persona_keyboard(self):
+        # The container has the host's /usr (libinput) bound in; the hook made its /sys a slave.
+        self.assertNotIn("keeps its /sys as it is", self.daemon.output())
+        out = lxc(*inside("libinput", "list-devices")).stdout
+        self.assertRegex(out, r"Device: +devns test keyboard\nKernel: +/dev/input/%s\n" % self.event)
 
     def test_input_reaches_the_container_while_work_is_active(self):
         dd = ["dd", "if=/dev/input/" + self.event, "bs=%d" % rig.EVENT.size, "count=4"]
