@@ -2,10 +2,11 @@
 """podman with devns's shipped command line (conf/examples/podman-run.sh,
 run unchanged), on an image imported from a local root file system tarball
 (busybox and fbset from the host's packages; no registry), without a
-network. Inside (podman exec, which joins the container's namespaces and
+network, with the host's /usr bound in for libinput. Inside (podman exec, which joins the container's namespaces and
 control group) busybox's dd reads the persona's /dev/input/eventN and
 writes its /dev/fb0, and fbset reads the framebuffer's geometry; another
-persona's node is refused."""
+persona's node is refused. libinput's udev backend lists the persona's
+keyboard."""
 
 import os
 import re
@@ -76,8 +77,10 @@ class Podman(unittest.TestCase):
             run("tar", "-C", tree, "-cf", tarball, ".")
             run("podman", "import", tarball, IMAGE)
             # The other persona's fb0 handed in by mistake (podman makes the node and allows it).
+            # The host's /usr, for libinput.
             cls.started = run("sh", SCRIPT, PERSONA, IMAGE, "--network", "none",
-                              "--device", "/dev/devns/%s/fb0:/dev/fb-%s" % (OTHER, OTHER))
+                              "--device", "/dev/devns/%s/fb0:/dev/fb-%s" % (OTHER, OTHER),
+                              "--volume", "/usr:/usr:ro")
         except Exception:
             cls.daemon.stop()
             cls.bus.stop()
@@ -107,6 +110,11 @@ class Podman(unittest.TestCase):
         for persona_node, name in ((self.event, "/dev/input/" + self.event), ("fb0", "/dev/fb0")):
             major, minor = mr.node_numbers(PERSONA, persona_node)
             self.assertRegex(ls, r"(?m)^c.* %d, +%d .*%s$" % (major, minor, re.escape(name)))
+
+    def test_libinput_udev_backend_lists_the_persona_keyboard(self):
+        self.assertNotIn("keeps its /sys as it is", self.daemon.output())
+        out = run(*inside("libinput", "list-devices")).stdout
+        self.assertRegex(out, r"Device: +devns test keyboard\nKernel: +/dev/input/%s\n" % self.event)
 
     def test_input_reaches_the_container_while_its_persona_is_active(self):
         dd = ["dd", "if=/dev/input/" + self.event, "bs=%d" % rig.EVENT.size, "count=4"]
