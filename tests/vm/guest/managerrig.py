@@ -8,7 +8,10 @@ container's programs make on its nodes, read back from their output."""
 import os
 import shutil
 import subprocess
+import tempfile
 import time
+
+from evdev import ecodes as e
 
 import devnsrig as rig
 import fbrig
@@ -18,6 +21,14 @@ EXAMPLES = os.path.join(rig.SOURCE, "conf", "examples")
 BUSYBOX = "/bin/busybox"
 FBSET = shutil.which("fbset") or "/bin/fbset"
 FRAME_COLOR = (40, 160, 90)
+
+
+def run(*argv, check=True, timeout=300, **kw):
+    """Runs a command on the host (text output); raises when it fails and check is set."""
+    p = subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, **kw)
+    if check and p.returncode != 0:
+        raise RuntimeError("%s failed (%d): %s%s" % (" ".join(argv), p.returncode, p.stdout, p.stderr))
+    return p
 
 
 def prepare_host():
@@ -142,3 +153,77 @@ def screenshot_rgb(persona, path):
 def node_numbers(persona, name):
     st = os.stat("/dev/devns/%s/%s" % (persona, name))
     return os.major(st.st_rdev), os.minor(st.st_rdev)
+
+
+class ManagerChecks:
+    """The checks every container manager's test makes, mixed into a
+    unittest.TestCase whose setUpClass has started devnsd (cls.daemon,
+    cls.bus, from start_daemon()), a uinput keyboard (cls.kbd, cls.event)
+    and a container bound to cls.persona (cls.other is the other persona);
+    inside(*argv) is the argv that runs a command in the container, and
+    init_pid() the container's init as the host sees it."""
+
+    persona = other = None
+
+    @classmethod
+    def start_daemon(cls):
+        prepare_host()
+        cls.kbd = rig.make_keyboard()
+        cls.event = os.path.basename(rig.event_node(cls.kbd))
+        cls.bus = system_bus()
+        cls.daemon = rig.Daemon(conf("/dev/input/" + cls.event, active=cls.persona))
+
+    @classmethod
+    def stop_daemon(cls):
+        code = cls.daemon.stop()
+        cls.bus.stop()
+        cls.kbd.close()
+        if code != 0:
+            raise AssertionError("devnsd exited with %s:\n%s" % (code, cls.daemon.output()))
+
+    def setUp(self):
+        rig.devnsctl("switch", self.persona)
+
+    def tearDown(self):
+        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+
+    def test_attached_and_populated(self):
+        self.assertIn("persona %s bound to the pid namespace of process %d\n" % (self.persona, self.init_pid()),
+                      self.daemon.output())
+        ls = run(*self.inside("ls", "-l", "/dev/input/" + self.event, "/dev/fb0")).stdout
+        for persona_node, name in ((self.event, "/dev/input/" + self.event), ("fb0", "/dev/fb0")):
+            major, minor = node_numbers(self.persona, persona_node)
+            self.assertRegex(ls, r"(?m)^c.* %d, +%d .*%s$" % (major, minor, name))
+
+    def test_libinput_udev_backend_lists_the_persona_keyboard(self):
+        self.assertNotIn("keeps its /sys as it is", self.daemon.output())
+        out = run(*self.inside("libinput", "list-devices")).stdout
+        self.assertRegex(out, r"Device: +devns test keyboard\nKernel: +/dev/input/%s\n" % self.event)
+
+    def test_input_reaches_the_container_while_its_persona_is_active(self):
+        dd = ["dd", "if=/dev/input/" + self.event, "bs=%d" % rig.EVENT.size, "count=4"]
+        code, events, err = read_while_tapping(self.inside(*dd), self.kbd, e.KEY_A, 60)
+        self.assertEqual(code, 0, err)
+        self.assertIn((e.EV_KEY, e.KEY_A, 1), events)
+
+        rig.devnsctl("switch", self.other)
+        code, events, err = read_while_tapping(self.inside("timeout", "5", *dd), self.kbd, e.KEY_B, 15)
+        self.assertNotIn((e.EV_KEY, e.KEY_B, 1), events, err)
+
+    def test_framebuffer_geometry_and_pixels(self):
+        var, frame = frame_for("/dev/devns/%s/fb0" % self.persona)
+        fbset = run(*self.inside("fbset", "-fb", "/dev/fb0", "-s")).stdout
+        self.assertIn("geometry %d %d %d %d %d" % (var["xres"], var["yres"], var["xres_virtual"],
+                                                   var["yres_virtual"], var["bits_per_pixel"]), fbset)
+        p = subprocess.run(self.inside("sh", "-c", "cat > /dev/fb0", stdin=True), input=frame,
+                           capture_output=True, timeout=300)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        w, h, rgb = screenshot_rgb(self.persona, os.path.join(tempfile.mkdtemp(), "shot.png"))
+        self.assertEqual((w, h), (var["xres"], var["yres"]))
+        self.assertEqual(rgb, fbrig.to_rgb(frame))
+
+    def refused(self, path):
+        """The errno name of the container's failed open of path."""
+        p = run(*self.inside("dd", "if=" + path, "of=/dev/null", "count=0"), check=False)
+        self.assertNotEqual(p.returncode, 0, "%s opened" % path)
+        return open_error(p.stderr)
