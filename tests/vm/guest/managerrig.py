@@ -196,9 +196,9 @@ class ManagerChecks:
             self.assertRegex(ls, r"(?m)^c.* %d, +%d .*%s$" % (major, minor, name))
 
     def test_libinput_udev_backend_lists_the_persona_keyboard(self):
-        self.assertNotIn("keeps its /sys as it is", self.daemon.output())
         out = run(*self.inside("libinput", "list-devices")).stdout
-        self.assertRegex(out, r"Device: +devns test keyboard\nKernel: +/dev/input/%s\n" % self.event)
+        self.assertRegex(out, r"Device: +devns test keyboard\nKernel: +/dev/input/%s\n" % self.event,
+                         self.daemon.output())
 
     def test_input_reaches_the_container_while_its_persona_is_active(self):
         dd = ["dd", "if=/dev/input/" + self.event, "bs=%d" % rig.EVENT.size, "count=4"]
@@ -220,7 +220,9 @@ class ManagerChecks:
         self.assertEqual(p.returncode, 0, p.stderr)
         w, h, rgb = screenshot_rgb(self.persona, os.path.join(tempfile.mkdtemp(), "shot.png"))
         self.assertEqual((w, h), (var["xres"], var["yres"]))
-        self.assertEqual(rgb, fbrig.to_rgb(frame))
+        want = fbrig.to_rgb(frame)
+        differ = sum(1 for i in range(0, len(want), 3) if rgb[i:i + 3] != want[i:i + 3])
+        self.assertEqual(differ, 0, "%d pixels of the screenshot differ from the frame written" % differ)
 
     def refused(self, path):
         """The errno name of the container's failed open of path."""
