@@ -76,6 +76,19 @@ class Lxc(mr.ManagerChecks, unittest.TestCase):
     def init_pid():
         return int(mr.run("lxc-info", "-n", NAME, "-p", "-H").stdout)
 
+    def test_no_start_when_the_hook_cannot_attach(self):
+        # A container whose hook names a persona devnsd does not have never runs.
+        os.makedirs(os.path.join(LXC_PATH, "stray"), exist_ok=True)
+        with open(os.path.join(LXC_PATH, "stray", "config"), "w") as f:
+            f.write(CONFIG.format(rootfs=os.path.join(LXC_PATH, NAME, "rootfs"), name="stray"))
+            f.write("lxc.hook.start-host = %s guest\n" % HOOK)
+        log = os.path.join(os.path.dirname(self.log), "stray.log")
+        p = mr.run("lxc-start", "-n", "stray", "-l", "INFO", "-o", log, check=False)
+        self.assertNotEqual(p.returncode, 0, p.stdout + p.stderr)
+        with open(log) as f:
+            self.assertIn("Failed to run lxc.hook.start-host", f.read())
+        self.assertIn("STOPPED", mr.run("lxc-info", "-n", "stray", "-s").stdout)
+
     def test_other_persona_is_refused(self):
         # Not in the container's /dev at all.
         p = mr.run(*self.inside("ls", "/dev/devns/" + self.other), check=False)
