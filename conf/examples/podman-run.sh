@@ -5,11 +5,12 @@
 #   e.g. podman-run.sh personal localhost/personal --network none
 #
 # The container may use the persona's nodes (one device rule per node, its
-# own minors only: a rule for the whole major would let it mknod and open
-# other personas' nodes), is started, and is then bound to the persona:
-# devnsd makes /dev/input/eventN and /dev/fb0 in it (with udev data for
-# libinput) and from then on lets only this container open them. Start what
-# uses them after that, with podman exec: nodes do not exist before.
+# own minors only: with a rule for the whole major, only devnsd's own check
+# would keep it from other personas' nodes), is started, and is then bound
+# to the persona: devnsd makes /dev/input/eventN and /dev/fb0 in it (with
+# udev data for libinput) and from then on lets only this container open
+# them. Start what uses them after that, with podman exec: the nodes do not
+# exist before.
 set -eu
 usage="usage: podman-run.sh PERSONA IMAGE [PODMAN-RUN-OPTION...]"
 persona=${1:?$usage}
