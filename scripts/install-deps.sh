@@ -10,7 +10,8 @@ libfuse3-dev fuse3 libevdev-dev libsystemd-dev libinih-dev libcmocka-dev
 libdrm-dev libpng-dev libxxhash-dev
 dbus-daemon dbus-bin
 qemu-system-x86 busybox-static kmod cpio xz-utils uidmap
-evtest joystick python3-evdev evemu-tools interception-tools fbset libinput-tools"
+evtest joystick python3-evdev evemu-tools interception-tools fbset libinput-tools
+qtbase5-examples fonts-dejavu-core xkb-data"
 
 missing=""
 for p in $PKGS; do

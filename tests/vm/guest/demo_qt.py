@@ -1,0 +1,121 @@
+#!/usr/bin/python3
+"""Real applications in two personas, shown: Debian's Qt examples run in two
+containers on platform linuxfb and Qt's libinput plugin; a virtual keyboard
+and touchscreen type and tap into the active one; devnsctl and the hotkey
+switch; the real screen (QEMU's screendump) is saved after each step next to
+devnsctl screenshots of both personas."""
+
+import os
+import sys
+import time
+
+from evdev import ecodes as e
+
+import devnsrig as rig
+import fbrig
+import qtrig
+
+OUT = os.environ.get("DEVNS_OUT") or "/tmp/devns-demo"
+OTHER = {"work": "personal", "personal": "work"}
+
+
+class Demo:
+    def __init__(self, width, height):
+        self.w, self.h = width, height
+        self.step = 0
+        self.have_screen = "DEVNS_HOSTCTL" in os.environ
+
+    def capture(self, active, label):
+        """Saves both personas' frames and the real screen; says what the screen shows."""
+        self.step += 1
+        name = "qt-%d-%s" % (self.step, label)
+        paths = [os.path.join(OUT, "%s-screenshot-%s.png" % (name, p)) for p in ("work", "personal")]
+        for p, path in zip(("work", "personal"), paths):
+            rig.devnsctl("screenshot", p, path)
+        line = "   devnsctl screenshots: %s" % ", ".join(os.path.basename(p) for p in paths)
+        if self.have_screen:
+            ok, near, far = qtrig.screen_shows(active, name + "-screen", timeout=10)
+            line += "\n   real screen %s-screen.png: %s" % (
+                name, "shows %s's application" % active if ok else
+                "DOES NOT show %s's application (%d bytes differ)" % (active, near))
+        print(line, flush=True)
+
+    def changes(self, before, what):
+        time.sleep(2.0)
+        now = {p: qtrig.screenshot(p, os.path.join(OUT, ".now-%s.png" % p)) for p in before}
+        print("   %s changed work's frame by %d bytes, personal's by %d" % (
+            what, qtrig.differing(now["work"], before["work"]),
+            qtrig.differing(now["personal"], before["personal"])), flush=True)
+
+    def shots(self):
+        return {p: qtrig.screenshot(p, os.path.join(OUT, ".before-%s.png" % p)) for p in ("work", "personal")}
+
+
+def main():
+    if not qtrig.have_qt():
+        print("qtbase5-examples is not installed: no Qt demo (scripts/install-deps.sh installs it).")
+        return 0
+    os.makedirs(OUT, exist_ok=True)
+    kbd = qtrig.make_keyboard()
+    ts = rig.make_touchscreen()
+    bus = rig.Bus()
+    daemon = rig.Daemon(qtrig.conf([rig.event_node(kbd), rig.event_node(ts)]))
+    containers, apps = {}, {}
+    try:
+        containers = {"work": rig.Container(private_dev=True, netns=True),
+                      "personal": rig.Container(private_dev=True, netns=True, userns=True)}
+        for p, c in containers.items():
+            rig.devnsctl("attach", p, "--pid", str(c.pid))
+        fd = os.open(fbrig.fb_node("work"), os.O_RDONLY)
+        var = fbrig.get_var(fd)
+        os.close(fd)
+        w, h = var["xres"], var["yres"]
+        print("Two containers attached to the personas; in each, a Qt example from Debian on platform")
+        print("linuxfb (its /dev/fb0, mapped through libdevns-fbmmap.so) with Qt's libinput plugin:")
+        for p in ("work", "personal"):
+            print("  %-9s %s" % (p, qtrig.app_path(p)))
+        print("Starting them (slow under emulation)...", flush=True)
+        apps, took = qtrig.start_apps(containers, w, h, ["devns qt keyboard", "devns test touchscreen"])
+        print("Both drawn, each with the keyboard and touchscreen, after %.1f s.\n" % took)
+        demo = Demo(w, h)
+
+        print("1. work is active:", flush=True)
+        demo.capture("work", "work-active")
+
+        print("2. Typing 'hello from work' on the virtual keyboard:", flush=True)
+        before = demo.shots()
+        qtrig.type_text(kbd, "hello from work")
+        demo.changes(before, "typing")
+        demo.capture("work", "work-typed")
+
+        print("3. devnsctl switch personal:", flush=True)
+        rig.devnsctl("switch", "personal")
+        demo.capture("personal", "switched-to-personal")
+
+        print("4. Typing 'hello from personal', then a tap on the touchscreen at the File menu:", flush=True)
+        before = demo.shots()
+        qtrig.type_text(kbd, "hello from personal")
+        qtrig.tap_screen(ts, w, h, 20, 10)
+        demo.changes(before, "typing and the tap")
+        demo.capture("personal", "personal-menu")
+        qtrig.tap_key(kbd, e.KEY_ESC)
+
+        print("5. The hotkey Meta+F1 (SwitchKeys) brings work back:", flush=True)
+        qtrig.hotkey(kbd, "work")
+        demo.capture("work", "hotkey-to-work")
+
+        print("\nAll pictures are in %s" % OUT)
+    finally:
+        for app in apps.values():
+            app.stop()
+        for c in containers.values():
+            c.stop()
+        daemon.stop()
+        bus.stop()
+        kbd.close()
+        ts.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

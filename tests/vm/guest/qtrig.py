@@ -1,0 +1,212 @@
+"""Qt applications from Debian's qtbase5-examples in persona containers, as a
+user runs them: platform linuxfb on the container's /dev/fb0 through
+libdevns-fbmmap.so, input through the libinput plugin that linuxfb loads
+(libinput's udev backend on seat0). Helpers to start them, drive them with
+uinput devices and compare what they draw with what the screen shows."""
+
+import glob
+import os
+import signal
+import subprocess
+import tempfile
+import time
+
+import evdev
+from evdev import ecodes as e
+
+import devnsrig as rig
+import fbrig
+
+PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
+# One application per persona, both with a menu bar and a text area that has
+# the keyboard focus when they start: a plain text editor and a rich one.
+APPS = {
+    "work": "widgets/mainwindows/application/application",
+    "personal": "widgets/richtext/textedit/textedit",
+}
+SWITCH_KEYS = "KEY_LEFTMETA+KEY_F1:work KEY_LEFTMETA+KEY_F2:personal"
+HOTKEY = {"work": e.KEY_F1, "personal": e.KEY_F2}
+# Differences between two pictures, in differing bytes of RGB: a blinking text
+# cursor is at most a few dozen pixels; a typed word or an open menu is far more.
+NOISE = 600
+TYPED = 1500
+MENU = 8000
+
+
+def examples_dir():
+    found = glob.glob("/usr/lib/*/qt5/examples")
+    return found[0] if found else None
+
+
+def app_path(persona):
+    top = examples_dir()
+    return os.path.join(top, APPS[persona]) if top else None
+
+
+def have_qt():
+    """Whether Debian's examples and Qt's linuxfb platform are installed."""
+    path = app_path("work")
+    return bool(path and os.access(path, os.X_OK) and os.access(app_path("personal"), os.X_OK)
+                and glob.glob("/usr/lib/*/qt5/plugins/platforms/libqlinuxfb.so"))
+
+
+# --- devices -----------------------------------------------------------------
+
+def make_keyboard():
+    """A full keyboard (letters, digits, modifiers, F keys), as Qt's xkbcommon keymap expects."""
+    keys = [code for code in range(e.KEY_ESC, e.KEY_F12 + 1)] + [e.KEY_LEFTMETA]
+    return evdev.UInput({e.EV_KEY: keys}, name="devns qt keyboard", vendor=0x1234, product=0x7777,
+                        version=0x0101, bustype=e.BUS_USB)
+
+
+def tap_key(kbd, code):
+    rig.press(kbd, code, 1)
+    rig.press(kbd, code, 0)
+    time.sleep(0.03)
+
+
+def type_text(kbd, text):
+    """Types lowercase letters, digits and spaces."""
+    for ch in text:
+        tap_key(kbd, e.KEY_SPACE if ch == " " else e.ecodes["KEY_" + ch.upper()])
+
+
+def hotkey(kbd, persona):
+    """The SwitchKeys chord that brings persona to the front."""
+    rig.press(kbd, e.KEY_LEFTMETA, 1)
+    rig.press(kbd, HOTKEY[persona], 1)
+    rig.press(kbd, HOTKEY[persona], 0)
+    rig.press(kbd, e.KEY_LEFTMETA, 0)
+
+
+def tap_screen(ts, width, height, x, y):
+    """A one-finger tap at screen pixel (x, y) on rig.make_touchscreen()'s 1280x800 axes."""
+    ax, ay = x * 1280 // width, y * 800 // height
+    rig.touch(ts, 0, 11, ax, ay)
+    time.sleep(0.1)
+    rig.touch(ts, 0, -1)
+
+
+def conf(devices):
+    return "\n".join([
+        "[Daemon]", "SwitchKeys=" + SWITCH_KEYS, "",
+        "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
+        "[Input]", "Devices=" + " ".join(devices), "",
+        "[Persona work]", "Active=yes", "",
+        "[Persona personal]", "",
+    ])
+
+
+# --- pictures ------------------------------------------------------------------
+
+def differing(a, b):
+    """How many bytes differ between two pictures of one size (in C, not per pixel in Python)."""
+    if len(a) != len(b):
+        return max(len(a), len(b))
+    x = int.from_bytes(a, "little") ^ int.from_bytes(b, "little")
+    return len(a) - x.to_bytes(len(a), "little").count(0)
+
+
+def screenshot(persona, path):
+    """RGB bytes of the persona's own frame (devnsctl screenshot, saved at path)."""
+    rig.devnsctl("screenshot", persona, path)
+    return fbrig.read_png_rgb(path)[2]
+
+
+def is_drawn(rgb):
+    """Whether a frame has more than a few non-black bytes."""
+    return len(rgb) - rgb.count(0) > len(rgb) // 20
+
+
+# --- the applications --------------------------------------------------------------
+
+class QtApp:
+    """One example application started inside a container, its output collected."""
+
+    def __init__(self, container, persona, width, height):
+        self.container, self.persona = container, persona
+        self.home = tempfile.mkdtemp(prefix="qt-%s-" % persona)
+        owner = container.host_id(0)
+        os.chown(self.home, owner, owner)
+        env = [
+            "PATH=/usr/bin:/bin", "LANG=C.UTF-8", "HOME=" + self.home, "XDG_RUNTIME_DIR=" + self.home,
+            # The container's fb0; no VT to switch to graphics mode in a container.
+            "QT_QPA_PLATFORM=linuxfb:fb=/dev/fb0:nographicsmodeswitch",
+            "LD_PRELOAD=" + PRELOAD,
+            # A touchscreen and a keyboard only: no pointer to draw.
+            "QT_QPA_FB_HIDECURSOR=1",
+            # Shows libinput's own log: which devices the plugin found through udev.
+            "QT_LOGGING_RULES=qt.qpa.input=true",
+        ]
+        argv = ["env", "-i"] + env + [app_path(persona), "-qwindowgeometry", "%dx%d+0+0" % (width, height)]
+        self.started = time.monotonic()
+        self.proc = container.popen(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.out = rig.Output(self.proc)
+
+    def has_devices(self, names, timeout):
+        """Waits until libinput in the application reports each device (by name) added."""
+        return all(self.out.wait_for(r"libinput:.*%s" % name, timeout) for name in names)
+
+    def stop(self):
+        try:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        try:
+            text = self.out.finish(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            text = self.out.finish(20)
+        self.proc.stdout.close()
+        return text
+
+
+def wait_drawn(persona, path, timeout):
+    """Waits until the persona's frame is drawn and stays the same for a moment; returns it."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        shot = screenshot(persona, path)
+        if is_drawn(shot) and last is not None and differing(shot, last) <= NOISE:
+            return shot
+        last = shot
+        time.sleep(0.5)
+    return None
+
+
+def start_apps(containers, width, height, device_names, timeout=180):
+    """Starts both applications at once; returns ({persona: QtApp}, seconds until both were drawn
+    and had their devices). Raises RuntimeError with their output if they did not come up."""
+    apps = {p: QtApp(c, p, width, height) for p, c in containers.items()}
+    tmp = tempfile.mkdtemp(prefix="qt-start-")
+    for p, app in apps.items():
+        left = max(1, timeout - (time.monotonic() - app.started))
+        ok = app.has_devices(device_names, left)
+        if ok:
+            left = max(1, timeout - (time.monotonic() - app.started))
+            ok = wait_drawn(p, os.path.join(tmp, p + ".png"), left) is not None
+        if not ok:
+            text = {q: a.stop() for q, a in apps.items()}
+            raise RuntimeError("the Qt application of %s did not come up:\n%s" % (
+                p, "\n".join("--- %s\n%s" % kv for kv in text.items())))
+    return apps, time.monotonic() - min(a.started for a in apps.values())
+
+
+def screen_shows(persona, name, timeout=15.0):
+    """Takes screendumps (saved as NAME.png) until the real screen is the persona's frame, within
+    a blinking cursor, and far from the other persona's. Returns (ok, bytes differing from the
+    persona's frame, from the other's)."""
+    other = "personal" if persona == "work" else "work"
+    tmp = tempfile.mkdtemp(prefix="qt-shot-")
+    deadline = time.monotonic() + timeout
+    while True:
+        mine = screenshot(persona, os.path.join(tmp, persona + ".png"))
+        theirs = screenshot(other, os.path.join(tmp, other + ".png"))
+        _, _, screen = fbrig.screendump(name)
+        near, far = differing(screen, mine), differing(screen, theirs)
+        if near <= NOISE and far > MENU:
+            return True, near, far
+        if time.monotonic() > deadline:
+            return False, near, far
+        time.sleep(0.3)

@@ -1,0 +1,143 @@
+#!/usr/bin/python3
+"""Real GUI applications in two persona containers: Debian's Qt examples on
+platform linuxfb (the container's /dev/fb0, mapped through
+libdevns-fbmmap.so) with input from Qt's libinput plugin (libinput's udev
+backend on the nodes and udev records that attach made). The real screen
+(QEMU's screendump) must show the active persona's application; a uinput
+keyboard and touchscreen must change the active application's pixels and
+never the background one's; a switch by devnsctl or by the hotkey must
+bring the other application to the screen."""
+
+import os
+import sys
+import tempfile
+import time
+import unittest
+
+from evdev import ecodes as e
+
+import devnsrig as rig
+import fbrig
+import qtrig
+
+PERSONAS = ("work", "personal")
+OTHER = {"work": "personal", "personal": "work"}
+
+
+@unittest.skipUnless(qtrig.have_qt(), "qtbase5-examples is not installed")
+class QtApps(rig.PersonaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.kbd = qtrig.make_keyboard()
+        cls.ts = rig.make_touchscreen()
+        devices = [rig.event_node(cls.kbd), rig.event_node(cls.ts)]
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(qtrig.conf(devices))
+        cls.containers = {}
+        cls.apps = {}
+        try:
+            # As runtimes make them: their own /dev, /run and network namespace;
+            # personal's in a user namespace too, as unprivileged runtimes do.
+            cls.containers = {
+                "work": rig.Container(private_dev=True, netns=True),
+                "personal": rig.Container(private_dev=True, netns=True, userns=True),
+            }
+            for p, c in cls.containers.items():
+                rig.devnsctl("attach", p, "--pid", str(c.pid))
+            fd = os.open(fbrig.fb_node("work"), os.O_RDONLY)
+            try:
+                var = fbrig.get_var(fd)
+            finally:
+                os.close(fd)
+            cls.w, cls.h = var["xres"], var["yres"]
+            cls.apps, took = qtrig.start_apps(cls.containers, cls.w, cls.h,
+                                              ["devns qt keyboard", "devns test touchscreen"])
+            print("both Qt applications drawn, with their devices, %.1f s after start" % took,
+                  file=sys.stderr)
+        except BaseException:
+            cls.tearDownClass()
+            raise
+        cls.tmp = tempfile.mkdtemp(prefix="qt-test-")
+
+    @classmethod
+    def tearDownClass(cls):
+        for p, app in cls.apps.items():
+            text = app.stop()
+            if os.environ.get("DEVNS_QT_LOG"):
+                print("--- %s's application\n%s" % (p, text), file=sys.stderr)
+        for c in cls.containers.values():
+            c.stop()
+        cls.stop_daemon()
+        cls.kbd.close()
+        cls.ts.close()
+
+    def shots(self):
+        return {p: qtrig.screenshot(p, os.path.join(self.tmp, p + ".png")) for p in PERSONAS}
+
+    def assert_screen_shows(self, persona, name):
+        ok, near, far = qtrig.screen_shows(persona, name)
+        self.assertTrue(ok, "the screen (%s.png) does not show %s's application: %s bytes differ from its "
+                        "frame, %s from %s's" % (name, persona, near, far, OTHER[persona]))
+
+    def wait_changed(self, persona, before, threshold, timeout=30):
+        """Waits until the persona's frame differs from before by more than threshold; returns the
+        last difference."""
+        deadline = time.monotonic() + timeout
+        while True:
+            diff = qtrig.differing(qtrig.screenshot(persona, os.path.join(self.tmp, "w.png")), before)
+            if diff > threshold or time.monotonic() > deadline:
+                return diff
+            time.sleep(0.3)
+
+    def assert_unchanged(self, persona, before, what):
+        time.sleep(1.0)
+        diff = qtrig.differing(qtrig.screenshot(persona, os.path.join(self.tmp, "u.png")), before)
+        self.assertLessEqual(diff, qtrig.NOISE, "%s reached %s's application in the background "
+                             "(%d bytes of its frame changed)" % (what, persona, diff))
+
+    def test_1_a_switch_shows_the_other_application(self):
+        self.assert_screen_shows("work", "qt-0-work")
+        steps = [("devnsctl", "personal"), ("hotkey", "work"), ("hotkey", "personal"), ("devnsctl", "work")]
+        for n, (how, persona) in enumerate(steps, 1):
+            with self.subTest(how=how, persona=persona):
+                if how == "devnsctl":
+                    rig.devnsctl("switch", persona)
+                else:
+                    qtrig.hotkey(self.kbd, persona)
+                self.assert_screen_shows(persona, "qt-%d-%s-by-%s" % (n, persona, how))
+                self.assertIn("Active persona: " + persona, rig.devnsctl("status").stdout)
+
+    def test_2_the_keyboard_types_into_the_active_application_only(self):
+        for active in PERSONAS:
+            with self.subTest(active=active):
+                rig.devnsctl("switch", active)
+                before = self.shots()
+                qtrig.type_text(self.kbd, "typed in %s " % active)
+                diff = self.wait_changed(active, before[active], qtrig.TYPED)
+                self.assertGreater(diff, qtrig.TYPED, "typing did not reach %s's application" % active)
+                self.assert_unchanged(OTHER[active], before[OTHER[active]], "typing")
+                self.assert_screen_shows(active, "qt-typed-in-" + active)
+
+    def test_3_the_touchscreen_opens_the_active_applications_menu_only(self):
+        for active in PERSONAS:
+            with self.subTest(active=active):
+                rig.devnsctl("switch", active)
+                before = self.shots()
+                # The menu bar's first entry, File, at the window's top left.
+                qtrig.tap_screen(self.ts, self.w, self.h, 20, 10)
+                diff = self.wait_changed(active, before[active], qtrig.MENU)
+                self.assertGreater(diff, qtrig.MENU, "a tap did not open %s's File menu" % active)
+                self.assert_unchanged(OTHER[active], before[OTHER[active]], "a tap")
+                self.assert_screen_shows(active, "qt-menu-of-" + active)
+                # Escape closes the menu again: keys go to the popup the tap opened. (The menu
+                # bar's File stays lit under the touch point.)
+                qtrig.tap_key(self.kbd, e.KEY_ESC)
+                deadline = time.monotonic() + 20
+                while qtrig.differing(qtrig.screenshot(active, os.path.join(self.tmp, "m.png")),
+                                      before[active]) > qtrig.MENU:
+                    self.assertLess(time.monotonic(), deadline, "Escape did not close %s's menu" % active)
+                    time.sleep(0.3)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
