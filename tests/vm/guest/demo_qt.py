@@ -12,7 +12,6 @@ import time
 from evdev import ecodes as e
 
 import devnsrig as rig
-import fbrig
 import qtrig
 
 OUT = os.environ.get("DEVNS_OUT") or "/tmp/devns-demo"
@@ -20,8 +19,8 @@ OTHER = {"work": "personal", "personal": "work"}
 
 
 class Demo:
-    def __init__(self, width, height):
-        self.w, self.h = width, height
+    def __init__(self, frames):
+        self.frames = frames
         self.step = 0
         self.have_screen = "DEVNS_HOSTCTL" in os.environ
 
@@ -34,7 +33,7 @@ class Demo:
             rig.devnsctl("screenshot", p, path)
         line = "   devnsctl screenshots: %s" % ", ".join(os.path.basename(p) for p in paths)
         if self.have_screen:
-            ok, near, far = qtrig.screen_shows(active, name + "-screen", timeout=10)
+            ok, near, far = qtrig.screen_shows(self.frames, active, name + "-screen", timeout=10)
             line += "\n   real screen %s-screen.png: %s" % (
                 name, "shows %s's application" % active if ok else
                 "DOES NOT show %s's application (%d bytes differ)" % (active, near))
@@ -42,13 +41,13 @@ class Demo:
 
     def changes(self, before, what):
         time.sleep(2.0)
-        now = {p: qtrig.screenshot(p, os.path.join(OUT, ".now-%s.png" % p)) for p in before}
+        now = self.shots()
         print("   %s changed work's frame by %d bytes, personal's by %d" % (
             what, qtrig.differing(now["work"], before["work"]),
             qtrig.differing(now["personal"], before["personal"])), flush=True)
 
     def shots(self):
-        return {p: qtrig.screenshot(p, os.path.join(OUT, ".before-%s.png" % p)) for p in ("work", "personal")}
+        return {p: f.rgb() for p, f in self.frames.items()}
 
 
 def main():
@@ -60,24 +59,22 @@ def main():
     ts = rig.make_touchscreen()
     bus = rig.Bus()
     daemon = rig.Daemon(qtrig.conf([rig.event_node(kbd), rig.event_node(ts)]))
-    containers, apps = {}, {}
+    containers, apps, frames = {}, {}, {}
     try:
         containers = {"work": rig.Container(private_dev=True, netns=True),
                       "personal": rig.Container(private_dev=True, netns=True, userns=True)}
         for p, c in containers.items():
             rig.devnsctl("attach", p, "--pid", str(c.pid))
-        fd = os.open(fbrig.fb_node("work"), os.O_RDONLY)
-        var = fbrig.get_var(fd)
-        os.close(fd)
-        w, h = var["xres"], var["yres"]
+        frames = qtrig.open_frames()
+        w, h = frames["work"].width, frames["work"].height
         print("Two containers attached to the personas; in each, a Qt example from Debian on platform")
         print("linuxfb (its /dev/fb0, mapped through libdevns-fbmmap.so) with Qt's libinput plugin:")
         for p in ("work", "personal"):
             print("  %-9s %s" % (p, qtrig.app_path(p)))
         print("Starting them (slow under emulation)...", flush=True)
-        apps, took = qtrig.start_apps(containers, w, h, ["devns qt keyboard", "devns test touchscreen"])
+        apps, took = qtrig.start_apps(containers, frames, ["devns qt keyboard", "devns test touchscreen"])
         print("Both drawn, each with the keyboard and touchscreen, after %.1f s.\n" % took)
-        demo = Demo(w, h)
+        demo = Demo(frames)
 
         print("1. work is active:", flush=True)
         demo.capture("work", "work-active")
@@ -108,6 +105,8 @@ def main():
     finally:
         for app in apps.values():
             app.stop()
+        for f in frames.values():
+            f.close()
         for c in containers.values():
             c.stop()
         daemon.stop()

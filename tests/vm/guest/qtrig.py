@@ -5,6 +5,7 @@ libdevns-fbmmap.so, input through the libinput plugin that linuxfb loads
 uinput devices and compare what they draw with what the screen shows."""
 
 import glob
+import mmap
 import os
 import signal
 import subprocess
@@ -118,6 +119,44 @@ def is_drawn(rgb):
     return len(rgb) - rgb.count(0) > len(rgb) // 20
 
 
+class Frame:
+    """A persona's frame as a plain fbdev program sees it: its fb0 opened read-only and mapped,
+    through the ticket and socket that libdevns-fbmmap.so uses. rgb() reads what the persona's
+    programs have drawn by now, at the cost of a copy (devnsctl screenshot costs a program
+    start and a PNG)."""
+
+    def __init__(self, persona):
+        self.fd = os.open(fbrig.fb_node(persona), os.O_RDONLY | os.O_CLOEXEC)
+        var, fix = fbrig.get_var(self.fd), fbrig.get_fix(self.fd)
+        self.width, self.height, self.stride = var["xres"], var["yres"], fix["line_length"]
+        self.offset = var["yoffset"] * self.stride
+        ticket = fbrig.get_ticket(self.fd)
+        request = fbrig.REQUEST.pack(fbrig.REQUEST_MAGIC, fbrig.INTENT_MAP, ticket)
+        self.sock, memfd = fbrig.redeem(fbrig.socket_path(persona), request)
+        if memfd is None:
+            raise RuntimeError("no memory for %s's fb0" % persona)
+        try:
+            self.map = mmap.mmap(memfd, fix["smem_len"], mmap.MAP_SHARED, mmap.PROT_READ)
+        finally:
+            os.close(memfd)
+
+    def rgb(self):
+        row = self.width * 4
+        data = self.map[self.offset:self.offset + self.stride * self.height]
+        if self.stride != row:
+            data = b"".join(data[y * self.stride:y * self.stride + row] for y in range(self.height))
+        return fbrig.to_rgb(data)
+
+    def close(self):
+        self.map.close()
+        self.sock.close()
+        os.close(self.fd)
+
+
+def open_frames():
+    return {p: Frame(p) for p in APPS}
+
+
 # --- the applications --------------------------------------------------------------
 
 class QtApp:
@@ -162,30 +201,28 @@ class QtApp:
         return text
 
 
-def wait_drawn(persona, path, timeout):
-    """Waits until the persona's frame is drawn and stays the same for a moment; returns it."""
+def wait_drawn(frame, timeout):
+    """Waits until a frame is drawn and stays the same for a moment; returns whether it did."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
-        shot = screenshot(persona, path)
-        if is_drawn(shot) and last is not None and differing(shot, last) <= NOISE:
-            return shot
-        last = shot
+        now = frame.rgb()
+        if is_drawn(now) and last is not None and differing(now, last) <= NOISE:
+            return True
+        last = now
         time.sleep(0.5)
-    return None
+    return False
 
 
-def start_apps(containers, width, height, device_names, timeout=180):
-    """Starts both applications at once; returns ({persona: QtApp}, seconds until both were drawn
-    and had their devices). Raises RuntimeError with their output if they did not come up."""
-    apps = {p: QtApp(c, p, width, height) for p, c in containers.items()}
-    tmp = tempfile.mkdtemp(prefix="qt-start-")
+def start_apps(containers, frames, device_names, timeout=180):
+    """Starts both applications at once, full screen; returns ({persona: QtApp}, seconds until
+    both were drawn and had their devices). Raises RuntimeError with their output if they did
+    not come up."""
+    apps = {p: QtApp(c, p, frames[p].width, frames[p].height) for p, c in containers.items()}
     for p, app in apps.items():
-        left = max(1, timeout - (time.monotonic() - app.started))
-        ok = app.has_devices(device_names, left)
+        ok = app.has_devices(device_names, max(1, timeout - (time.monotonic() - app.started)))
         if ok:
-            left = max(1, timeout - (time.monotonic() - app.started))
-            ok = wait_drawn(p, os.path.join(tmp, p + ".png"), left) is not None
+            ok = wait_drawn(frames[p], max(1, timeout - (time.monotonic() - app.started)))
         if not ok:
             text = {q: a.stop() for q, a in apps.items()}
             raise RuntimeError("the Qt application of %s did not come up:\n%s" % (
@@ -193,18 +230,15 @@ def start_apps(containers, width, height, device_names, timeout=180):
     return apps, time.monotonic() - min(a.started for a in apps.values())
 
 
-def screen_shows(persona, name, timeout=15.0):
+def screen_shows(frames, persona, name, timeout=15.0):
     """Takes screendumps (saved as NAME.png) until the real screen is the persona's frame, within
     a blinking cursor, and far from the other persona's. Returns (ok, bytes differing from the
     persona's frame, from the other's)."""
     other = "personal" if persona == "work" else "work"
-    tmp = tempfile.mkdtemp(prefix="qt-shot-")
     deadline = time.monotonic() + timeout
     while True:
-        mine = screenshot(persona, os.path.join(tmp, persona + ".png"))
-        theirs = screenshot(other, os.path.join(tmp, other + ".png"))
         _, _, screen = fbrig.screendump(name)
-        near, far = differing(screen, mine), differing(screen, theirs)
+        near, far = differing(screen, frames[persona].rgb()), differing(screen, frames[other].rgb())
         if near <= NOISE and far > MENU:
             return True, near, far
         if time.monotonic() > deadline:

@@ -10,14 +10,12 @@ bring the other application to the screen."""
 
 import os
 import sys
-import tempfile
 import time
 import unittest
 
 from evdev import ecodes as e
 
 import devnsrig as rig
-import fbrig
 import qtrig
 
 PERSONAS = ("work", "personal")
@@ -33,8 +31,7 @@ class QtApps(rig.PersonaTestCase):
         devices = [rig.event_node(cls.kbd), rig.event_node(cls.ts)]
         cls.bus = rig.Bus()
         cls.daemon = rig.Daemon(qtrig.conf(devices))
-        cls.containers = {}
-        cls.apps = {}
+        cls.containers, cls.apps, cls.frames = {}, {}, {}
         try:
             # As runtimes make them: their own /dev, /run and network namespace;
             # personal's in a user namespace too, as unprivileged runtimes do.
@@ -44,20 +41,15 @@ class QtApps(rig.PersonaTestCase):
             }
             for p, c in cls.containers.items():
                 rig.devnsctl("attach", p, "--pid", str(c.pid))
-            fd = os.open(fbrig.fb_node("work"), os.O_RDONLY)
-            try:
-                var = fbrig.get_var(fd)
-            finally:
-                os.close(fd)
-            cls.w, cls.h = var["xres"], var["yres"]
-            cls.apps, took = qtrig.start_apps(cls.containers, cls.w, cls.h,
+            cls.frames = qtrig.open_frames()
+            cls.w, cls.h = cls.frames["work"].width, cls.frames["work"].height
+            cls.apps, took = qtrig.start_apps(cls.containers, cls.frames,
                                               ["devns qt keyboard", "devns test touchscreen"])
             print("both Qt applications drawn, with their devices, %.1f s after start" % took,
                   file=sys.stderr)
         except BaseException:
             cls.tearDownClass()
             raise
-        cls.tmp = tempfile.mkdtemp(prefix="qt-test-")
 
     @classmethod
     def tearDownClass(cls):
@@ -65,6 +57,8 @@ class QtApps(rig.PersonaTestCase):
             text = app.stop()
             if os.environ.get("DEVNS_QT_LOG"):
                 print("--- %s's application\n%s" % (p, text), file=sys.stderr)
+        for f in cls.frames.values():
+            f.close()
         for c in cls.containers.values():
             c.stop()
         cls.stop_daemon()
@@ -72,10 +66,10 @@ class QtApps(rig.PersonaTestCase):
         cls.ts.close()
 
     def shots(self):
-        return {p: qtrig.screenshot(p, os.path.join(self.tmp, p + ".png")) for p in PERSONAS}
+        return {p: self.frames[p].rgb() for p in PERSONAS}
 
     def assert_screen_shows(self, persona, name):
-        ok, near, far = qtrig.screen_shows(persona, name)
+        ok, near, far = qtrig.screen_shows(self.frames, persona, name)
         self.assertTrue(ok, "the screen (%s.png) does not show %s's application: %s bytes differ from its "
                         "frame, %s from %s's" % (name, persona, near, far, OTHER[persona]))
 
@@ -84,14 +78,14 @@ class QtApps(rig.PersonaTestCase):
         last difference."""
         deadline = time.monotonic() + timeout
         while True:
-            diff = qtrig.differing(qtrig.screenshot(persona, os.path.join(self.tmp, "w.png")), before)
+            diff = qtrig.differing(self.frames[persona].rgb(), before)
             if diff > threshold or time.monotonic() > deadline:
                 return diff
             time.sleep(0.3)
 
     def assert_unchanged(self, persona, before, what):
         time.sleep(1.0)
-        diff = qtrig.differing(qtrig.screenshot(persona, os.path.join(self.tmp, "u.png")), before)
+        diff = qtrig.differing(self.frames[persona].rgb(), before)
         self.assertLessEqual(diff, qtrig.NOISE, "%s reached %s's application in the background "
                              "(%d bytes of its frame changed)" % (what, persona, diff))
 
@@ -133,8 +127,7 @@ class QtApps(rig.PersonaTestCase):
                 # bar's File stays lit under the touch point.)
                 qtrig.tap_key(self.kbd, e.KEY_ESC)
                 deadline = time.monotonic() + 20
-                while qtrig.differing(qtrig.screenshot(active, os.path.join(self.tmp, "m.png")),
-                                      before[active]) > qtrig.MENU:
+                while qtrig.differing(self.frames[active].rgb(), before[active]) > qtrig.MENU:
                     self.assertLess(time.monotonic(), deadline, "Escape did not close %s's menu" % active)
                     time.sleep(0.3)
 
