@@ -30,7 +30,7 @@ HOTKEY = {"work": e.KEY_F1, "personal": e.KEY_F2}
 # Differences between two pictures, in differing bytes of RGB: a blinking text
 # cursor is at most a few dozen pixels; a typed word or an open menu is far more.
 NOISE = 600
-TYPED = 1500
+TYPED = 1000
 MENU = 8000
 
 
@@ -88,14 +88,13 @@ def tap_screen(ts, width, height, x, y):
     rig.touch(ts, 0, -1)
 
 
-def conf(devices):
-    return "\n".join([
-        "[Daemon]", "SwitchKeys=" + SWITCH_KEYS, "",
-        "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
-        "[Input]", "Devices=" + " ".join(devices), "",
-        "[Persona work]", "Active=yes", "",
-        "[Persona personal]", "",
-    ])
+def conf(devices, personas=tuple(APPS)):
+    lines = ["[Daemon]", "SwitchKeys=" + SWITCH_KEYS, "",
+             "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
+             "[Input]", "Devices=" + " ".join(devices), ""]
+    for p in personas:
+        lines += ["[Persona %s]" % p] + (["Active=yes"] if p == "work" else []) + [""]
+    return "\n".join(lines)
 
 
 # --- pictures ------------------------------------------------------------------
@@ -153,8 +152,8 @@ class Frame:
         os.close(self.fd)
 
 
-def open_frames():
-    return {p: Frame(p) for p in APPS}
+def open_frames(personas=tuple(APPS)):
+    return {p: Frame(p) for p in personas}
 
 
 # --- the applications --------------------------------------------------------------
@@ -232,15 +231,84 @@ def start_apps(containers, frames, device_names, timeout=180):
 
 def screen_shows(frames, persona, name, timeout=15.0):
     """Takes screendumps (saved as NAME.png) until the real screen is the persona's frame, within
-    a blinking cursor, and far from the other persona's. Returns (ok, bytes differing from the
-    persona's frame, from the other's)."""
-    other = "personal" if persona == "work" else "work"
+    a blinking cursor, and far from every other persona's. Returns (ok, bytes differing from the
+    persona's frame, from the nearest other one's)."""
     deadline = time.monotonic() + timeout
     while True:
         _, _, screen = fbrig.screendump(name)
-        near, far = differing(screen, frames[persona].rgb()), differing(screen, frames[other].rgb())
+        near = differing(screen, frames[persona].rgb())
+        far = min(differing(screen, f.rgb()) for p, f in frames.items() if p != persona)
         if near <= NOISE and far > MENU:
             return True, near, far
         if time.monotonic() > deadline:
             return False, near, far
         time.sleep(0.3)
+
+
+# --- Xorg ------------------------------------------------------------------------------
+
+XORG_CONF = """Section "ServerFlags"
+    Option "AutoAddGPU" "false"
+EndSection
+Section "Device"
+    Identifier "persona fb0"
+    Driver "fbdev"
+    Option "fbdev" "/dev/fb0"
+EndSection
+Section "Screen"
+    Identifier "persona screen"
+    Device "persona fb0"
+EndSection
+"""
+
+
+def have_xorg():
+    return (os.access("/usr/lib/xorg/Xorg", os.X_OK) and os.path.exists("/usr/lib/xorg/modules/drivers/fbdev_drv.so")
+            and os.path.exists("/usr/lib/xorg/modules/input/libinput_drv.so")
+            and all(os.access("/usr/bin/" + tool, os.X_OK) for tool in ("xinput", "xsetroot")))
+
+
+class XServer:
+    """Xorg started inside a container on the persona's fb0 (driver fbdev, mapped through
+    libdevns-fbmmap.so), with no VT, its input devices added through udev (driver libinput)."""
+
+    def __init__(self, container, display=":7"):
+        self.container, self.display = container, display
+        self.dir = tempfile.mkdtemp(prefix="xorg-")
+        self.conf = os.path.join(self.dir, "xorg.conf")
+        with open(self.conf, "w") as f:
+            f.write(XORG_CONF)
+        self.log = os.path.join(self.dir, "Xorg.log")
+        argv = ["env", "LD_PRELOAD=" + PRELOAD, "Xorg", display, "-config", self.conf, "-logfile", self.log,
+                "-novtswitch", "-sharevts", "-nolisten", "tcp", "-noreset"]
+        self.started = time.monotonic()
+        # Xorg makes a session of its own: the container's end stops it.
+        self.proc = container.popen(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def client(self, *cmd):
+        return self.container.run("env", "DISPLAY=" + self.display, "timeout", "30", *cmd, check=False)
+
+    def client_popen(self, *cmd):
+        return self.container.popen("env", "DISPLAY=" + self.display, *cmd, stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                    start_new_session=True)
+
+    def wait_devices(self, names, timeout=180):
+        """Waits until the server answers and lists each device; returns its `xinput list`."""
+        deadline = self.started + timeout
+        text = ""
+        while time.monotonic() < deadline:
+            p = self.client("xinput", "list", "--name-only")
+            text = p.stdout + p.stderr
+            if p.returncode == 0 and all(n in p.stdout.splitlines() for n in names):
+                return text
+            time.sleep(1)
+        raise RuntimeError("Xorg did not come up with %s: %s\n%s" % (names, text, self.log_text()))
+
+    def log_text(self):
+        try:
+            with open(self.log) as f:
+                return f.read()
+        except OSError as err:
+            return str(err)

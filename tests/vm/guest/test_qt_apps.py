@@ -6,9 +6,13 @@ backend on the nodes and udev records that attach made). The real screen
 (QEMU's screendump) must show the active persona's application; a uinput
 keyboard and touchscreen must change the active application's pixels and
 never the background one's; a switch by devnsctl or by the hotkey must
-bring the other application to the screen."""
+bring the other application to the screen. Xorg (drivers fbdev and
+libinput), when installed, runs in a third persona's container without a
+VT, and has to take the screen and the input only while its persona is
+active."""
 
 import os
+import signal
 import sys
 import time
 import unittest
@@ -29,8 +33,10 @@ class QtApps(rig.PersonaTestCase):
         cls.kbd = qtrig.make_keyboard()
         cls.ts = rig.make_touchscreen()
         devices = [rig.event_node(cls.kbd), rig.event_node(cls.ts)]
+        cls.xorg = None
+        personas = PERSONAS + (("kiosk",) if qtrig.have_xorg() else ())
         cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(qtrig.conf(devices))
+        cls.daemon = rig.Daemon(qtrig.conf(devices, personas))
         cls.containers, cls.apps, cls.frames = {}, {}, {}
         try:
             # As runtimes make them: their own /dev, /run and network namespace;
@@ -39,14 +45,23 @@ class QtApps(rig.PersonaTestCase):
                 "work": rig.Container(private_dev=True, netns=True),
                 "personal": rig.Container(private_dev=True, netns=True, userns=True),
             }
-            for p, c in cls.containers.items():
+            if "kiosk" in personas:
+                cls.kiosk = rig.Container(private_dev=True, netns=True)
+            for p in personas:
+                c = cls.kiosk if p == "kiosk" else cls.containers[p]
                 rig.devnsctl("attach", p, "--pid", str(c.pid))
-            cls.frames = qtrig.open_frames()
+            cls.frames = qtrig.open_frames(personas)
             cls.w, cls.h = cls.frames["work"].width, cls.frames["work"].height
-            cls.apps, took = qtrig.start_apps(cls.containers, cls.frames,
-                                              ["devns qt keyboard", "devns test touchscreen"])
+            if "kiosk" in personas:
+                cls.xorg = qtrig.XServer(cls.kiosk)
+            names = ["devns qt keyboard", "devns test touchscreen"]
+            cls.apps, took = qtrig.start_apps(cls.containers, cls.frames, names)
             print("both Qt applications drawn, with their devices, %.1f s after start" % took,
                   file=sys.stderr)
+            if cls.xorg:
+                cls.xorg.wait_devices(names)
+                print("Xorg answering, with its devices, %.1f s after start" % (
+                    time.monotonic() - cls.xorg.started), file=sys.stderr)
         except BaseException:
             cls.tearDownClass()
             raise
@@ -59,7 +74,7 @@ class QtApps(rig.PersonaTestCase):
                 print("--- %s's application\n%s" % (p, text), file=sys.stderr)
         for f in cls.frames.values():
             f.close()
-        for c in cls.containers.values():
+        for c in list(cls.containers.values()) + ([cls.kiosk] if hasattr(cls, "kiosk") else []):
             c.stop()
         cls.stop_daemon()
         cls.kbd.close()
@@ -70,8 +85,12 @@ class QtApps(rig.PersonaTestCase):
 
     def assert_screen_shows(self, persona, name):
         ok, near, far = qtrig.screen_shows(self.frames, persona, name)
+        if not ok and os.environ.get("DEVNS_OUT"):
+            for p, f in self.frames.items():
+                with open(os.path.join(os.environ["DEVNS_OUT"], "%s-frame-%s.ppm" % (name, p)), "wb") as out:
+                    out.write(b"P6\n%d %d\n255\n" % (f.width, f.height) + f.rgb())
         self.assertTrue(ok, "the screen (%s.png) does not show %s's application: %s bytes differ from its "
-                        "frame, %s from %s's" % (name, persona, near, far, OTHER[persona]))
+                        "frame, %s from the nearest other persona's" % (name, persona, near, far))
 
     def wait_changed(self, persona, before, threshold, timeout=30):
         """Waits until the persona's frame differs from before by more than threshold; returns the
@@ -106,7 +125,7 @@ class QtApps(rig.PersonaTestCase):
             with self.subTest(active=active):
                 rig.devnsctl("switch", active)
                 before = self.shots()
-                qtrig.type_text(self.kbd, "typed in %s " % active)
+                qtrig.type_text(self.kbd, "typed in %s on the keyboard " % active)
                 diff = self.wait_changed(active, before[active], qtrig.TYPED)
                 self.assertGreater(diff, qtrig.TYPED, "typing did not reach %s's application" % active)
                 self.assert_unchanged(OTHER[active], before[OTHER[active]], "typing")
@@ -130,6 +149,35 @@ class QtApps(rig.PersonaTestCase):
                 while qtrig.differing(self.frames[active].rgb(), before[active]) > qtrig.MENU:
                     self.assertLess(time.monotonic(), deadline, "Escape did not close %s's menu" % active)
                     time.sleep(0.3)
+
+    def test_4_xorg_in_a_third_persona(self):
+        if not self.xorg:
+            self.skipTest("Xorg, its fbdev and libinput drivers, xinput or xsetroot are not installed")
+        # X draws its root in the background, into its persona's memory only.
+        p = self.xorg.client("xsetroot", "-solid", "#3060c0")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        events = self.xorg.client_popen("xinput", "test-xi2", "--root")
+        out = rig.Output(events)
+        try:
+            time.sleep(3)  # for xinput to connect and select events
+            before = self.shots()
+            qtrig.tap_key(self.kbd, e.KEY_Q)  # work is active: not for X
+            rig.devnsctl("switch", "kiosk")
+            self.assert_screen_shows("kiosk", "qt-xorg-kiosk")
+            qtrig.tap_key(self.kbd, e.KEY_X)
+            qtrig.tap_screen(self.ts, self.w, self.h, 600, 400)
+            # Keycodes in X are evdev's plus 8.
+            self.assertTrue(out.wait_for(r"(?s)KeyPress.*detail: %d\b" % (e.KEY_X + 8), 30), out.text)
+            self.assertTrue(out.wait_for(r"TouchBegin", 30), out.text)
+            for q in PERSONAS:
+                self.assert_unchanged(q, before[q], "input for X")
+            rig.devnsctl("switch", "work")
+            self.assert_screen_shows("work", "qt-xorg-back-to-work")
+        finally:
+            os.killpg(events.pid, signal.SIGTERM)
+            text = out.finish()
+            events.stdout.close()
+        self.assertNotRegex(text, r"detail: %d\b" % (e.KEY_Q + 8), "X got a key typed while work was active")
 
 
 if __name__ == "__main__":
