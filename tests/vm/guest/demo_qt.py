@@ -25,11 +25,11 @@ class Demo:
         self.have_screen = "DEVNS_HOSTCTL" in os.environ
 
     def capture(self, active, label):
-        """Saves both personas' frames and the real screen; says what the screen shows."""
+        """Saves every persona's frame and the real screen; says what the screen shows."""
         self.step += 1
         name = "qt-%d-%s" % (self.step, label)
-        paths = [os.path.join(OUT, "%s-screenshot-%s.png" % (name, p)) for p in ("work", "personal")]
-        for p, path in zip(("work", "personal"), paths):
+        paths = [os.path.join(OUT, "%s-screenshot-%s.png" % (name, p)) for p in self.frames]
+        for p, path in zip(self.frames, paths):
             rig.devnsctl("screenshot", p, path)
         line = "   devnsctl screenshots: %s" % ", ".join(os.path.basename(p) for p in paths)
         if self.have_screen:
@@ -58,14 +58,19 @@ def main():
     kbd = qtrig.make_keyboard()
     ts = rig.make_touchscreen()
     bus = rig.Bus()
-    daemon = rig.Daemon(qtrig.conf([rig.event_node(kbd), rig.event_node(ts)]))
-    containers, apps, frames = {}, {}, {}
+    personas = ("work", "personal") + (("kiosk",) if qtrig.have_xorg() else ())
+    daemon = rig.Daemon(qtrig.conf([rig.event_node(kbd), rig.event_node(ts)], personas))
+    containers, apps, frames, kiosk, xorg = {}, {}, {}, None, None
     try:
         containers = {"work": rig.Container(private_dev=True, netns=True),
                       "personal": rig.Container(private_dev=True, netns=True, userns=True)}
         for p, c in containers.items():
             rig.devnsctl("attach", p, "--pid", str(c.pid))
-        frames = qtrig.open_frames()
+        if "kiosk" in personas:
+            kiosk = rig.Container(private_dev=True, netns=True)
+            rig.devnsctl("attach", "kiosk", "--pid", str(kiosk.pid))
+            xorg = qtrig.XServer(kiosk)
+        frames = qtrig.open_frames(personas)
         w, h = frames["work"].width, frames["work"].height
         print("Two containers attached to the personas; in each, a Qt example from Debian on platform")
         print("linuxfb (its /dev/fb0, mapped through libdevns-fbmmap.so) with Qt's libinput plugin:")
@@ -101,13 +106,21 @@ def main():
         qtrig.hotkey(kbd, "work")
         demo.capture("work", "hotkey-to-work")
 
+        if xorg:
+            print("6. A third persona's container runs Xorg (drivers fbdev and libinput, no VT);", flush=True)
+            xorg.wait_devices(["devns qt keyboard", "devns test touchscreen"])
+            xorg.client("xsetroot", "-solid", "#3060c0")
+            print("   its root is blue. devnsctl switch kiosk:", flush=True)
+            rig.devnsctl("switch", "kiosk")
+            demo.capture("kiosk", "xorg-in-kiosk")
+
         print("\nAll pictures are in %s" % OUT)
     finally:
         for app in apps.values():
             app.stop()
         for f in frames.values():
             f.close()
-        for c in containers.values():
+        for c in list(containers.values()) + ([kiosk] if kiosk else []):
             c.stop()
         daemon.stop()
         bus.stop()
