@@ -229,7 +229,7 @@ def start_apps(containers, frames, device_names, timeout=180):
     return apps, time.monotonic() - min(a.started for a in apps.values())
 
 
-def screen_shows(frames, persona, name, timeout=15.0):
+def screen_shows(frames, persona, name, timeout=30.0):
     """Takes screendumps (saved as NAME.png) until the real screen is the persona's frame, within
     a blinking cursor, and far from every other persona's. Returns (ok, bytes differing from the
     persona's frame, from the nearest other one's)."""
