@@ -15,7 +15,6 @@ import devnsrig as rig
 import qtrig
 
 OUT = os.environ.get("DEVNS_OUT") or "/tmp/devns-demo"
-OTHER = {"work": "personal", "personal": "work"}
 
 
 class Demo:

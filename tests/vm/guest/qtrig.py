@@ -107,12 +107,6 @@ def differing(a, b):
     return len(a) - x.to_bytes(len(a), "little").count(0)
 
 
-def screenshot(persona, path):
-    """RGB bytes of the persona's own frame (devnsctl screenshot, saved at path)."""
-    rig.devnsctl("screenshot", persona, path)
-    return fbrig.read_png_rgb(path)[2]
-
-
 def is_drawn(rgb):
     """Whether a frame has more than a few non-black bytes."""
     return len(rgb) - rgb.count(0) > len(rgb) // 20
@@ -121,8 +115,8 @@ def is_drawn(rgb):
 class Frame:
     """A persona's frame as a plain fbdev program sees it: its fb0 opened read-only and mapped,
     through the ticket and socket that libdevns-fbmmap.so uses. rgb() reads what the persona's
-    programs have drawn by now, at the cost of a copy (devnsctl screenshot costs a program
-    start and a PNG)."""
+    programs have drawn by now, at the cost of a copy, where devnsctl screenshot costs a
+    program start and a PNG (seconds under emulation)."""
 
     def __init__(self, persona):
         self.fd = os.open(fbrig.fb_node(persona), os.O_RDONLY | os.O_CLOEXEC)
