@@ -12,7 +12,6 @@ dbus-daemon dbus-bin
 qemu-system-x86 busybox-static kmod cpio xz-utils uidmap
 evtest joystick python3-evdev evemu-tools interception-tools fbset libinput-tools
 lxc podman crun
-
 qtbase5-examples fonts-dejavu-core xkb-data
 xserver-xorg-core xserver-xorg-video-fbdev xserver-xorg-input-libinput x11-xserver-utils xinput"
 
