@@ -60,19 +60,21 @@ def make_tree(name):
 def example_drop_in(example, nodes, devnsctl):
     """The drop-in that work.nspawn's comment gives, for this machine's nodes and
     where devnsctl is installed."""
-    text = open(example).read()
-    m = re.search(r"^# /etc/systemd/system/systemd-nspawn@work\.service\.d/devns\.conf\n#\n((?:#   .*\n)+)",
-                  text, re.M)
-    if not m:
+    with open(example) as f:
+        lines = f.read().split("\n")
+    start = [i for i, line in enumerate(lines) if line.endswith("systemd-nspawn@work.service.d/devns.conf")]
+    if not start:
         raise AssertionError("work.nspawn no longer gives the drop-in")
-    lines = [line[len("#   "):] for line in m.group(1).split("\n") if line]
     out = []
-    for line in lines:
+    for line in lines[start[0] + 1:]:
+        if not line.startswith("#   "):
+            break
+        line = line[len("#   "):]
+        if line.startswith("#"):
+            continue
         if line.startswith("DeviceAllow=/dev/devns/work/"):
             if line.startswith("DeviceAllow=/dev/devns/work/fb0"):
                 out += ["DeviceAllow=%s rw" % n for n in nodes]
-            continue
-        if line.startswith("#"):
             continue
         out.append(line.replace("/usr/bin/devnsctl", devnsctl))
     return "\n".join(out) + "\n"
@@ -124,7 +126,7 @@ class Nspawn(unittest.TestCase):
         return sd.run(self.inst.devnsctl, *args)
 
     def leader(self, machine):
-        return int(sd.run("machinectl", "show", machine, "-P", "Leader").stdout.strip())
+        return int(sd.run("machinectl", "show", machine, "-p", "Leader", "--value").stdout.strip())
 
     def same_node(self, leader, inside, host):
         return os.stat("/proc/%d/root%s" % (leader, inside)).st_rdev == os.stat(host).st_rdev
@@ -134,7 +136,7 @@ class Nspawn(unittest.TestCase):
         p = subprocess.Popen(in_machine(leader, "/bin/nodeprobe", "event", node, "2"), stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
         out = rig.Output(p)
-        if not out.wait_for(r"^ready$", 30):
+        if not out.wait_for(r"(?m)^ready$", 30):
             p.kill()
             return "nodeprobe never got ready: " + out.finish()
         rig.press(self.kbd, e.KEY_A, 1)
@@ -189,8 +191,8 @@ class Nspawn(unittest.TestCase):
         sd.run("machinectl", "terminate", "work", check=False)
         root = make_tree("personal")
         nodes = ["/dev/devns/personal/" + self.kbd_name, "/dev/devns/personal/fb0"]
-        sd.run("systemd-run", "--unit=machine-personal", "-p", "DevicePolicy=closed",
-               *["-p", "DeviceAllow=%s rw" % n for n in nodes] + ["-p", "DeviceAllow=/dev/null rw"],
+        allow = [arg for n in nodes + ["/dev/null"] for arg in ("-p", "DeviceAllow=%s rw" % n)]
+        sd.run("systemd-run", "--unit=machine-personal", "-p", "DevicePolicy=closed", *allow,
                "systemd-nspawn", "--quiet", "--keep-unit", "--boot", "--machine=personal", "--directory=" + root)
         self.assertTrue(sd.eventually(lambda: sd.run("machinectl", "show", "personal", check=False).returncode == 0,
                                       60), sd.journal("machine-personal.service"))
