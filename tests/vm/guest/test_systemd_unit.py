@@ -183,6 +183,7 @@ class Unit(unittest.TestCase):
         rig.press(self.kbd, e.KEY_B, 1)
         rig.press(self.kbd, e.KEY_B, 0)
         data = probe.stdout.read()
+        probe.stdout.close()
         probe.wait(20)
         _, _, typ, code, value = rig.EVENT.unpack(data[:rig.EVENT.size])
         self.assertIn((typ, code), ((e.EV_MSC, e.MSC_SCAN), (e.EV_KEY, e.KEY_B)))
