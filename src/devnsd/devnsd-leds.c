@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "devnsd-hostns.h"
 #include "devnsd-input.h"
 #include "devnsd-leds.h"
 #include "devnsd-state.h"
@@ -45,6 +46,9 @@ struct leds_class {
 	struct input_class *input;
 	struct sysfs_view *view;
 	char *mountpoint;
+	/* The views' file system, and whether a copy of its mount is in PID 1's mount namespace. */
+	dev_t view_dev;
+	bool published;
 	struct leds_light lights[LEDS_MAX_LIGHTS * 2];
 	size_t n_lights;
 	size_t n_kind[2];
@@ -289,6 +293,11 @@ static void leds_class_free(struct device_class *dc) {
 		free(lp);
 	}
 	/* Unmounts first: no request can reach a light being freed. */
+	if (lc->published) {
+		int r = hostns_unpublish(lc->mountpoint, lc->view_dev);
+		if (r < 0)
+			log_warning_errno(r, "%s: cannot unmount the persona views outside devnsd: %m", lc->mountpoint);
+	}
 	sysfs_view_free(lc->view);
 	for (size_t i = 0; i < lc->n_lights; i++) {
 		leds_evdev_source_free(lc->lights[i].source);
@@ -504,8 +513,10 @@ static int leds_state_register(struct leds_class *lc) {
 	struct statx stx;
 
 	/* Cached attributes only: devnsd serves this mount and cannot answer itself now. */
-	if (statx(AT_FDCWD, lc->mountpoint, AT_STATX_DONT_SYNC, STATX_TYPE, &stx) >= 0)
-		state_set_view(lc->base.manager, lc->mountpoint, makedev(stx.stx_dev_major, stx.stx_dev_minor));
+	if (statx(AT_FDCWD, lc->mountpoint, AT_STATX_DONT_SYNC, STATX_TYPE, &stx) >= 0) {
+		lc->view_dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+		state_set_view(lc->base.manager, lc->mountpoint, lc->view_dev);
+	}
 	return state_register_part(lc->base.manager, &(struct state_part){ .name = "leds",
 									   .save = leds_state_save,
 									   .load = leds_state_load,
@@ -516,6 +527,18 @@ static int may_access(void *userdata, void *owner, pid_t pid) {
 	struct leds_class *lc = userdata;
 
 	return manager_check_access(lc->base.manager, owner, pid);
+}
+
+/* Under a sandboxed unit, containers' managers bind the views from the host's namespace. */
+static void publish_views(struct leds_class *lc) {
+	int r = hostns_publish(lc->mountpoint);
+
+	if (r < 0)
+		log_warning_errno(r, "%s: the persona views are not visible outside devnsd's mount namespace: %m",
+				  lc->mountpoint);
+	else if (r == 0)
+		log_info("%s: persona views also mounted in PID 1's mount namespace", lc->mountpoint);
+	lc->published = r == 0;
 }
 
 /* $DEVNS_VIEW_DIR when set to an absolute path, else DEVNS_VIEW_DIR. */
@@ -553,6 +576,8 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct input_clas
 	}
 	if (r >= 0)
 		r = leds_state_register(lc);
+	if (r >= 0)
+		publish_views(lc);
 	if (r < 0) {
 		leds_class_free(&lc->base);
 		return r;

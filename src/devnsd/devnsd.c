@@ -67,6 +67,25 @@ static int add_classes(struct manager *m, const struct conf *conf, struct input_
 	return 0;
 }
 
+struct attach_when_ready {
+	struct manager *manager;
+	struct bus *bus;
+};
+
+/* Attaching copies the persona's nodes into the container, so it waits until
+ * every node exists (READY=1). The configuration's Pid= and Machine= go first:
+ * they win over an attachment recorded by the last run. */
+static int on_post_attach(sd_event_source *es, void *userdata) {
+	struct attach_when_ready *a = userdata;
+
+	if (!a->manager->notified)
+		return 0;
+	sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	bus_attach_machines(a->bus);
+	state_restore_attachments(a->manager);
+	return 0;
+}
+
 static int run(const struct conf *conf) {
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
 	_cleanup_(manager_freep) struct manager *m = NULL;
@@ -74,6 +93,8 @@ static int run(const struct conf *conf) {
 	_cleanup_(bus_freep) struct bus *bus = NULL;
 	/* Freed before the manager, which owns the input class it adds devices to. */
 	_cleanup_(input_hotplug_freep) struct input_hotplug *hotplug = NULL;
+	_cleanup_(sd_event_source_unrefp) sd_event_source *attach_wait = NULL;
+	struct attach_when_ready aw;
 	struct input_class *input;
 	struct display_class *display;
 	struct leds_class *leds;
@@ -109,9 +130,12 @@ static int run(const struct conf *conf) {
 	r = bus_new(&bus, m, display, leds);
 	if (r < 0)
 		return r;
-	bus_attach_machines(bus);
-	state_restore_attachments(m);
 	manager_check_ready(m);
+	aw = (struct attach_when_ready){ .manager = m, .bus = bus };
+	if (m->notified || sd_event_add_post(event, &attach_wait, on_post_attach, &aw) < 0) {
+		bus_attach_machines(bus);
+		state_restore_attachments(m);
+	}
 
 	r = sd_event_loop(event);
 	if (r < 0)
