@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A mapped fbdev program driven step by step, for the dirty tracking tests:
+ *   fbanim DEVICE STEP...
+ *   fill RGB          every visible pixel becomes RGB (hex), through the mapping
+ *   anim N FPS        N frames at FPS: frame i fills rows [0, 64) with anim_color(i)
+ *   read FILE         read() FILE into the mapping from the visible frame's start
+ *   sleep MS          wait             (for a line on stdin)
+ * No pan, no vsync wait: the frame changes only through the mapping.
+ * Each step prints "STEP ok" (read: "read ok BYTES" or "read errno N") when done.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ANIM_ROWS 64
+
+static uint32_t anim_color(unsigned int i) {
+	return (i & 0xffu) << 16 | ((i * 7u) & 0xffu) << 8 | 0x80u;
+}
+
+static void fill_rows(uint8_t *frame, const struct fb_fix_screeninfo *fix, const struct fb_var_screeninfo *var,
+		      uint32_t rows, uint32_t rgb) {
+	for (uint32_t y = 0; y < rows && y < var->yres; y++) {
+		uint32_t *row = (uint32_t *)(void *)(frame + (size_t)y * fix->line_length);
+		for (uint32_t x = 0; x < var->xres; x++)
+			row[x] = rgb;
+	}
+}
+
+static void sleep_until(struct timespec *t, long add_ns) {
+	t->tv_nsec += add_ns;
+	while (t->tv_nsec >= 1000000000L) {
+		t->tv_nsec -= 1000000000L;
+		t->tv_sec++;
+	}
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL);
+}
+
+int main(int argc, char *argv[]) {
+	struct fb_var_screeninfo var;
+	struct fb_fix_screeninfo fix;
+	uint8_t *mem, *frame;
+	int fd;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: fbanim DEVICE [fill RGB | anim N FPS | read FILE | sleep MS | wait]...\n");
+		return 2;
+	}
+	fd = open(argv[1], O_RDWR);
+	if (fd < 0 || ioctl(fd, FBIOGET_VSCREENINFO, &var) < 0 || ioctl(fd, FBIOGET_FSCREENINFO, &fix) < 0) {
+		perror(argv[1]);
+		return 1;
+	}
+	mem = mmap(NULL, fix.smem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	frame = mem + (size_t)var.yoffset * fix.line_length;
+	for (int i = 2; i < argc; i++) {
+		const char *step = argv[i];
+
+		if (strcmp(step, "fill") == 0 && i + 1 < argc) {
+			fill_rows(frame, &fix, &var, var.yres, (uint32_t)strtoul(argv[++i], NULL, 16));
+			printf("fill ok\n");
+		} else if (strcmp(step, "anim") == 0 && i + 2 < argc) {
+			unsigned int n = (unsigned int)strtoul(argv[++i], NULL, 0);
+			long fps = strtol(argv[++i], NULL, 0), period = 1000000000L / (fps > 0 ? fps : 1);
+			struct timespec t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			for (unsigned int f = 0; f < n; f++) {
+				fill_rows(frame, &fix, &var, ANIM_ROWS, anim_color(f));
+				sleep_until(&t, period);
+			}
+			printf("anim ok\n");
+		} else if (strcmp(step, "read") == 0 && i + 1 < argc) {
+			int file = open(argv[++i], O_RDONLY);
+			ssize_t n = file < 0 ? -1 : read(file, frame, (size_t)var.yres * fix.line_length);
+
+			if (n < 0)
+				printf("read errno %d\n", errno);
+			else
+				printf("read ok %zd\n", n);
+			if (file >= 0)
+				close(file);
+		} else if (strcmp(step, "sleep") == 0 && i + 1 < argc) {
+			usleep((useconds_t)strtoul(argv[++i], NULL, 0) * 1000u);
+			printf("sleep ok\n");
+		} else if (strcmp(step, "wait") == 0) {
+			char line[64];
+
+			if (!fgets(line, sizeof(line), stdin))
+				return 1;
+			printf("wait ok\n");
+		} else {
+			fprintf(stderr, "fbanim: bad step %s\n", step);
+			return 2;
+		}
+		fflush(stdout);
+	}
+	munmap(mem, fix.smem_len);
+	close(fd);
+	return 0;
+}
