@@ -81,6 +81,8 @@ struct display_class {
 	/* Runs once a refresh while the active persona has mappings or someone waits for vsync. */
 	sd_event_source *tick;
 	uint64_t refresh_usec;
+	/* When the last tick was due: a tick for a tracked write keeps to the same beat. */
+	uint64_t tick_due_usec;
 	struct display_node *active;
 	LIST_HEAD(, display_node) nodes;
 	/* /dev/devns/fb0, whose opener's persona decides which framebuffer it gets (Routed=yes). */

@@ -8,12 +8,16 @@
  * How the active persona's mapped frame is watched: tracked (every
  * mapping write-protected; a write faults, and only then is the frame
  * scanned at the next refresh) or scanned every refresh. Tracking costs
- * nothing while nothing is drawn, but each refresh that follows writes
- * costs a fault and two protection changes more than a scan; a program
- * that draws at every refresh is cheaper to scan. The policy switches to
- * scanning after FB_TRACK_BUSY_REFRESHES changed scans in a row, each
- * within two refresh periods of the one before, and back to tracking
- * after FB_TRACK_QUIET_REFRESHES scans in a row that found nothing.
+ * nothing while nothing is drawn, and shows each frame a program draws
+ * slower than the display refreshes once (the refresh after its first
+ * write). A frame that changes at every refresh gains nothing from it:
+ * scanned every refresh it costs the same scans without a fault and two
+ * protection changes each. So the policy switches to scanning after
+ * FB_TRACK_BUSY_REFRESHES changed scans in a row, each at most 1.2
+ * refresh periods after the one before (every refresh, give or take the
+ * timers' jitter; a 60 fps program on a 75 Hz display stays tracked), and
+ * back to tracking after FB_TRACK_QUIET_REFRESHES scans in a row that
+ * found nothing.
  */
 #define FB_TRACK_BUSY_REFRESHES 8u
 #define FB_TRACK_QUIET_REFRESHES 15u

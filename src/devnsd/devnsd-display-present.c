@@ -299,6 +299,7 @@ int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 	struct display_node *dn;
 
 	(void)s;
+	dc->tick_due_usec = usec;
 	dc->scanned = false;
 	if (dc->active && display_node_mappers(dc->active) > 0) {
 		/* While a program pans, each refresh presents its whole frame, as each pan does. */
@@ -353,9 +354,29 @@ void display_node_mappers_changed(struct display_node *dn) {
 	display_update_tick(dc);
 }
 
+/*
+ * A tracked mapping was written to: the tick comes at the next beat of
+ * the refresh, as it would while scanning, so that a program drawing
+ * slower than the display has each frame taken once, whether tracked or
+ * scanned.
+ */
 void display_node_mapped_written(struct display_node *dn) {
-	if (dn == dn->class->active)
-		display_update_tick(dn->class);
+	struct display_class *dc = dn->class;
+	uint64_t now = 0, due;
+	int enabled = SD_EVENT_OFF;
+
+	if (dn != dc->active)
+		return;
+	sd_event_source_get_enabled(dc->tick, &enabled);
+	if (enabled != SD_EVENT_OFF || !tick_wanted(dc))
+		return;
+	sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now);
+	if (dc->tick_due_usec && dc->tick_due_usec <= now)
+		due = now + dc->refresh_usec - (now - dc->tick_due_usec) % dc->refresh_usec;
+	else
+		due = now + dc->refresh_usec;
+	sd_event_source_set_time(dc->tick, due);
+	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
 }
 
 /*

@@ -254,7 +254,6 @@ static void handle_track(struct conn *c) {
 	}
 	if (fd >= 0)
 		fd_closer_close(fd);
-	reply_track(c, r);
 	if (r < 0) {
 		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
 		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed" :
@@ -264,8 +263,10 @@ static void handle_track(struct conn *c) {
 			log_notice("%s: uid %u %s (%s); its mapping is scanned every refresh (further refusals of this uid "
 				   "are not logged)",
 				   dn->socket_path, (unsigned int)c->uid, why, strerror(-r));
+		reply_track(c, r);
 		return;
 	}
+	reply_track(c, 0);
 	log_debug("%s: uid %u has its mapping tracked", dn->socket_path, (unsigned int)c->uid);
 	display_node_mapped_written(dn);
 }

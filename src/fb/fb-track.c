@@ -18,8 +18,8 @@ bool fb_track_policy_scanned(struct fb_track_policy *p, uint64_t usec, uint64_t 
 	}
 	if (!changed)
 		return false;
-	/* A change more than two periods after the one before starts a new run. */
-	if (p->last_change_usec && usec - p->last_change_usec <= 2 * period_usec)
+	/* A change more than 1.2 periods after the one before starts a new run. */
+	if (p->last_change_usec && (usec - p->last_change_usec) * 5 <= period_usec * 6)
 		p->busy++;
 	else
 		p->busy = 1;

@@ -27,15 +27,28 @@ static void test_full_rate_goes_to_scanning(void **state) {
 	assert_true(p.scanning);
 }
 
-/* A program drawing at 60 fps on a 75 Hz display changes the frame at most refreshes, never two apart: busy. */
-static void test_slower_than_refresh_but_steady_is_busy(void **state) {
+/* A program drawing at 60 fps on a 75 Hz display changes the frame slower than every refresh: tracked. */
+static void test_slower_than_refresh_stays_tracked(void **state) {
 	struct fb_track_policy p;
+
+	(void)state;
+	fb_track_policy_reset(&p);
+	for (unsigned int i = 0; i < 200; i++)
+		assert_false(fb_track_policy_scanned(&p, 1000000 + i * 16667u, 13333u, true));
+}
+
+/* Every refresh, with the timers' jitter (a refresh late, the next one early): busy. */
+static void test_jittery_full_rate_is_busy(void **state) {
+	struct fb_track_policy p;
+	uint64_t t = 1000000;
 	bool scanning = false;
 
 	(void)state;
 	fb_track_policy_reset(&p);
-	for (unsigned int i = 0; i < 20 && !scanning; i++)
-		scanning = fb_track_policy_scanned(&p, 1000000 + i * 16667u, 13333u, true);
+	for (unsigned int i = 0; i < FB_TRACK_BUSY_REFRESHES && !scanning; i++) {
+		t += i % 2 ? PERIOD + PERIOD / 10 : PERIOD - PERIOD / 10;
+		scanning = fb_track_policy_scanned(&p, t, PERIOD, true);
+	}
 	assert_true(scanning);
 }
 
@@ -52,7 +65,7 @@ static void test_sparse_changes_stay_tracked(void **state) {
 		assert_false(fb_track_policy_scanned(&p, 10000000 + i * 1000000ull, PERIOD, true));
 }
 
-/* A pause longer than two periods starts the count again. */
+/* A pause of a few periods starts the count again. */
 static void test_pause_resets_the_run(void **state) {
 	struct fb_track_policy p;
 	uint64_t t = 1000000;
@@ -119,7 +132,8 @@ static void test_ranges(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_rate_goes_to_scanning),
-		cmocka_unit_test(test_slower_than_refresh_but_steady_is_busy),
+		cmocka_unit_test(test_slower_than_refresh_stays_tracked),
+		cmocka_unit_test(test_jittery_full_rate_is_busy),
 		cmocka_unit_test(test_sparse_changes_stay_tracked),
 		cmocka_unit_test(test_pause_resets_the_run),
 		cmocka_unit_test(test_quiet_goes_back_to_tracking),

@@ -7,10 +7,12 @@
  *   read FILE         read() FILE into the mapping from the visible frame's start
  *   sleep MS          wait             (for a line on stdin)
  * No pan, no vsync wait: the frame changes only through the mapping.
- * Each step prints "STEP ok" (read: "read ok BYTES" or "read errno N") when done.
+ * Each step prints "STEP ok" (read: "read ok BYTES" or "read errno N";
+ * anim: "anim ok disturbed FRAMES longest_us US") when done.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <linux/fb.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -36,13 +38,42 @@ static void fill_rows(uint8_t *frame, const struct fb_fix_screeninfo *fix, const
 	}
 }
 
-static void sleep_until(struct timespec *t, long add_ns) {
-	t->tv_nsec += add_ns;
-	while (t->tv_nsec >= 1000000000L) {
-		t->tv_nsec -= 1000000000L;
-		t->tv_sec++;
+static uint64_t now_us(void) {
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/*
+ * N frames, one every period_us: a frame that comes late is drawn at once
+ * and the ones after it keep their spacing from it (no catching up, so
+ * two frames never come together). Prints how many frames were disturbed
+ * (started more than a quarter period late, or took longer than that to
+ * draw: a display may show such a frame together with the next, or torn),
+ * and the longest drawing.
+ */
+static void anim(uint8_t *frame, const struct fb_fix_screeninfo *fix, const struct fb_var_screeninfo *var,
+		 unsigned int n, uint64_t period_us) {
+	uint64_t next = now_us(), longest = 0;
+	unsigned int disturbed = 0;
+
+	for (unsigned int f = 0; f < n; f++) {
+		uint64_t start = now_us(), took;
+
+		bool late = start > next + period_us / 4;
+
+		if (late)
+			next = start;
+		fill_rows(frame, fix, var, ANIM_ROWS, anim_color(f));
+		took = now_us() - start;
+		disturbed += late || took > period_us / 4;
+		longest = took > longest ? took : longest;
+		next += period_us;
+		while (now_us() < next)
+			usleep((useconds_t)(next - now_us()));
 	}
-	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, t, NULL);
+	printf("anim ok disturbed %u longest_us %llu\n", disturbed, (unsigned long long)longest);
 }
 
 int main(int argc, char *argv[]) {
@@ -74,15 +105,9 @@ int main(int argc, char *argv[]) {
 			printf("fill ok\n");
 		} else if (strcmp(step, "anim") == 0 && i + 2 < argc) {
 			unsigned int n = (unsigned int)strtoul(argv[++i], NULL, 0);
-			long fps = strtol(argv[++i], NULL, 0), period = 1000000000L / (fps > 0 ? fps : 1);
-			struct timespec t;
+			unsigned long fps = strtoul(argv[++i], NULL, 0);
 
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			for (unsigned int f = 0; f < n; f++) {
-				fill_rows(frame, &fix, &var, ANIM_ROWS, anim_color(f));
-				sleep_until(&t, period);
-			}
-			printf("anim ok\n");
+			anim(frame, &fix, &var, n, 1000000u / (fps ? fps : 1));
 		} else if (strcmp(step, "read") == 0 && i + 1 < argc) {
 			int file = open(argv[++i], O_RDONLY);
 			ssize_t n = file < 0 ? -1 : read(file, frame, (size_t)var.yres * fix.line_length);

@@ -53,6 +53,13 @@ def wakeups(pid):
     return counts["voluntary_ctxt_switches"]
 
 
+def cpu_ms(pid):
+    """devnsd's CPU time so far (user and system), in ms."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
+
+
 class Program:
     """fbanim run with the preload library, its steps reported line by line."""
 
@@ -69,7 +76,8 @@ class Program:
         if not self.out.wait_for(pattern, timeout):
             raise AssertionError("fbanim did not print %r:\n%s%s" % (pattern, self.out.text, self.proc.stderr.read()
                                                                      if self.proc.poll() is not None else ""))
-        return [line for line in self.out.text.splitlines() if re.search(pattern, line)][-1]
+        lines = [line for line in self.out.text.splitlines() if re.search(pattern, line)]
+        return lines[-1] if lines else None
 
     def go(self):
         self.proc.stdin.write("\n")
@@ -136,15 +144,19 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.assert_screen(fbrig.frame(self.w, self.h, base), "the first frame")
         time.sleep(0.3)
         before = self.frames_shown()
+        cpu = cpu_ms(self.daemon.proc.pid)
         p.go()
-        p.wait_for("anim ok")
+        disturbed, longest = (int(v) for v in p.wait_for("anim ok").split()[3::2])
+        cpu = cpu_ms(self.daemon.proc.pid) - cpu
         time.sleep(0.5)
         shown = self.frames_shown() - before
-        print("60 fps through the mapping: %d frames drawn, %d shown (%.3f)" % (n, shown, shown / n), flush=True)
+        print("60 fps through the mapping: %d frames drawn (%d disturbed, longest drawing %d us), %d shown (%.3f), "
+              "devnsd CPU %d ms" % (n, disturbed, longest, shown, shown / n, cpu), flush=True)
         self.assert_screen(fbrig.frame(self.w, self.h, base, band=(0, ANIM_ROWS), band_color=anim_color(n - 1)),
                            "the last frame")
-        self.assertGreaterEqual(shown / n, 0.95, "only %d of %d frames drawn were shown" % (shown, n))
-        self.assertLessEqual(shown / n, 1.05, "%d frames shown for %d drawn" % (shown, n))
+        # A frame the host's load delayed or slowed may be shown with the next one, or torn (twice).
+        self.assertGreaterEqual(shown, n - disturbed - 2, "only %d of %d frames drawn were shown" % (shown, n))
+        self.assertLessEqual(shown, n + disturbed + 2, "%d frames shown for %d drawn" % (shown, n))
         time.sleep(0.5)
         idle = self.idle_wakeups(2.0)
         print("after the animation: %d devnsd wakeups in 2 s" % idle, flush=True)
@@ -163,7 +175,7 @@ class FramebufferTracking(rig.PersonaTestCase):
         p.wait_for("fill ok")
         time.sleep(0.5)  # protected by now
         p.go()
-        line = p.wait_for("^read ")
+        line = p.wait_for("read (ok|errno)")
         self.assertEqual(line.strip(), "read ok %d" % len(data))
         self.assert_screen(data, "the frame read into the mapping")
 
