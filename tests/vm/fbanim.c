@@ -5,6 +5,7 @@
  *   fill RGB          every visible pixel becomes RGB (hex), through the mapping
  *   anim N FPS        N frames at FPS: frame i fills rows [0, 64) with anim_color(i)
  *   read FILE         read() FILE into the mapping from the visible frame's start
+ *   forkfill RGB      a forked child fills the frame with RGB through the inherited mapping
  *   sleep MS          wait             (for a line on stdin)
  * No pan, no vsync wait: the frame changes only through the mapping.
  * Each step prints "STEP ok" (read: "read ok BYTES" or "read errno N";
@@ -20,6 +21,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -118,6 +120,18 @@ int main(int argc, char *argv[]) {
 				printf("read ok %zd\n", n);
 			if (file >= 0)
 				close(file);
+		} else if (strcmp(step, "forkfill") == 0 && i + 1 < argc) {
+			uint32_t rgb = (uint32_t)strtoul(argv[++i], NULL, 16);
+			pid_t child = fork();
+			int status = 1;
+
+			if (child == 0) {
+				fill_rows(frame, &fix, &var, var.yres, rgb);
+				_exit(0);
+			}
+			if (child < 0 || waitpid(child, &status, 0) < 0 || status != 0)
+				return 1;
+			printf("forkfill ok\n");
 		} else if (strcmp(step, "sleep") == 0 && i + 1 < argc) {
 			usleep((useconds_t)strtoul(argv[++i], NULL, 0) * 1000u);
 			printf("sleep ok\n");

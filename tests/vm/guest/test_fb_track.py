@@ -179,6 +179,18 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.assertEqual(line.strip(), "read ok %d" % len(data))
         self.assert_screen(data, "the frame read into the mapping")
 
+    def test_forked_child_draws(self):
+        """A child forked with a tracked mapping draws through it (its writes do not fault): the library
+        tells devnsd, which scans from then on, and the child's frame reaches the screen."""
+        first, second = (60, 60, 10), (10, 160, 160)
+        p = Program(self, "fill", hexrgb(first), "wait", "forkfill", hexrgb(second), "sleep", "60000")
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, first), "the parent's frame")
+        time.sleep(0.5)  # protected by now
+        p.go()
+        p.wait_for("forkfill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, second), "the forked child's frame")
+
     def test_seccomp_blocked_program_is_scanned(self):
         """A program that cannot make a userfaultfd (seccomp) still has its frames shown: devnsd scans."""
         base = (70, 10, 90)
@@ -253,6 +265,24 @@ class FramebufferTracking(rig.PersonaTestCase):
         sock, m, addr, size = self.map_by_hand()
         self.assertEqual(self.send_track(sock, addr, size, None), -errno.EBADF)
         self.assert_responsive()
+
+    def test_kernel_facts_for_unprivileged_programs(self):
+        """Why the library asks for a userfaultfd that takes the kernel's faults, and what an unprivileged
+        program gets with vm.unprivileged_userfaultfd=0 (Debian's default): only a user-mode-only one, with
+        which read() into a write-protected mapping fails. Such programs are not tracked (scanned)."""
+        with open("/proc/sys/vm/unprivileged_userfaultfd") as f:
+            sysctl = f.read().strip()
+        facts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "uffd_facts.py")
+        p = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "python3", facts],
+                           capture_output=True, text=True, timeout=60)
+        print("vm.unprivileged_userfaultfd=%s, as uid 65534:\n%s" % (sysctl, p.stdout), flush=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("/dev/userfaultfd: present", p.stdout)
+        self.assertIn("wp on shared memory: yes", p.stdout)
+        if sysctl == "0":
+            self.assertIn("full: errno %d" % errno.EPERM, p.stdout)
+            self.assertIn("user-mode-only: ok", p.stdout)
+            self.assertIn("read into the protected range: errno %d" % errno.EFAULT, p.stdout)
 
     def test_zz_killed_devnsd_releases_the_program(self):
         """devnsd dies while a program's mapping is write-protected: the program's next write goes through
