@@ -23,6 +23,7 @@ import fbrig
 BUILD = rig.BUILD
 FBANIM = os.path.join(BUILD, "tests", "vm", "fbanim")
 NO_UFFD = os.path.join(BUILD, "tests", "vm", "no-userfaultfd")
+FUSE_STALL = os.path.join(BUILD, "tests", "vm", "fuse-stall")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 
 ANIM_ROWS = 64
@@ -283,6 +284,33 @@ class FramebufferTracking(rig.PersonaTestCase):
             self.assertIn("full: errno %d" % errno.EPERM, p.stdout)
             self.assertIn("user-mode-only: ok", p.stdout)
             self.assertIn("read into the protected range: errno %d" % errno.EFAULT, p.stdout)
+
+    def test_descriptor_whose_close_waits_is_no_stall(self):
+        """A FUSE file whose server never answers flush, sent in place of a userfaultfd: devnsd refuses it
+        at once and goes on answering; closing it waits on the closer thread, not in the event loop."""
+        mnt = tempfile.mkdtemp(prefix="stallfs-")
+        # Only devnsd's flush waits: our own close() and our children's exec are answered.
+        server = subprocess.Popen([FUSE_STALL, "devnsd", mnt, "-f"], stdout=subprocess.DEVNULL)
+        fd = None
+        try:
+            for _ in range(100):
+                if os.path.exists(os.path.join(mnt, "file")):
+                    break
+                time.sleep(0.1)
+            fd = os.open(os.path.join(mnt, "file"), os.O_RDONLY)
+            sock, m, addr, size = self.map_by_hand()
+            self.assertEqual(self.send_track(sock, addr, size, fd), -errno.EBADF)
+            self.assert_responsive()
+        finally:
+            # The server's end aborts the flush that waits in devnsd's closer thread.
+            server.kill()
+            server.wait()
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # the server is gone
+            subprocess.run(["umount", "-l", mnt], check=False)
 
     def test_zz_killed_devnsd_releases_the_program(self):
         """devnsd dies while a program's mapping is write-protected: the program's next write goes through
