@@ -118,10 +118,12 @@ struct devns_fb_grant {
  * devns_fb_track_reply; status 0 means devnsd tracks the mapping:
  * it write-protects it while nothing changes and needs no refresh
  * until a write faults. A negative errno means it refused and refreshes
- * from the memory as before (-EBADF: no userfaultfd; -EINVAL: a range
- * that is not within the framebuffer or not registered for
- * write-protection in that userfaultfd; -EBUSY: asked twice or too
- * many at once). Any byte sent on the connection after the track
+ * from the memory as before (-EBADF: no userfaultfd, or the
+ * connection of a read-only memfd, which needs none; -EINVAL: a
+ * malformed message, or a range that is not within the framebuffer or
+ * not registered for write-protection in that userfaultfd; -EBUSY:
+ * devnsd has too many foreign descriptors still to close, and took
+ * none). Any byte sent on the connection after the track
  * message ends tracking (a child forked with the mapping sends one:
  * its writes fault in nobody's userfaultfd).
  */

@@ -118,9 +118,11 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.fail("devnsctl status shows no frame count")
 
     def idle_wakeups(self, seconds=3.0):
+        """devnsd's wakeups over the next seconds; prints its CPU time meanwhile too."""
         pid = self.daemon.proc.pid
-        before = wakeups(pid)
+        before, cpu = wakeups(pid), cpu_ms(pid)
         time.sleep(seconds)
+        print("devnsd over %.0f s: CPU %d ms" % (seconds, cpu_ms(pid) - cpu), flush=True)
         return wakeups(pid) - before
 
     def test_idle_mapped_program_costs_no_wakeups(self):
