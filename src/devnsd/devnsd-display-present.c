@@ -22,12 +22,13 @@
  *
  * Scanning: each row of the mapped frame is hashed (XXH64) and compared
  * with the hash of the row as last taken (also at a vsync wait, when that
- * refresh has not scanned yet and the frame may have changed); changed rows are taken into a copy of the frame and
- * presented from that copy, so the screen shows exactly what was hashed
- * even while the program goes on drawing. A frame that does not change
- * costs one read of it a refresh and no flip. A change whose row hashes
- * the same as before (about one in 2^64) waits for the next change of that
- * row or the next pan. Pans present the whole frame without hashing.
+ * refresh has not scanned yet and the frame may have changed); changed
+ * rows are taken into a copy of the frame and presented from that copy,
+ * so the screen shows exactly what was hashed even while the program goes
+ * on drawing. A frame that does not change costs one read of it a refresh
+ * and no flip. A change whose row hashes the same as before (about one in
+ * 2^64) waits for the next change of that row or the next pan. Pans
+ * present the whole frame without hashing.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -197,15 +197,28 @@ static void reply_track(struct conn *c, int status) {
 	(void)send(c->fd, &reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/* The descriptor a message brought (-1: none); the others it brought the kernel has dropped (MSG_CTRUNC). */
+/*
+ * The first descriptor a message brought (-1: none). Any other one that
+ * fitted the buffer goes to the closer; those that did not, the kernel
+ * dropped (MSG_CTRUNC).
+ */
 static int received_fd(struct msghdr *msg) {
 	struct cmsghdr *cmsg;
 	int fd = -1;
 
-	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg))
-		if (cmsg->cmsg_level == SOL_SOCKET && cmsg->cmsg_type == SCM_RIGHTS &&
-		    cmsg->cmsg_len >= CMSG_LEN(sizeof(int)) && fd < 0)
-			memcpy(&fd, CMSG_DATA(cmsg), sizeof(int));
+	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
+		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; CMSG_LEN((i + 1) * sizeof(int)) <= cmsg->cmsg_len; i++) {
+			int one;
+
+			memcpy(&one, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = one;
+			else
+				fd_closer_close(one);
+		}
+	}
 	return fd;
 }
 

@@ -223,7 +223,8 @@ class FramebufferTracking(rig.PersonaTestCase):
 
     def send_track(self, sock, addr, size, fd):
         msg = TRACK.pack(TRACK_MAGIC, 0, addr, size, 0)
-        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [fd]).tobytes())] if fd is not None else []
+        fds = [] if fd is None else fd if isinstance(fd, list) else [fd]
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
         sock.sendmsg([msg], anc)
         sock.settimeout(10)
         magic, status = REPLY.unpack(sock.recv(REPLY.size))
@@ -267,6 +268,21 @@ class FramebufferTracking(rig.PersonaTestCase):
         # No descriptor at all.
         sock, m, addr, size = self.map_by_hand()
         self.assertEqual(self.send_track(sock, addr, size, None), -errno.EBADF)
+
+        # Two descriptors in one message, again and again: devnsd keeps none of them.
+        held = len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid))
+        for _ in range(8):
+            sock, m, addr, size = self.map_by_hand()
+            r, w = os.pipe()
+            try:
+                self.assertEqual(self.send_track(sock, addr, size, [r, w]), -errno.EBADF)
+            finally:
+                os.close(r)
+                os.close(w)
+            sock.close()
+        time.sleep(1.0)
+        now = len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid))
+        self.assertLessEqual(now, held + 2, "devnsd holds %d descriptors more after 8 refused messages" % (now - held))
         self.assert_responsive()
 
     def test_kernel_facts_for_unprivileged_programs(self):
