@@ -104,3 +104,39 @@ struct devns_fb_grant {
 	__u64 serial; /* this memory's serial, never 0, never reused (DEVNS_FBIO_TELL) */
 };
 #define DEVNS_FB_GRANT_MAGIC 0x64666230u
+
+/*
+ * Dirty tracking of a mapping (optional). A program that maps the
+ * framebuffer with DEVNS_FB_INTENT_MAP may, once it has the memfd and
+ * has mapped it, make a userfaultfd that also takes faults of the kernel
+ * (no UFFD_USER_MODE_ONLY), do UFFDIO_API, register its mapping with
+ * UFFDIO_REGISTER_MODE_WP, and send one struct devns_fb_track in one
+ * sendmsg() on the mapping's connection with that userfaultfd
+ * (SCM_RIGHTS). It then closes its own copy of the userfaultfd: devnsd
+ * holds the only one, so if devnsd goes away the kernel releases the
+ * mapping from tracking. devnsd answers with one struct
+ * devns_fb_track_reply; status 0 means devnsd tracks the mapping:
+ * it write-protects it while nothing changes and needs no refresh
+ * until a write faults. A negative errno means it refused and refreshes
+ * from the memory as before (-EBADF: no userfaultfd, or the
+ * connection of a read-only memfd, which needs none; -EINVAL: a
+ * malformed message, or a range that is not within the framebuffer or
+ * not registered for write-protection in that userfaultfd; -EBUSY:
+ * devnsd has too many foreign descriptors still to close, and took
+ * none). Any byte sent on the connection after the track
+ * message ends tracking (a child forked with the mapping sends one:
+ * its writes fault in nobody's userfaultfd).
+ */
+struct devns_fb_track {
+	__u32 magic; /* DEVNS_FB_TRACK_MAGIC */
+	__u32 reserved;
+	__u64 addr;   /* where the mapping starts in the program, page-aligned */
+	__u64 len;    /* its length in bytes, page-aligned */
+	__u64 offset; /* its offset in the framebuffer, page-aligned */
+};
+#define DEVNS_FB_TRACK_MAGIC 0x64667477u
+
+struct devns_fb_track_reply {
+	__u32 magic; /* DEVNS_FB_TRACK_MAGIC */
+	__s32 status; /* 0 or a negative errno */
+};

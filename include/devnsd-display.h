@@ -3,13 +3,16 @@
 
 #include <sys/queue.h>
 
+#include "devns-fb.h"
 #include "devnsd-manager.h"
 #include "fb-ioctl.h"
 #include "fb-node.h"
+#include "fb-track.h"
 
 struct display_output;
 struct cuse_fb;
 struct display_socket;
+struct display_track;
 
 /* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
 #define DISPLAY_RUN_DIR "/run/devnsd/fb"
@@ -55,6 +58,16 @@ struct display_transport_ops {
 	unsigned int (*vsync_waiters)(struct display_node *dn);
 	/* Wakes dn's vsync waiters. */
 	void (*vsync)(struct display_node *dn);
+	/*
+	 * Mapping programs of dn whose writes are not tracked at all, and
+	 * those whose writes would go unseen now (not tracked, or not
+	 * write-protected at the moment). Without n_unseen every mapping is
+	 * scanned every refresh.
+	 */
+	unsigned int (*n_untracked)(struct display_node *dn);
+	unsigned int (*n_unseen)(struct display_node *dn);
+	/* Write-protects every tracked mapping of dn (arm), or lifts the protection. */
+	void (*arm)(struct display_node *dn, bool arm);
 	/* The class is going, before its nodes: the transport's own nodes (the routed one). */
 	void (*class_removed)(struct display_class *dc);
 };
@@ -68,6 +81,8 @@ struct display_class {
 	/* Runs once a refresh while the active persona has mappings or someone waits for vsync. */
 	sd_event_source *tick;
 	uint64_t refresh_usec;
+	/* When the last tick was due: a tick for a tracked write keeps to the same beat. */
+	uint64_t tick_due_usec;
 	struct display_node *active;
 	LIST_HEAD(, display_node) nodes;
 	/* /dev/devns/fb0, whose opener's persona decides which framebuffer it gets (Routed=yes). */
@@ -105,6 +120,8 @@ struct display_class {
 	bool scanned;
 	/* A pan or blank presented the whole frame since the last refresh. */
 	bool presented_whole;
+	/* Whether the active persona's mapped frame is tracked or scanned every refresh. */
+	struct fb_track_policy track;
 };
 
 /*
@@ -116,6 +133,13 @@ int display_socket_new(struct display_socket **ret, struct display_node *dn);
 struct display_socket *display_socket_free(struct display_socket *s);
 /* Connected programs: each holds a mapping of the framebuffer. */
 unsigned int display_socket_n_mappers(const struct display_socket *s);
+/*
+ * Mappings that are not tracked (a read-only mapping is seen whole):
+ * at all, or, with now, at the moment (not write-protected).
+ */
+unsigned int display_socket_n_untracked(const struct display_socket *s, bool now);
+/* Write-protects every tracked mapping (arm), or lifts the protection. */
+void display_socket_arm(struct display_socket *s, bool arm);
 /* Closes every connection, mappings included, without calling display_node_mappers_changed(). */
 void display_socket_revoke(struct display_socket *s);
 /* Gives the socket file to uid:gid, mode 0660; -ESTALE when it is no longer the socket devnsd bound. */
@@ -123,13 +147,30 @@ int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
 
 
 /*
+ * devnsd-display-track.c: one mapping's userfaultfd (devns-fb.h). new
+ * takes fd in any case and checks it: -EBADF when it is no userfaultfd,
+ * -EINVAL when msg's range is not inside dn's framebuffer or not
+ * registered for write-protection in it. A live track has its
+ * userfaultfd still; a fault, or any failure, leaves it unarmed (a
+ * failure for good), and tells display_node_mapped_written().
+ */
+int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, int fd,
+		      struct display_track **ret);
+struct display_track *display_track_free(struct display_track *t);
+bool display_track_live(const struct display_track *t);
+bool display_track_armed(const struct display_track *t);
+void display_track_arm(struct display_track *t, bool arm);
+
+/*
  * devnsd-display-present.c: bringing the active persona's changes to the
  * screen. Damage is in rows of the visible frame.
  */
 void display_add_damage(struct display_class *dc, uint32_t y0, uint32_t y1);
 void display_damage_all(struct display_class *dc);
-/* Takes the rows of the active persona's mapped frame that changed since the last scan as damage. */
-void display_scan_mapped(struct display_class *dc);
+/* Takes the rows of the active persona's mapped frame that changed since the last scan as damage; whether any did. */
+bool display_scan_mapped(struct display_class *dc);
+/* Whether the active persona's mapped frame may have changed unseen since the last scan. */
+bool display_mapped_unseen(struct display_class *dc);
 /* Starts presenting the damage unless a copy or a flip is under way. */
 void display_flush(struct display_class *dc);
 /* Completes the copy under way at once (switching: it shows the last switch). */
@@ -150,6 +191,8 @@ int display_on_backend(sd_event_source *s, int fd, uint32_t revents, void *userd
 
 /* A program connected to or left dn's socket. */
 void display_node_mappers_changed(struct display_node *dn);
+/* A tracked mapping of dn was written to (or its tracking ended, or began): dn's frame is to be scanned. */
+void display_node_mapped_written(struct display_node *dn);
 
 /*
  * devnsd-display-state.c: the class's part of a restart. fb_new gives dn

@@ -12,15 +12,23 @@
  * program that drew goes on drawing meanwhile. A switch presents the new
  * persona's whole visible frame in one go and one flip.
  *
- * Nothing says which rows a mapping changed: once a refresh (and at a
- * vsync wait, when that refresh has not scanned yet) each row of the
- * mapped frame is hashed (XXH64) and compared with the hash of the row as
- * last taken; changed rows are taken into a copy of the frame and
- * presented from that copy, so the screen shows exactly what was hashed
- * even while the program goes on drawing. A frame that does not change
- * costs one read of it a refresh and no flip. A change whose row hashes
- * the same as before (about one in 2^64) waits for the next change of that
- * row or the next pan. Pans present the whole frame without hashing.
+ * A mapping whose program sent a userfaultfd is tracked
+ * (devnsd-display-track.c): write-protected while unchanged, so that
+ * nothing runs until a write faults; the refresh after a fault protects
+ * the mapping again and then scans the frame, once. While a program
+ * changes its frame at (nearly) every refresh, or while any mapping of
+ * the frame is not tracked, the frame is scanned every refresh instead
+ * (fb-track.h says when tracking resumes).
+ *
+ * Scanning: each row of the mapped frame is hashed (XXH64) and compared
+ * with the hash of the row as last taken (also at a vsync wait, when that
+ * refresh has not scanned yet and the frame may have changed); changed
+ * rows are taken into a copy of the frame and presented from that copy,
+ * so the screen shows exactly what was hashed even while the program goes
+ * on drawing. A frame that does not change costs one read of it a refresh
+ * and no flip. A change whose row hashes the same as before (about one in
+ * 2^64) waits for the next change of that row or the next pan. Pans
+ * present the whole frame without hashing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +59,7 @@ void display_damage_all(struct display_class *dc) {
  * scan are taken into dc->snap and become damage. The first scan after a
  * switch, pan, blank, write or new mapping takes the whole frame.
  */
-void display_scan_mapped(struct display_class *dc) {
+bool display_scan_mapped(struct display_class *dc) {
 	const struct fb_node *fb = dc->active->fb;
 	uint32_t line = fb->state.fix.line_length, height = dc->backend->mode.height, y0 = height, y1 = 0;
 	size_t width = (size_t)dc->backend->mode.width * 4;
@@ -69,7 +77,7 @@ void display_scan_mapped(struct display_class *dc) {
 			/* Without room to compare, everything is new every time. */
 			dc->scan_valid = false;
 			display_damage_all(dc);
-			return;
+			return true;
 		}
 		dc->snap = snap;
 		dc->scan_rows = height;
@@ -87,6 +95,33 @@ void display_scan_mapped(struct display_class *dc) {
 	}
 	dc->scan_valid = true;
 	display_add_damage(dc, y0, y1);
+	return y0 < y1;
+}
+
+bool display_mapped_unseen(struct display_class *dc) {
+	const struct display_transport_ops *t = dc->transport;
+
+	if (!dc->active || display_node_mappers(dc->active) == 0)
+		return false;
+	return !dc->scan_valid || !t || !t->n_unseen || t->n_unseen(dc->active) > 0;
+}
+
+/*
+ * The refresh's scan of the active persona's mapped frame. Tracked
+ * mappings are protected first, so that what is written after the scan
+ * faults; while the frame is scanned every refresh, they are not.
+ */
+static void scan_refresh(struct display_class *dc, uint64_t usec) {
+	const struct display_transport_ops *t = dc->transport;
+	struct display_node *dn = dc->active;
+	bool trackable = t && t->arm && t->n_untracked && t->n_untracked(dn) == 0;
+	bool changed;
+
+	if (t && t->arm)
+		t->arm(dn, trackable && !dc->track.scanning);
+	changed = display_scan_mapped(dc);
+	if (trackable && fb_track_policy_scanned(&dc->track, usec, dc->refresh_usec, changed))
+		t->arm(dn, false);
 }
 
 /* The last switch is on screen (or cannot get there): its callers get their answers. */
@@ -225,7 +260,7 @@ void display_flush(struct display_class *dc) {
 static bool tick_wanted(struct display_class *dc) {
 	struct display_node *dn;
 
-	if (dc->active && display_node_mappers(dc->active) > 0)
+	if (display_mapped_unseen(dc))
 		return true;
 	if (dc->damage.y0 < dc->damage.y1)
 		return true;
@@ -265,6 +300,7 @@ int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 	struct display_node *dn;
 
 	(void)s;
+	dc->tick_due_usec = usec;
 	dc->scanned = false;
 	if (dc->active && display_node_mappers(dc->active) > 0) {
 		/* While a program pans, each refresh presents its whole frame, as each pan does. */
@@ -272,8 +308,8 @@ int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 			dc->presented_whole = false;
 			dc->scan_valid = false;
 			display_damage_all(dc);
-		} else
-			display_scan_mapped(dc);
+		} else if (display_mapped_unseen(dc))
+			scan_refresh(dc, usec);
 	}
 	display_flush(dc);
 	LIST_FOREACH(dn, &dc->nodes, link)
@@ -317,6 +353,31 @@ void display_node_mappers_changed(struct display_node *dn) {
 		display_flush(dc);
 	}
 	display_update_tick(dc);
+}
+
+/*
+ * A tracked mapping was written to: the tick comes at the next beat of
+ * the refresh, as it would while scanning, so that a program drawing
+ * slower than the display has each frame taken once, whether tracked or
+ * scanned.
+ */
+void display_node_mapped_written(struct display_node *dn) {
+	struct display_class *dc = dn->class;
+	uint64_t now = 0, due;
+	int enabled = SD_EVENT_OFF;
+
+	if (dn != dc->active)
+		return;
+	sd_event_source_get_enabled(dc->tick, &enabled);
+	if (enabled != SD_EVENT_OFF || !tick_wanted(dc))
+		return;
+	sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now);
+	if (dc->tick_due_usec && dc->tick_due_usec <= now)
+		due = now + dc->refresh_usec - (now - dc->tick_due_usec) % dc->refresh_usec;
+	else
+		due = now + dc->refresh_usec;
+	sd_event_source_set_time(dc->tick, due);
+	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
 }
 
 /*

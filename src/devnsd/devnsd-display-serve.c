@@ -100,6 +100,19 @@ static unsigned int serve_n_mappers(struct display_node *dn) {
 	return display_socket_n_mappers(dn->socket);
 }
 
+static unsigned int serve_n_untracked(struct display_node *dn) {
+	return display_socket_n_untracked(dn->socket, false);
+}
+
+static unsigned int serve_n_unseen(struct display_node *dn) {
+	return display_socket_n_untracked(dn->socket, true);
+}
+
+static void serve_arm(struct display_node *dn, bool arm) {
+	if (dn->socket)
+		display_socket_arm(dn->socket, arm);
+}
+
 static unsigned int serve_vsync_waiters(struct display_node *dn) {
 	return dn->cuse ? cuse_fb_vsync_waiters(dn->cuse) : 0;
 }
@@ -120,6 +133,9 @@ static const struct display_transport_ops serve_transport = {
 	.revoke = serve_revoke,
 	.n_open = serve_n_open,
 	.n_mappers = serve_n_mappers,
+	.n_untracked = serve_n_untracked,
+	.n_unseen = serve_n_unseen,
+	.arm = serve_arm,
 	.vsync_waiters = serve_vsync_waiters,
 	.vsync = serve_vsync,
 	.class_removed = serve_class_removed,

@@ -19,6 +19,7 @@
 #include "cuse-fb.h"
 #include "devns-fb.h"
 #include "devnsd-display.h"
+#include "fd-closer.h"
 #include "log.h"
 #include "util.h"
 
@@ -41,6 +42,11 @@ struct conn {
 	struct display_socket *socket;
 	int fd;
 	bool mapping;
+	/* A mapping of a read-only memfd: the program cannot write through it. */
+	bool read_only;
+	/* The mapping's track message came (or something else in its place); its tracking, if it was taken. */
+	bool track_asked;
+	struct display_track *track;
 	uid_t uid;
 	sd_event_source *io, *deadline;
 	LIST_ENTRY(conn) link;
@@ -68,6 +74,7 @@ static void conn_free(struct conn *c) {
 		c->socket->n_pending--;
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->deadline);
+	display_track_free(c->track);
 	close(c->fd);
 	free(c);
 }
@@ -81,12 +88,19 @@ static unsigned int conns_of_uid(const struct display_socket *ds, bool mapping, 
 	return n;
 }
 
-/* Logs a refusal, the first one of each uid. */
-static void log_refused(struct display_socket *ds, uid_t uid, const char *why) {
+/* Whether this is the first refusal of uid to log. */
+static bool first_refusal(struct display_socket *ds, uid_t uid) {
 	for (unsigned int i = 0; i < MIN(ds->n_refused, REFUSALS_REMEMBERED); i++)
 		if (ds->refused[i] == uid)
-			return;
+			return false;
 	ds->refused[ds->n_refused++ % REFUSALS_REMEMBERED] = uid;
+	return true;
+}
+
+/* Logs a refusal, the first one of each uid. */
+static void log_refused(struct display_socket *ds, uid_t uid, const char *why) {
+	if (!first_refusal(ds, uid))
+		return;
 	log_notice("%s: refused uid %u: %s; nothing was sent (further refusals of this uid are not logged)",
 		   ds->node->socket_path, (unsigned int)uid, why);
 }
@@ -169,10 +183,105 @@ static void handle_request(struct conn *c) {
 	}
 	c->deadline = sd_event_source_disable_unref(c->deadline);
 	c->mapping = true;
+	c->read_only = grant.access_mode == O_RDONLY;
 	ds->n_pending--;
 	ds->n_mappers++;
 	log_debug("%s: uid %u maps the framebuffer", dn->socket_path, (unsigned int)grant.uid);
 	display_node_mappers_changed(dn);
+}
+
+static void reply_track(struct conn *c, int status) {
+	struct devns_fb_track_reply reply = { .magic = DEVNS_FB_TRACK_MAGIC, .status = status };
+
+	/* Nothing waits for it: a program that does not read it loses nothing. */
+	(void)send(c->fd, &reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
+ * The first descriptor a message brought (-1: none). Any other one that
+ * fitted the buffer goes to the closer; those that did not, the kernel
+ * dropped (MSG_CTRUNC).
+ */
+static int received_fd(struct msghdr *msg) {
+	struct cmsghdr *cmsg;
+	int fd = -1;
+
+	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
+		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; CMSG_LEN((i + 1) * sizeof(int)) <= cmsg->cmsg_len; i++) {
+			int one;
+
+			memcpy(&one, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = one;
+			else
+				fd_closer_close(one);
+		}
+	}
+	return fd;
+}
+
+/*
+ * The first message of a mapping: a request to track it, with its
+ * userfaultfd. Descriptors are taken only while the closer has room for
+ * one that turns out to be something else; otherwise the kernel drops
+ * them unopened.
+ */
+static void handle_track(struct conn *c) {
+	struct display_node *dn = c->socket->node;
+	struct devns_fb_track msg = { 0 };
+	uint8_t buf[sizeof(msg) + 1];
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} control;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	bool room = fd_closer_has_room();
+	const char *why;
+	ssize_t n;
+	int fd, r;
+
+	if (room) {
+		mh.msg_control = control.buf;
+		mh.msg_controllen = sizeof(control.buf);
+	}
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	c->track_asked = true;
+	if (n <= 0)
+		return;
+	fd = room ? received_fd(&mh) : -1;
+	memcpy(&msg, buf, MIN((size_t)n, sizeof(msg)));
+	if (!room)
+		r = -EBUSY;
+	else if (n != (ssize_t)sizeof(msg) || msg.magic != DEVNS_FB_TRACK_MAGIC)
+		r = -EINVAL;
+	else if (c->read_only)
+		r = -EBADF;
+	else {
+		r = display_track_new(dn, &msg, fd, &c->track);
+		fd = -1;
+	}
+	if (fd >= 0)
+		fd_closer_close(fd);
+	if (r < 0) {
+		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
+		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed" :
+		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
+				     "asked for tracking, which failed";
+		if (first_refusal(c->socket, c->uid))
+			log_notice("%s: uid %u %s (%s); its mapping is scanned every refresh (further refusals of this uid "
+				   "are not logged)",
+				   dn->socket_path, (unsigned int)c->uid, why, strerror(-r));
+		reply_track(c, r);
+		return;
+	}
+	reply_track(c, 0);
+	log_debug("%s: uid %u has its mapping tracked", dn->socket_path, (unsigned int)c->uid);
+	display_node_mapped_written(dn);
 }
 
 static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -187,10 +296,19 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 		handle_request(c);
 		return 0;
 	}
-	/* A mapping sends nothing more; whatever comes is dropped until it hangs up. */
-	n = read(fd, buf, sizeof(buf));
-	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR)))
+	if (!c->track_asked && !(revents & (EPOLLHUP | EPOLLERR))) {
+		handle_track(c);
 		return 0;
+	}
+	/* After the track message a mapping sends nothing; whatever comes ends its tracking. */
+	n = read(fd, buf, sizeof(buf));
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
+		if (n > 0 && c->track) {
+			c->track = display_track_free(c->track);
+			display_node_mapped_written(dn);
+		}
+		return 0;
+	}
 	conn_free(c);
 	display_node_mappers_changed(dn);
 	return 0;
@@ -395,4 +513,24 @@ struct display_socket *display_socket_free(struct display_socket *ds) {
 
 unsigned int display_socket_n_mappers(const struct display_socket *ds) {
 	return ds ? ds->n_mappers : 0;
+}
+
+unsigned int display_socket_n_untracked(const struct display_socket *ds, bool now) {
+	const struct conn *c;
+	unsigned int n = 0;
+
+	if (!ds)
+		return 0;
+	LIST_FOREACH(c, &ds->conns, link)
+		n += c->mapping && !c->read_only &&
+		     !(now ? display_track_armed(c->track) : display_track_live(c->track));
+	return n;
+}
+
+void display_socket_arm(struct display_socket *ds, bool arm) {
+	struct conn *c;
+
+	LIST_FOREACH(c, &ds->conns, link)
+		if (c->track)
+			display_track_arm(c->track, arm);
 }

@@ -88,7 +88,7 @@ void display_node_effect(struct display_node *dn, enum fb_effect effect) {
 		display_flush(dc);
 	} else if (effect == FB_EFFECT_VSYNC && mapped) {
 		/* At most one scan a refresh, however many wait. */
-		if (!dc->scanned)
+		if (!dc->scanned && display_mapped_unseen(dc))
 			display_scan_mapped(dc);
 		display_flush(dc);
 	}
@@ -181,6 +181,7 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 	dc->active = node_of(dc, to);
 	dc->scan_valid = false;
 	dc->presented_whole = false;
+	fb_track_policy_reset(&dc->track);
 	/* The new persona's whole frame, copied in one go and shown in one flip: now, or when the pending one completes. */
 	dc->urgent = true;
 	display_damage_all(dc);

@@ -19,6 +19,18 @@
  * anything is stored. Same bounds and errors as the node's own write();
  * whatever goes wrong before the data is stored falls back to it.
  *
+ * A writable shared mapping is also offered to devnsd for tracking
+ * (devns-fb.h): the library makes a userfaultfd that takes the kernel's
+ * faults too (so that read() into the mapping works while it is
+ * write-protected), registers the mapping for write-protection, sends
+ * the userfaultfd over the mapping's connection and closes its own copy.
+ * devnsd then does nothing while the frame does not change. Without
+ * such a userfaultfd (no CAP_SYS_PTRACE and vm.unprivileged_userfaultfd
+ * 0, a seccomp filter, a kernel without write-protection of shared
+ * memory) nothing is sent and devnsd scans the frame every refresh. A
+ * child forked with a tracked mapping tells devnsd, whose tracking then
+ * ends: the child's writes would not fault.
+ *
  * CUSE nodes cannot seek either: lseek() of such an fd moves devnsd's
  * stream position of the open file instead (DEVNS_FBIO_SEEK).
  */
@@ -28,6 +40,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fb.h>
+#include <linux/userfaultfd.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -38,6 +51,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -61,6 +75,8 @@ static struct {
 	off64_t (*lseek64)(int, off64_t, int);
 } real;
 
+static void forked_child(void);
+
 __attribute__((constructor)) static void resolve(void) {
 	real.mmap = (__typeof__(real.mmap))dlsym(RTLD_NEXT, "mmap");
 	real.mmap64 = (__typeof__(real.mmap64))dlsym(RTLD_NEXT, "mmap64");
@@ -70,12 +86,17 @@ __attribute__((constructor)) static void resolve(void) {
 	real.lseek64 = (__typeof__(real.lseek64))dlsym(RTLD_NEXT, "lseek64");
 }
 
+__attribute__((constructor)) static void watch_fork(void) {
+	pthread_atfork(NULL, NULL, forked_child);
+}
+
 /* For calls that come before the constructor ran (from other libraries' constructors). */
 #define REAL(name) (real.name ? real.name : (resolve(), real.name))
 
 static struct {
 	void *addr;
 	int sock;
+	bool tracked;
 } mappings[MAX_MAPPINGS];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -176,6 +197,61 @@ fail:
 	return -1;
 }
 
+/*
+ * Offers the mapping [p, p + len) at offset off to devnsd for tracking
+ * over sock: whether a userfaultfd was sent. Never waits for devnsd.
+ */
+static bool track(int sock, void *p, size_t len, off_t off) {
+	long page = sysconf(_SC_PAGESIZE);
+	size_t span = page > 0 ? (len + (size_t)page - 1) / (size_t)page * (size_t)page : len;
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = {
+		.range = { .start = (uintptr_t)p, .len = span },
+		.mode = UFFDIO_REGISTER_MODE_WP,
+	};
+	struct devns_fb_track msg = {
+		.magic = DEVNS_FB_TRACK_MAGIC, .addr = (uintptr_t)p, .len = span, .offset = (uint64_t)off
+	};
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} control = { 0 };
+	struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
+	struct msghdr mh = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof(control.buf)
+	};
+	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&mh);
+	bool sent;
+	int uffd;
+
+	/* Not UFFD_USER_MODE_ONLY: the kernel's own writes into the mapping (read() into it) must fault too. */
+	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		return false;
+	if (ioctl(uffd, UFFDIO_API, &api) < 0 || !(api.features & UFFD_FEATURE_WP_HUGETLBFS_SHMEM) ||
+	    ioctl(uffd, UFFDIO_REGISTER, &reg) < 0 || !(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
+		close(uffd);
+		return false;
+	}
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cmsg), &uffd, sizeof(int));
+	sent = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(msg);
+	/* devnsd's copy is the only one left: if devnsd goes, the kernel releases the mapping. */
+	close(uffd);
+	return sent;
+}
+
+/* In a child forked with tracked mappings: devnsd stops relying on faults, which the child's writes would not cause. */
+static void forked_child(void) {
+	for (int i = 0; i < MAX_MAPPINGS; i++)
+		if (mappings[i].addr && mappings[i].tracked) {
+			(void)send(mappings[i].sock, "f", 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+			mappings[i].tracked = false;
+		}
+}
+
 static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
 	struct devns_fb_grant grant;
 	int memfd, sock, saved, slot = -1;
@@ -199,8 +275,11 @@ static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, o
 		for (int i = 0; i < MAX_MAPPINGS && slot < 0; i++)
 			if (!mappings[i].addr)
 				slot = i;
-		if (slot >= 0)
+		if (slot >= 0) {
 			mappings[slot].addr = p, mappings[slot].sock = sock;
+			mappings[slot].tracked = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE &&
+						 track(sock, p, len, off);
+		}
 		pthread_mutex_unlock(&lock);
 	}
 	/* Without a slot the mapping still works; only the live refresh stops with the connection. */
@@ -244,6 +323,7 @@ EXPORT int munmap(void *addr, size_t len) {
 		if (addr && mappings[i].addr == addr) {
 			sock = mappings[i].sock;
 			mappings[i].addr = NULL;
+			mappings[i].tracked = false;
 		}
 	pthread_mutex_unlock(&lock);
 	if (sock >= 0)

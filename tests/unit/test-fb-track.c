@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/* When a mapped frame is tracked through write faults and when scanned every refresh; the ranges a program may name. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+
+#include "fb-track.h"
+
+#define PERIOD 16667u
+#define PAGE 4096u
+#define FB (1280u * 800u * 4u)
+
+/* Changes at every refresh: tracking gives way to scanning after FB_TRACK_BUSY_REFRESHES of them. */
+static void test_full_rate_goes_to_scanning(void **state) {
+	struct fb_track_policy p;
+	uint64_t t = 1000000;
+
+	(void)state;
+	fb_track_policy_reset(&p);
+	for (unsigned int i = 1; i < FB_TRACK_BUSY_REFRESHES; i++, t += PERIOD)
+		assert_false(fb_track_policy_scanned(&p, t, PERIOD, true));
+	assert_true(fb_track_policy_scanned(&p, t, PERIOD, true));
+	assert_true(p.scanning);
+}
+
+/* A program drawing at 60 fps on a 75 Hz display changes the frame slower than every refresh: tracked. */
+static void test_slower_than_refresh_stays_tracked(void **state) {
+	struct fb_track_policy p;
+
+	(void)state;
+	fb_track_policy_reset(&p);
+	for (unsigned int i = 0; i < 200; i++)
+		assert_false(fb_track_policy_scanned(&p, 1000000 + i * 16667u, 13333u, true));
+}
+
+/* Every refresh, with the timers' jitter (a refresh late, the next one early): busy. */
+static void test_jittery_full_rate_is_busy(void **state) {
+	struct fb_track_policy p;
+	uint64_t t = 1000000;
+	bool scanning = false;
+
+	(void)state;
+	fb_track_policy_reset(&p);
+	for (unsigned int i = 0; i < FB_TRACK_BUSY_REFRESHES && !scanning; i++) {
+		t += i % 2 ? PERIOD + PERIOD / 10 : PERIOD - PERIOD / 10;
+		scanning = fb_track_policy_scanned(&p, t, PERIOD, true);
+	}
+	assert_true(scanning);
+}
+
+/* Changes three refreshes apart (20 fps at 60 Hz) stay tracked: a fault each costs less than 3 scans. */
+static void test_sparse_changes_stay_tracked(void **state) {
+	struct fb_track_policy p;
+
+	(void)state;
+	fb_track_policy_reset(&p);
+	for (unsigned int i = 0; i < 100; i++)
+		assert_false(fb_track_policy_scanned(&p, 1000000 + i * 3u * PERIOD, PERIOD, true));
+	/* One second apart (a clock): tracked. */
+	for (unsigned int i = 0; i < 10; i++)
+		assert_false(fb_track_policy_scanned(&p, 10000000 + i * 1000000ull, PERIOD, true));
+}
+
+/* A pause of a few periods starts the count again. */
+static void test_pause_resets_the_run(void **state) {
+	struct fb_track_policy p;
+	uint64_t t = 1000000;
+
+	(void)state;
+	fb_track_policy_reset(&p);
+	for (unsigned int i = 1; i < FB_TRACK_BUSY_REFRESHES; i++, t += PERIOD)
+		assert_false(fb_track_policy_scanned(&p, t, PERIOD, true));
+	t += 3 * PERIOD;
+	for (unsigned int i = 1; i < FB_TRACK_BUSY_REFRESHES; i++, t += PERIOD)
+		assert_false(fb_track_policy_scanned(&p, t, PERIOD, true));
+	assert_true(fb_track_policy_scanned(&p, t, PERIOD, true));
+}
+
+/* Scanning goes back to tracking after FB_TRACK_QUIET_REFRESHES unchanged scans in a row, not before. */
+static void test_quiet_goes_back_to_tracking(void **state) {
+	struct fb_track_policy p = { .scanning = true };
+	uint64_t t = 1000000;
+
+	(void)state;
+	for (unsigned int i = 1; i < FB_TRACK_QUIET_REFRESHES; i++, t += PERIOD)
+		assert_true(fb_track_policy_scanned(&p, t, PERIOD, false));
+	/* One change restarts the quiet count. */
+	assert_true(fb_track_policy_scanned(&p, t, PERIOD, true));
+	t += PERIOD;
+	for (unsigned int i = 1; i < FB_TRACK_QUIET_REFRESHES; i++, t += PERIOD)
+		assert_true(fb_track_policy_scanned(&p, t, PERIOD, false));
+	assert_false(fb_track_policy_scanned(&p, t, PERIOD, false));
+	assert_false(p.scanning);
+	/* Tracking afresh: a single change does not send it back. */
+	assert_false(fb_track_policy_scanned(&p, t + PERIOD, PERIOD, true));
+}
+
+/* Unchanged scans while tracking (a scan after a write of the same pixels) change nothing. */
+static void test_unchanged_while_tracking(void **state) {
+	struct fb_track_policy p;
+
+	(void)state;
+	fb_track_policy_reset(&p);
+	for (unsigned int i = 0; i < 100; i++)
+		assert_false(fb_track_policy_scanned(&p, 1000000 + i * PERIOD, PERIOD, false));
+	assert_int_equal(p.busy, 0);
+}
+
+static void test_ranges(void **state) {
+	(void)state;
+	assert_int_equal(fb_track_check_range(0x7f0000000000, FB, 0, FB, PAGE), 0);
+	assert_int_equal(fb_track_check_range(0x7f0000000000, PAGE, FB - PAGE, FB, PAGE), 0);
+	/* Not page-aligned. */
+	assert_int_equal(fb_track_check_range(0x7f0000000001, PAGE, 0, FB, PAGE), -EINVAL);
+	assert_int_equal(fb_track_check_range(0x7f0000000000, PAGE + 1, 0, FB, PAGE), -EINVAL);
+	assert_int_equal(fb_track_check_range(0x7f0000000000, PAGE, 100, FB, PAGE), -EINVAL);
+	/* Empty, past the framebuffer, wrapping. */
+	assert_int_equal(fb_track_check_range(0x7f0000000000, 0, 0, FB, PAGE), -EINVAL);
+	assert_int_equal(fb_track_check_range(0x7f0000000000, FB + PAGE, 0, FB + 2 * PAGE, PAGE), 0);
+	assert_int_equal(fb_track_check_range(0x7f0000000000, 2 * PAGE, FB - PAGE, FB, PAGE), -EINVAL);
+	assert_int_equal(fb_track_check_range(0x7f0000000000, FB + PAGE, 0, FB, PAGE), -EINVAL);
+	assert_int_equal(fb_track_check_range(0x7f0000000000, PAGE, UINT64_MAX - PAGE + 1, FB, PAGE), -EINVAL);
+	assert_int_equal(fb_track_check_range(UINT64_MAX - PAGE + 1, 2 * PAGE, 0, FB, PAGE), -EINVAL);
+	/* A page size that is no power of two. */
+	assert_int_equal(fb_track_check_range(0, 3000, 0, FB, 3000), -EINVAL);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_full_rate_goes_to_scanning),
+		cmocka_unit_test(test_slower_than_refresh_stays_tracked),
+		cmocka_unit_test(test_jittery_full_rate_is_busy),
+		cmocka_unit_test(test_sparse_changes_stay_tracked),
+		cmocka_unit_test(test_pause_resets_the_run),
+		cmocka_unit_test(test_quiet_goes_back_to_tracking),
+		cmocka_unit_test(test_unchanged_while_tracking),
+		cmocka_unit_test(test_ranges),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,153 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A mapped fbdev program driven step by step, for the dirty tracking tests:
+ *   fbanim DEVICE STEP...
+ *   fill RGB          every visible pixel becomes RGB (hex), through the mapping
+ *   anim N FPS        N frames at FPS: frame i fills rows [0, 64) with anim_color(i)
+ *   read FILE         read() FILE into the mapping from the visible frame's start
+ *   forkfill RGB      a forked child fills the frame with RGB through the inherited mapping
+ *   sleep MS          wait             (for a line on stdin)
+ * No pan, no vsync wait: the frame changes only through the mapping.
+ * Each step prints "STEP ok" (read: "read ok BYTES" or "read errno N";
+ * anim: "anim ok disturbed FRAMES longest_us US") when done.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <linux/fb.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define ANIM_ROWS 64
+
+static uint32_t anim_color(unsigned int i) {
+	return (i & 0xffu) << 16 | ((i * 7u) & 0xffu) << 8 | 0x80u;
+}
+
+static void fill_rows(uint8_t *frame, const struct fb_fix_screeninfo *fix, const struct fb_var_screeninfo *var,
+		      uint32_t rows, uint32_t rgb) {
+	for (uint32_t y = 0; y < rows && y < var->yres; y++) {
+		uint32_t *row = (uint32_t *)(void *)(frame + (size_t)y * fix->line_length);
+		for (uint32_t x = 0; x < var->xres; x++)
+			row[x] = rgb;
+	}
+}
+
+static uint64_t now_us(void) {
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
+
+/*
+ * N frames, one every period_us: a frame that comes late is drawn at once
+ * and the ones after it keep their spacing from it (no catching up, so
+ * two frames never come together). Prints how many frames were disturbed
+ * (started more than a quarter period late, or took longer than that to
+ * draw: a display may show such a frame together with the next, or torn),
+ * and the longest drawing.
+ */
+static void anim(uint8_t *frame, const struct fb_fix_screeninfo *fix, const struct fb_var_screeninfo *var,
+		 unsigned int n, uint64_t period_us) {
+	uint64_t next = now_us(), longest = 0;
+	unsigned int disturbed = 0;
+
+	for (unsigned int f = 0; f < n; f++) {
+		uint64_t start = now_us(), took;
+
+		bool late = start > next + period_us / 4;
+
+		if (late)
+			next = start;
+		fill_rows(frame, fix, var, ANIM_ROWS, anim_color(f));
+		took = now_us() - start;
+		disturbed += late || took > period_us / 4;
+		longest = took > longest ? took : longest;
+		next += period_us;
+		while (now_us() < next)
+			usleep((useconds_t)(next - now_us()));
+	}
+	printf("anim ok disturbed %u longest_us %llu\n", disturbed, (unsigned long long)longest);
+}
+
+int main(int argc, char *argv[]) {
+	struct fb_var_screeninfo var;
+	struct fb_fix_screeninfo fix;
+	uint8_t *mem, *frame;
+	int fd;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: fbanim DEVICE [fill RGB | anim N FPS | read FILE | sleep MS | wait]...\n");
+		return 2;
+	}
+	fd = open(argv[1], O_RDWR);
+	if (fd < 0 || ioctl(fd, FBIOGET_VSCREENINFO, &var) < 0 || ioctl(fd, FBIOGET_FSCREENINFO, &fix) < 0) {
+		perror(argv[1]);
+		return 1;
+	}
+	mem = mmap(NULL, fix.smem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED) {
+		perror("mmap");
+		return 1;
+	}
+	frame = mem + (size_t)var.yoffset * fix.line_length;
+	for (int i = 2; i < argc; i++) {
+		const char *step = argv[i];
+
+		if (strcmp(step, "fill") == 0 && i + 1 < argc) {
+			fill_rows(frame, &fix, &var, var.yres, (uint32_t)strtoul(argv[++i], NULL, 16));
+			printf("fill ok\n");
+		} else if (strcmp(step, "anim") == 0 && i + 2 < argc) {
+			unsigned int n = (unsigned int)strtoul(argv[++i], NULL, 0);
+			unsigned long fps = strtoul(argv[++i], NULL, 0);
+
+			anim(frame, &fix, &var, n, 1000000u / (fps ? fps : 1));
+		} else if (strcmp(step, "read") == 0 && i + 1 < argc) {
+			int file = open(argv[++i], O_RDONLY);
+			ssize_t n = file < 0 ? -1 : read(file, frame, (size_t)var.yres * fix.line_length);
+
+			if (n < 0)
+				printf("read errno %d\n", errno);
+			else
+				printf("read ok %zd\n", n);
+			if (file >= 0)
+				close(file);
+		} else if (strcmp(step, "forkfill") == 0 && i + 1 < argc) {
+			uint32_t rgb = (uint32_t)strtoul(argv[++i], NULL, 16);
+			pid_t child = fork();
+			int status = 1;
+
+			if (child == 0) {
+				fill_rows(frame, &fix, &var, var.yres, rgb);
+				_exit(0);
+			}
+			if (child < 0 || waitpid(child, &status, 0) < 0 || status != 0)
+				return 1;
+			printf("forkfill ok\n");
+		} else if (strcmp(step, "sleep") == 0 && i + 1 < argc) {
+			usleep((useconds_t)strtoul(argv[++i], NULL, 0) * 1000u);
+			printf("sleep ok\n");
+		} else if (strcmp(step, "wait") == 0) {
+			char line[64];
+
+			if (!fgets(line, sizeof(line), stdin))
+				return 1;
+			printf("wait ok\n");
+		} else {
+			fprintf(stderr, "fbanim: bad step %s\n", step);
+			return 2;
+		}
+		fflush(stdout);
+	}
+	munmap(mem, fix.smem_len);
+	close(fd);
+	return 0;
+}

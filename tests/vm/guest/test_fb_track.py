@@ -1,0 +1,347 @@
+#!/usr/bin/python3
+"""Dirty tracking of mapped framebuffers on a real kernel: programs that map
+a persona's fb0 through libdevns-fbmmap.so hand devnsd a userfaultfd, and
+devnsd sleeps while their frame does not change. Through the real node,
+bochs DRM and QEMU's screendump."""
+
+import array
+import ctypes
+import errno
+import mmap
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+import unittest
+
+import devnsrig as rig
+import fbrig
+
+BUILD = rig.BUILD
+FBANIM = os.path.join(BUILD, "tests", "vm", "fbanim")
+NO_UFFD = os.path.join(BUILD, "tests", "vm", "no-userfaultfd")
+FUSE_STALL = os.path.join(BUILD, "tests", "vm", "fuse-stall")
+PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
+
+ANIM_ROWS = 64
+TRACK = struct.Struct("=IIQQQ")  # struct devns_fb_track
+TRACK_MAGIC = 0x64667477
+REPLY = struct.Struct("=Ii")  # struct devns_fb_track_reply
+NR_USERFAULTFD = 323
+UFFD_API = 0xAA
+UFFDIO_API = (3 << 30) | (24 << 16) | (0xAA << 8) | 0x3F
+
+
+def anim_color(i):
+    return ((i & 0xff), (i * 7) & 0xff, 0x80)
+
+
+def hexrgb(rgb):
+    return "%02x%02x%02x" % rgb
+
+
+def wakeups(pid):
+    """Context switches of devnsd's main thread so far: each is a sleep or a preemption of its loop."""
+    counts = {}
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+                counts[key] = int(value)
+    return counts["voluntary_ctxt_switches"]
+
+
+def cpu_ms(pid):
+    """devnsd's CPU time so far (user and system), in ms."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
+
+
+class Program:
+    """fbanim run with the preload library, its steps reported line by line."""
+
+    def __init__(self, test, *steps, wrap=()):
+        env = dict(os.environ, LD_PRELOAD=PRELOAD)
+        self.proc = subprocess.Popen([*wrap, FBANIM, fbrig.fb_node("work"), *steps], env=env, text=True,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        test.addCleanup(self.stop)
+        self.out = rig.Output(self.proc)
+
+    def wait_for(self, pattern, timeout=30):
+        """Waits for a line matching pattern (a regex); returns the last such line."""
+        import re
+        if not self.out.wait_for(pattern, timeout):
+            raise AssertionError("fbanim did not print %r:\n%s%s" % (pattern, self.out.text, self.proc.stderr.read()
+                                                                     if self.proc.poll() is not None else ""))
+        lines = [line for line in self.out.text.splitlines() if re.search(pattern, line)]
+        return lines[-1] if lines else None
+
+    def go(self):
+        self.proc.stdin.write("\n")
+        self.proc.stdin.flush()
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+
+
+class FramebufferTracking(rig.PersonaTestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display())
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            cls.var = fbrig.get_var(fd)
+            cls.fix = fbrig.get_fix(fd)
+        finally:
+            os.close(fd)
+        cls.w, cls.h = cls.var["xres"], cls.var["yres"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+
+    def assert_screen(self, data, what, timeout=10.0):
+        ok, diff = fbrig.screen_shows("track", self.w, self.h, data, timeout)
+        self.assertTrue(ok, "%s: the screen differs in %s pixels" % (what, diff))
+
+    def frames_shown(self):
+        for line in rig.devnsctl("status").stdout.splitlines():
+            if line.startswith("Frames shown:"):
+                return int(line.split(":")[1])
+        self.fail("devnsctl status shows no frame count")
+
+    def idle_wakeups(self, seconds=3.0):
+        """devnsd's wakeups over the next seconds; prints its CPU time meanwhile too."""
+        pid = self.daemon.proc.pid
+        before, cpu = wakeups(pid), cpu_ms(pid)
+        time.sleep(seconds)
+        print("devnsd over %.0f s: CPU %d ms" % (seconds, cpu_ms(pid) - cpu), flush=True)
+        return wakeups(pid) - before
+
+    def test_idle_mapped_program_costs_no_wakeups(self):
+        """A program that drew its mapped frame and sleeps with it mapped: devnsd does not wake."""
+        color = (10, 90, 200)
+        p = Program(self, "fill", hexrgb(color), "sleep", "60000")
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, color), "the mapped frame")
+        time.sleep(0.3)
+        n = self.idle_wakeups()
+        print("idle mapped program: %d devnsd wakeups in 3 s" % n, flush=True)
+        self.assertLessEqual(n, 3, "devnsd woke %d times in 3 s for a mapped frame that does not change" % n)
+        self.assertIsNone(p.proc.poll(), "fbanim stopped holding its mapping early")
+
+    def test_animation_at_60_fps_every_frame_shown(self):
+        """120 frames drawn at 60 fps through the mapping: as many frames shown, the last one on the screen,
+        and once the program is quiet devnsd sleeps again."""
+        base = (30, 30, 30)
+        n = 120
+        p = Program(self, "fill", hexrgb(base), "wait", "anim", str(n), "60", "sleep", "60000")
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, base), "the first frame")
+        time.sleep(0.3)
+        before = self.frames_shown()
+        cpu = cpu_ms(self.daemon.proc.pid)
+        p.go()
+        disturbed, longest = (int(v) for v in p.wait_for("anim ok").split()[3::2])
+        cpu = cpu_ms(self.daemon.proc.pid) - cpu
+        time.sleep(0.5)
+        shown = self.frames_shown() - before
+        print("60 fps through the mapping: %d frames drawn (%d disturbed, longest drawing %d us), %d shown (%.3f), "
+              "devnsd CPU %d ms" % (n, disturbed, longest, shown, shown / n, cpu), flush=True)
+        self.assert_screen(fbrig.frame(self.w, self.h, base, band=(0, ANIM_ROWS), band_color=anim_color(n - 1)),
+                           "the last frame")
+        # A frame the host's load delayed or slowed may be shown with the next one, or torn (twice).
+        self.assertGreaterEqual(shown, n - disturbed - 2, "only %d of %d frames drawn were shown" % (shown, n))
+        self.assertLessEqual(shown, n + disturbed + 2, "%d frames shown for %d drawn" % (shown, n))
+        time.sleep(0.5)
+        idle = self.idle_wakeups(2.0)
+        print("after the animation: %d devnsd wakeups in 2 s" % idle, flush=True)
+        self.assertLessEqual(idle, 3, "devnsd went on waking (%d times in 2 s) after the program went quiet" % idle)
+
+    def test_read_into_the_mapping(self):
+        """read() from a file into the write-protected mapping: the kernel's write faults, is let through,
+        and its pixels reach the screen."""
+        color = (200, 40, 40)
+        data = fbrig.frame(self.w, self.h, color)
+        with tempfile.NamedTemporaryFile(dir="/tmp", delete=False) as f:
+            f.write(data)
+            path = f.name
+        self.addCleanup(os.unlink, path)
+        p = Program(self, "fill", hexrgb((0, 0, 0)), "wait", "read", path, "sleep", "60000")
+        p.wait_for("fill ok")
+        time.sleep(0.5)  # protected by now
+        p.go()
+        line = p.wait_for("read (ok|errno)")
+        self.assertEqual(line.strip(), "read ok %d" % len(data))
+        self.assert_screen(data, "the frame read into the mapping")
+
+    def test_forked_child_draws(self):
+        """A child forked with a tracked mapping draws through it (its writes do not fault): the library
+        tells devnsd, which scans from then on, and the child's frame reaches the screen."""
+        first, second = (60, 60, 10), (10, 160, 160)
+        p = Program(self, "fill", hexrgb(first), "wait", "forkfill", hexrgb(second), "sleep", "60000")
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, first), "the parent's frame")
+        time.sleep(0.5)  # protected by now
+        p.go()
+        p.wait_for("forkfill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, second), "the forked child's frame")
+
+    def test_seccomp_blocked_program_is_scanned(self):
+        """A program that cannot make a userfaultfd (seccomp) still has its frames shown: devnsd scans."""
+        base = (70, 10, 90)
+        p = Program(self, "fill", hexrgb(base), "anim", "10", "30", "sleep", "60000", wrap=(NO_UFFD,))
+        p.wait_for("anim ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, base, band=(0, ANIM_ROWS), band_color=anim_color(9)),
+                           "the last frame of a program without userfaultfd")
+        n = self.idle_wakeups(1.0)
+        print("idle mapped program without userfaultfd: %d devnsd wakeups in 1 s" % n, flush=True)
+        self.assertGreater(n, 20, "devnsd did not scan a frame it cannot track")
+
+    def map_by_hand(self):
+        """The library's steps up to the mapping: (connection, mapping, its address)."""
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        self.fds.append(fd)
+        ticket = fbrig.get_ticket(fd)
+        sock, memfd = fbrig.redeem(fbrig.socket_path("work"), fbrig.REQUEST.pack(fbrig.REQUEST_MAGIC,
+                                                                                 fbrig.INTENT_MAP, ticket))
+        self.addCleanup(sock.close)
+        self.assertIsNotNone(memfd, "no memfd for a mapping")
+        size = self.fix["smem_len"]
+        m = mmap.mmap(memfd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        os.close(memfd)
+        self.addCleanup(m.close)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        return sock, m, addr, size
+
+    def send_track(self, sock, addr, size, fd):
+        msg = TRACK.pack(TRACK_MAGIC, 0, addr, size, 0)
+        fds = [] if fd is None else fd if isinstance(fd, list) else [fd]
+        anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+        sock.sendmsg([msg], anc)
+        sock.settimeout(10)
+        magic, status = REPLY.unpack(sock.recv(REPLY.size))
+        self.assertEqual(magic, TRACK_MAGIC)
+        return status
+
+    def assert_responsive(self):
+        rig.devnsctl("status")
+        color = (5, 150, 60)
+        p = Program(self, "fill", hexrgb(color), "sleep", "60000")
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, color), "an honest program after the hostile one")
+
+    def test_wrong_descriptors_are_refused(self):
+        """Track messages with something else than a userfaultfd of the mapping: refused with an error,
+        devnsd answers and shows frames meanwhile."""
+        sock, m, addr, size = self.map_by_hand()
+        r, w = os.pipe()
+        try:
+            status = self.send_track(sock, addr, size, r)
+        finally:
+            os.close(r)
+            os.close(w)
+        self.assertEqual(status, -errno.EBADF, "a pipe was taken for a userfaultfd")
+        self.assertIn("sent no userfaultfd", self.daemon.output())
+        self.assert_responsive()
+
+        # A userfaultfd, but of nothing registered: the range is not the mapping.
+        sock, m, addr, size = self.map_by_hand()
+        libc = ctypes.CDLL(None, use_errno=True)
+        uffd = libc.syscall(NR_USERFAULTFD, os.O_CLOEXEC | os.O_NONBLOCK)
+        self.assertGreaterEqual(uffd, 0, "userfaultfd: errno %d" % ctypes.get_errno())
+        api = ctypes.create_string_buffer(struct.pack("QQQ", UFFD_API, 0, 0), 24)
+        self.assertEqual(libc.ioctl(uffd, UFFDIO_API, api), 0)
+        try:
+            status = self.send_track(sock, addr, size, uffd)
+        finally:
+            os.close(uffd)
+        self.assertEqual(status, -errno.EINVAL, "an unregistered range was taken")
+
+        # No descriptor at all.
+        sock, m, addr, size = self.map_by_hand()
+        self.assertEqual(self.send_track(sock, addr, size, None), -errno.EBADF)
+
+        # Two descriptors in one message, again and again: devnsd keeps none of them.
+        held = len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid))
+        for _ in range(8):
+            sock, m, addr, size = self.map_by_hand()
+            r, w = os.pipe()
+            try:
+                self.assertEqual(self.send_track(sock, addr, size, [r, w]), -errno.EBADF)
+            finally:
+                os.close(r)
+                os.close(w)
+            sock.close()
+        time.sleep(1.0)
+        now = len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid))
+        self.assertLessEqual(now, held + 2, "devnsd holds %d descriptors more after 8 refused messages" % (now - held))
+        self.assert_responsive()
+
+    def test_kernel_facts_for_unprivileged_programs(self):
+        """Why the library asks for a userfaultfd that takes the kernel's faults, and what an unprivileged
+        program gets with vm.unprivileged_userfaultfd=0 (Debian's default): only a user-mode-only one, with
+        which read() into a write-protected mapping fails. Such programs are not tracked (scanned)."""
+        with open("/proc/sys/vm/unprivileged_userfaultfd") as f:
+            sysctl = f.read().strip()
+        facts = os.path.join(os.path.dirname(os.path.abspath(__file__)), "uffd_facts.py")
+        p = subprocess.run(["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "python3", facts],
+                           capture_output=True, text=True, timeout=60)
+        print("vm.unprivileged_userfaultfd=%s, as uid 65534:\n%s" % (sysctl, p.stdout), flush=True)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("/dev/userfaultfd: present", p.stdout)
+        self.assertIn("wp on shared memory: yes", p.stdout)
+        if sysctl == "0":
+            self.assertIn("full: errno %d" % errno.EPERM, p.stdout)
+            self.assertIn("user-mode-only: ok", p.stdout)
+            self.assertIn("read into the protected range: errno %d" % errno.EFAULT, p.stdout)
+
+    def test_descriptor_whose_close_waits_is_no_stall(self):
+        """A FUSE file whose server never answers flush, sent in place of a userfaultfd: devnsd refuses it
+        at once and goes on answering; closing it waits on the closer thread, not in the event loop."""
+        mnt = tempfile.mkdtemp(prefix="stallfs-")
+        # Only devnsd's flush waits: our own close() and our children's exec are answered.
+        server = subprocess.Popen([FUSE_STALL, "devnsd", mnt, "-f"], stdout=subprocess.DEVNULL)
+        fd = None
+        try:
+            for _ in range(100):
+                if os.path.exists(os.path.join(mnt, "file")):
+                    break
+                time.sleep(0.1)
+            fd = os.open(os.path.join(mnt, "file"), os.O_RDONLY)
+            sock, m, addr, size = self.map_by_hand()
+            self.assertEqual(self.send_track(sock, addr, size, fd), -errno.EBADF)
+            self.assert_responsive()
+        finally:
+            # The server's end aborts the flush that waits in devnsd's closer thread.
+            server.kill()
+            server.wait()
+            if fd is not None:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass  # the server is gone
+            subprocess.run(["umount", "-l", mnt], check=False)
+
+    def test_zz_killed_devnsd_releases_the_program(self):
+        """devnsd dies while a program's mapping is write-protected: the program's next write goes through
+        (the kernel releases the mapping with devnsd's userfaultfd) instead of waiting forever."""
+        p = Program(self, "fill", hexrgb((1, 2, 3)), "wait", "fill", hexrgb((4, 5, 6)), "sleep", "60000")
+        p.wait_for("fill ok")
+        time.sleep(0.5)  # protected by now
+        self.daemon.proc.kill()
+        self.daemon.proc.wait()
+        p.go()
+        p.wait_for("wait ok\nfill ok", timeout=10)
+        self.daemon.start()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
