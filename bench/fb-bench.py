@@ -74,7 +74,7 @@ def guest(frames, switches):
             del os.environ["LD_PRELOAD"]
 
     for count in (2, 32):
-        daemon = rig.Daemon(fbrig.conf_display(personas=personas[:count], active="p00"))
+        daemon = rig.Daemon(fbrig.conf_display(personas=personas[:count], active="p00", track=True))
         try:
             idle = pss_kib(daemon.proc.pid)
             m = re.search(r"(\d+) buffers", daemon.output())
@@ -243,7 +243,8 @@ def report(r, frames, switches):
         "",
         "A mapped frame that nothing pans (`fb-bench hold`, 3 s with 2 personas): unchanged, devnsd spends "
         "%.0f ms of CPU a second, wakes %.1f times a second and the display shows %.1f frames a second; with "
-        "40 rows changed every 16 ms, %.0f ms a second, %.1f wakeups and %.1f frames a second. The library "
+        "40 rows changed every 16 ms, %.0f ms a second, %.1f wakeups and %.1f frames a second. devnsd runs "
+        "with `TrackWrites=yes` here (the default is off, see devnsd.conf(5)): the library "
         "hands devnsd a userfaultfd for the mapping: devnsd write-protects it and sleeps until a write "
         "faults, then hashes each row of the frame (XXH64) at the next refresh and presents only the rows "
         "whose hash changed; a program that cannot make one is hashed every refresh (absolute times, TCG)." % (

@@ -123,7 +123,7 @@ struct devns_fb_grant {
  * malformed message, or a range that is not within the framebuffer or
  * not registered for write-protection in that userfaultfd; -EBUSY:
  * devnsd has too many foreign descriptors still to close, and took
- * none). Any byte sent on the connection after the track
+ * none; -EOPNOTSUPP: tracking is off in devnsd's configuration). Any byte sent on the connection after the track
  * message ends tracking (a child forked with the mapping sends one:
  * its writes fault in nobody's userfaultfd).
  */

@@ -101,6 +101,8 @@ struct conf {
 	unsigned int display_width, display_height; /* headless mode */
 	/* Keep the frame shown before the last switch in a third buffer. */
 	bool display_spare;
+	/* Take the userfaultfds programs send to track their mappings (TrackWrites=). */
+	bool display_track;
 
 	struct conf_persona personas[CONF_MAX_PERSONAS];
 	size_t n_personas;

@@ -332,6 +332,8 @@ static int display_key(struct parser *p, const char *name, const char *v) {
 		return parse_mode(p, v);
 	if (streq(name, "SpareBuffer"))
 		return set_boolean(p, &c->display_spare, name, v);
+	if (streq(name, "TrackWrites"))
+		return set_boolean(p, &c->display_track, name, v);
 	return parse_error(p, "[Display] %s: unknown key", name);
 }
 

@@ -261,6 +261,8 @@ static void handle_track(struct conn *c) {
 		r = -EINVAL;
 	else if (c->read_only)
 		r = -EBADF;
+	else if (!dn->class->base.manager->conf->display_track)
+		r = -EOPNOTSUPP;
 	else {
 		r = display_track_new(dn, &msg, fd, &c->track);
 		fd = -1;
@@ -271,6 +273,7 @@ static void handle_track(struct conn *c) {
 		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
 		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed" :
 		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
+		      r == -EOPNOTSUPP ? "asked for tracking, which is off (TrackWrites=)" :
 				     "asked for tracking, which failed";
 		if (first_refusal(c->socket, c->uid))
 			log_notice("%s: uid %u %s (%s); its mapping is scanned every refresh (further refusals of this uid "

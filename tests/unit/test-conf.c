@@ -457,10 +457,12 @@ static void test_display_section(void **state) {
 	assert_int_equal(c->display_width, 1280);
 	assert_int_equal(c->display_height, 800);
 	assert_true(c->display_spare);
+	assert_false(c->display_track);
 	conf_free(c);
 
-	c = load_ok("[Display]\nBackend=drm\nSpareBuffer=no\n[Persona a]\n");
+	c = load_ok("[Display]\nBackend=drm\nSpareBuffer=no\nTrackWrites=yes\n[Persona a]\n");
 	assert_false(c->display_spare);
+	assert_true(c->display_track);
 	conf_free(c);
 
 	c = load_ok("[Display]\nBackend=fbdev\nDevice=/dev/fb0\nMode=1024x768\n[Persona a]\n");
@@ -472,6 +474,7 @@ static void test_display_section(void **state) {
 
 	EXPECT_ERROR("[Display]\nBackend=vnc\n[Persona a]\n", 2, "Backend=vnc");
 	EXPECT_ERROR("[Display]\nBackend=drm\nSpareBuffer=2\n[Persona a]\n", 3, "SpareBuffer=2", "boolean");
+	EXPECT_ERROR("[Display]\nBackend=drm\nTrackWrites=maybe\n[Persona a]\n", 3, "TrackWrites=maybe", "boolean");
 	EXPECT_ERROR("[Display]\nBackend=drm\nMode=8x8\n[Persona a]\n", 3, "Mode=8x8");
 	EXPECT_ERROR("[Display]\nBackend=drm\nMode=1024x768x2\n[Persona a]\n", 3, "Mode=");
 	EXPECT_ERROR("[Display]\nDevice=dri/card0\n[Persona a]\n", 2, "Device=dri/card0");

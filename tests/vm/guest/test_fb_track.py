@@ -94,7 +94,7 @@ class FramebufferTracking(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
         cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display())
+        cls.daemon = rig.Daemon(fbrig.conf_display(track=True))
         fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
         try:
             cls.var = fbrig.get_var(fd)
