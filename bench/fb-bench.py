@@ -105,14 +105,14 @@ def guest(frames, switches):
                         del os.environ["LD_PRELOAD"]
                     time.sleep(1.0)
                     # The frame counter is asked over D-Bus outside the window that counts wakeups and CPU.
-                    shown0 = frames_shown(rig)
+                    shown0, ts0 = frames_shown_at(rig)
                     wake0, cpu0, t0 = wakeups(daemon.proc.pid), cpu_ms(daemon.proc.pid), time.monotonic()
                     time.sleep(3.0)
                     wake1, cpu1, t1 = wakeups(daemon.proc.pid), cpu_ms(daemon.proc.pid), time.monotonic()
-                    shown1 = frames_shown(rig)
+                    shown1, ts1 = frames_shown_at(rig)
                     holder.wait()
                     res["mapped_%d_cpu_ms_per_s" % rows] = (cpu1 - cpu0) / (t1 - t0)
-                    res["mapped_%d_frames_per_s" % rows] = (shown1 - shown0) / (t1 - t0)
+                    res["mapped_%d_frames_per_s" % rows] = (shown1 - shown0) / (ts1 - ts0)
                     res["mapped_%d_wakeups_per_s" % rows] = (wake1 - wake0) / (t1 - t0)
                 # Again at the end, so that the host's drift weighs on both paths alike.
                 measure_devns(node)
@@ -128,6 +128,13 @@ def guest(frames, switches):
             res["%s_%s_spread" % (path, kind)] = (max(values) - min(values)) / res["%s_%s" % (path, kind)]
     for k, v in sorted(res.items()):
         print("RESULT %s %s" % (k, v))
+
+
+def frames_shown_at(rig):
+    """The display's frame counter, and the time in the middle of asking for it."""
+    before = time.monotonic()
+    shown = frames_shown(rig)
+    return shown, (before + time.monotonic()) / 2
 
 
 def wakeups(pid):
