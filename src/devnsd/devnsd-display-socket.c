@@ -224,9 +224,12 @@ static int received_fd(struct msghdr *msg) {
 
 /*
  * The first message of a mapping: a request to track it, with its
- * userfaultfd. Descriptors are taken only while the closer has room for
- * one that turns out to be something else; otherwise the kernel drops
- * them unopened.
+ * userfaultfd. Descriptors are taken only while tracking is on
+ * (TrackWrites=) and the closer has room for one that turns out to be
+ * something else. Otherwise no control buffer is given and the kernel
+ * discards them: that drops the last reference without a flush (a close()
+ * of a FUSE file would wait for its server), though the release of a
+ * userfaultfd still takes its maker's memory-map lock, on this thread.
  */
 static void handle_track(struct conn *c) {
 	struct display_node *dn = c->socket->node;
@@ -238,7 +241,8 @@ static void handle_track(struct conn *c) {
 	} control;
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-	bool room = fd_closer_has_room();
+	bool tracking = dn->class->base.manager->conf->display_track;
+	bool room = tracking && fd_closer_has_room();
 	const char *why;
 	ssize_t n;
 	int fd, r;
@@ -255,14 +259,14 @@ static void handle_track(struct conn *c) {
 		return;
 	fd = room ? received_fd(&mh) : -1;
 	memcpy(&msg, buf, MIN((size_t)n, sizeof(msg)));
-	if (!room)
+	if (!tracking)
+		r = -EOPNOTSUPP;
+	else if (!room)
 		r = -EBUSY;
 	else if (n != (ssize_t)sizeof(msg) || msg.magic != DEVNS_FB_TRACK_MAGIC)
 		r = -EINVAL;
 	else if (c->read_only)
 		r = -EBADF;
-	else if (!dn->class->base.manager->conf->display_track)
-		r = -EOPNOTSUPP;
 	else {
 		r = display_track_new(dn, &msg, fd, &c->track);
 		fd = -1;

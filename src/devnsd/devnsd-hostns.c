@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mount.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -56,8 +58,13 @@ static int unpublish_there(const char *path, int tree, dev_t dev) {
 	return umount2(path, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 ? -errno : 0;
 }
 
-/* Runs fn in a child that entered PID 1's mount namespace (a multithreaded
- * process cannot), and waits for it: a few system calls on the host's tmpfs. */
+/*
+ * Runs fn in a child that entered PID 1's mount namespace (a multithreaded
+ * process cannot), and waits for it: a few system calls on the host's tmpfs.
+ * The child shares devnsd's file table (CLONE_FILES), so that its exit
+ * closes nothing: a copy of a descriptor a client sent, closed there, would
+ * flush it, which on a FUSE file waits for the client's server.
+ */
 static int run_in_host_ns(int (*fn)(const char *, int, dev_t), const char *path, int tree, dev_t dev) {
 	_cleanup_(closep) int ns = open(HOST_NS, O_RDONLY | O_CLOEXEC);
 	int status;
@@ -65,7 +72,7 @@ static int run_in_host_ns(int (*fn)(const char *, int, dev_t), const char *path,
 
 	if (ns < 0)
 		return -errno;
-	pid = fork();
+	pid = (pid_t)syscall(SYS_clone, CLONE_FILES | SIGCHLD, 0, NULL, NULL, 0);
 	if (pid < 0)
 		return -errno;
 	if (pid == 0) {
