@@ -157,9 +157,12 @@ class FramebufferTracking(rig.PersonaTestCase):
               "devnsd CPU %d ms" % (n, disturbed, longest, shown, shown / n, cpu), flush=True)
         self.assert_screen(fbrig.frame(self.w, self.h, base, band=(0, ANIM_ROWS), band_color=anim_color(n - 1)),
                            "the last frame")
-        # A frame the host's load delayed or slowed may be shown with the next one, or torn (twice).
+        # A frame the host's load delayed or slowed may be shown with the next one. A frame devnsd took
+        # while it was being drawn is shown twice, torn and then whole: how often depends on how slow
+        # devnsd is (a sanitizer build is), not on the program. Showing frames nobody drew (a refresh
+        # that presents what did not change) would go far past that.
         self.assertGreaterEqual(shown, n - disturbed - 2, "only %d of %d frames drawn were shown" % (shown, n))
-        self.assertLessEqual(shown, n + disturbed + 2, "%d frames shown for %d drawn" % (shown, n))
+        self.assertLessEqual(shown, n + disturbed + n // 10, "%d frames shown for %d drawn" % (shown, n))
         time.sleep(0.5)
         idle = self.idle_wakeups(2.0)
         print("after the animation: %d devnsd wakeups in 2 s" % idle, flush=True)
