@@ -83,6 +83,9 @@ enum display_backend {
 	DISPLAY_FBDEV,
 };
 
+/* SpareFrames= at most; the display backend keeps no more. */
+#define CONF_MAX_SPARE_FRAMES 8
+
 struct conf {
 	char *path;
 
@@ -99,8 +102,9 @@ struct conf {
 	enum display_backend display;
 	char *display_device;
 	unsigned int display_width, display_height; /* headless mode */
-	/* Keep the frame shown before the last switch in a third buffer. */
-	bool display_spare;
+	/* Frames shown before the last switches kept in spare buffers: at most so many, taking at most so many bytes. */
+	unsigned int display_spares;
+	uint64_t display_spare_bytes;
 	/* Take the userfaultfds programs send to track their mappings (TrackWrites=). */
 	bool display_track;
 

@@ -181,8 +181,8 @@ void display_abort_copy(struct display_class *dc);
 void display_switch_shown(struct display_class *dc);
 /* Runs the refresh timer when something needs it. */
 void display_update_tick(struct display_class *dc);
-/* A background persona wrote rows: they go to the spare when it holds its frame; whether it does now. */
-bool display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows);
+/* A background persona wrote rows: they go to the spare that holds its frame; that spare, or DISPLAY_NO_BUFFER. */
+unsigned int display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows);
 /* Event sources of the class: copy steps, the refresh timer, the display's flips and fd. */
 int display_on_copy(sd_event_source *s, void *userdata);
 int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata);
@@ -235,6 +235,13 @@ void display_node_vsync(struct display_node *dn);
 
 /* Frames the display has shown since devnsd started (flips); 0 without a display (dc NULL). */
 uint64_t display_frames_shown(const struct display_class *dc);
+/* The display's buffers and the bytes of (video) memory they take; 0 without a display. */
+unsigned int display_buffers(const struct display_class *dc, uint64_t *ret_bytes);
+/*
+ * The personas whose frames a switch shows with a flip, without copying
+ * (at most max, into ret): the most recently shown first.
+ */
+size_t display_kept_frames(struct display_class *dc, struct persona **ret, size_t max);
 
 /*
  * A sealed memfd holding persona p's visible frame (XRGB8888), and its

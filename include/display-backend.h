@@ -11,11 +11,13 @@
  * (headless). A backend owns up to DISPLAY_MAX_BUFFERS XRGB8888 buffers;
  * presenting copies the rows that changed into a buffer that is not being
  * shown (the back buffer) and flips to it, so the screen never shows half a
- * frame. A third buffer, the spare, keeps the frame shown before the last
- * switch, so that switching back is a flip.
+ * frame. Further buffers, the spares, keep the frames shown before the
+ * last switches, most recent first, so that switching back to any of them
+ * is a flip.
  */
 
-#define DISPLAY_MAX_BUFFERS 3
+#define DISPLAY_MAX_SPARES 8
+#define DISPLAY_MAX_BUFFERS (2 + DISPLAY_MAX_SPARES)
 #define DISPLAY_NO_BUFFER UINT32_MAX
 
 struct display_buffer {
@@ -28,6 +30,15 @@ struct display_buffer {
 };
 
 struct display_output;
+
+/* How many spares a backend allocates: at most count, and at most bytes of memory for them all. */
+struct display_spares {
+	unsigned int count;
+	uint64_t bytes;
+};
+
+/* The number of spares of frame_bytes each that the wish allows. */
+unsigned int display_spares_allowed(const struct display_spares *want, uint64_t frame_bytes);
 
 struct display_output_ops {
 	/*
@@ -48,8 +59,11 @@ struct display_output {
 	int fd; /* to watch for dispatch(); -1: none */
 	struct display_buffer buffers[DISPLAY_MAX_BUFFERS];
 	unsigned int n_buffers;
-	/* Indices into buffers: what is shown, what the next frame goes into, and the spare (DISPLAY_NO_BUFFER: none). With one buffer back == front. */
-	unsigned int front, back, spare;
+	/* Indices into buffers: what is shown and what the next frame goes into. With one buffer back == front. */
+	unsigned int front, back;
+	/* The spares, the most recently shown first. */
+	unsigned int spares[DISPLAY_MAX_SPARES];
+	unsigned int n_spares;
 	bool flip_pending;
 	/* Between display_output_begin() and display_output_finish(): rows [copy_y, copy_y1) are still to copy. */
 	bool copying;
@@ -64,11 +78,13 @@ struct display_output {
  * a CRTC and the preferred mode (or width x height when given), and shows
  * a black dumb buffer. Master is dropped when it is freed.
  */
-int display_drm_open(const char *path, uint32_t width, uint32_t height, bool spare, struct display_output **ret);
+int display_drm_open(const char *path, uint32_t width, uint32_t height, const struct display_spares *spares,
+		     struct display_output **ret);
 /* Opens a kernel framebuffer device (XRGB8888 only) and draws into it directly. */
 int display_fbdev_open(const char *path, struct display_output **ret);
 /* A display in memory only, of the given size. */
-int display_headless_new(uint32_t width, uint32_t height, bool spare, struct display_output **ret);
+int display_headless_new(uint32_t width, uint32_t height, const struct display_spares *spares,
+			 struct display_output **ret);
 /*
  * With hold, the headless display's flips stay pending until the caller
  * completes them with display_output_flip_done(), as a real display's do
@@ -95,28 +111,33 @@ int display_output_present(struct display_output *b, const uint8_t *src, uint32_
  * finish().
  *
  * finish() with switching set shows another persona's frame: the frame
- * shown until then becomes the spare, where there is one.
+ * shown until then becomes the most recent spare, where there are spares,
+ * and the least recent spare the back buffer.
  */
 int display_output_begin(struct display_output *b, uint32_t y0, uint32_t y1);
 int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t max_rows);
 int display_output_finish(struct display_output *b, bool switching);
 /*
- * Instead of begin(): buffer i (the back buffer or the spare) holds the
- * frame to show already (a persona switched back to), every other buffer is
- * wholly stale. Nothing to copy: finish() flips to it. -EBUSY as for
- * begin(), -EINVAL for the front buffer.
+ * Instead of begin(): buffer i (the back buffer or a spare) holds the frame
+ * to show already (a persona switched back to), every other buffer is
+ * wholly stale. Nothing to copy: finish() flips to it, and the back buffer
+ * until then becomes the least recent spare. -EBUSY as for begin(),
+ * -EINVAL for the front buffer.
  */
 int display_output_begin_reuse(struct display_output *b, unsigned int i);
 /* The buffer that finish() flips to. */
 struct display_buffer *display_output_back(struct display_output *b);
-/* The spare, or NULL. */
-struct display_buffer *display_output_spare(struct display_output *b);
+/* Whether buffer i is a spare. */
+bool display_output_is_spare(const struct display_output *b, unsigned int i);
 /*
- * Copies rows [y0, y1) of src into the spare, which must not be on screen:
- * -EBUSY while a flip is pending (the spare may still be shown), -ENOENT
- * without a spare.
+ * Copies rows [y0, y1) of src into spare i, which must not be on screen:
+ * -EBUSY while a flip is pending (the spare may still be shown), -EINVAL
+ * when i is not a spare.
  */
-int display_output_stage(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0, uint32_t y1);
+int display_output_stage(struct display_output *b, unsigned int i, const uint8_t *src, uint32_t stride, uint32_t y0,
+			 uint32_t y1);
+/* Bytes of (video) memory the buffers take. */
+uint64_t display_output_memory(const struct display_output *b);
 void display_output_abort(struct display_output *b);
 
 /* The frame on screen (the front buffer), for tests and screenshots. */

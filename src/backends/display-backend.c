@@ -12,12 +12,34 @@ static void mark_all_stale(struct display_output *b) {
 	}
 }
 
+unsigned int display_spares_allowed(const struct display_spares *want, uint64_t frame_bytes) {
+	uint64_t fit = frame_bytes ? want->bytes / frame_bytes : 0;
+
+	return (unsigned int)MIN(MIN((uint64_t)want->count, fit), (uint64_t)DISPLAY_MAX_SPARES);
+}
+
 void display_output_init_buffers(struct display_output *b) {
 	unsigned int n = b->n_buffers;
 
 	b->back = n > 1 ? (b->front + 1) % n : b->front;
-	b->spare = n > 2 ? (b->front + 2) % n : DISPLAY_NO_BUFFER;
+	b->n_spares = 0;
+	for (unsigned int k = 2; k < n && b->n_spares < DISPLAY_MAX_SPARES; k++)
+		b->spares[b->n_spares++] = (b->front + k) % n;
 	mark_all_stale(b);
+}
+
+/* Where buffer i is among the spares, or n_spares. */
+static unsigned int spare_rank(const struct display_output *b, unsigned int i) {
+	unsigned int k;
+
+	for (k = 0; k < b->n_spares; k++)
+		if (b->spares[k] == i)
+			break;
+	return k;
+}
+
+bool display_output_is_spare(const struct display_output *b, unsigned int i) {
+	return spare_rank(b, i) < b->n_spares;
 }
 
 static void copy_rows(struct display_buffer *dst, const uint8_t *src, uint32_t stride, uint32_t width, uint32_t y0,
@@ -67,10 +89,14 @@ int display_output_begin_reuse(struct display_output *b, unsigned int i) {
 
 	if (b->flip_pending || b->copying)
 		return -EBUSY;
-	if (i != b->back && i != b->spare)
-		return -EINVAL;
-	if (i == b->spare) {
-		b->spare = b->back;
+	if (i != b->back) {
+		unsigned int k = spare_rank(b, i);
+
+		if (k >= b->n_spares)
+			return -EINVAL;
+		/* The back buffer holds the least wanted frame: it goes last. */
+		memmove(&b->spares[k], &b->spares[k + 1], (b->n_spares - k - 1) * sizeof(b->spares[0]));
+		b->spares[b->n_spares - 1] = b->back;
 		b->back = i;
 	}
 	mark_all_stale(b);
@@ -85,19 +111,22 @@ struct display_buffer *display_output_back(struct display_output *b) {
 	return &b->buffers[b->back];
 }
 
-struct display_buffer *display_output_spare(struct display_output *b) {
-	return b->spare == DISPLAY_NO_BUFFER ? NULL : &b->buffers[b->spare];
-}
-
-int display_output_stage(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t y0, uint32_t y1) {
-	struct display_buffer *spare = display_output_spare(b);
-
-	if (!spare)
-		return -ENOENT;
+int display_output_stage(struct display_output *b, unsigned int i, const uint8_t *src, uint32_t stride, uint32_t y0,
+			 uint32_t y1) {
+	if (!display_output_is_spare(b, i))
+		return -EINVAL;
 	if (b->flip_pending)
 		return -EBUSY;
-	copy_rows(spare, src, stride, b->mode.width, y0, MIN(y1, b->mode.height));
+	copy_rows(&b->buffers[i], src, stride, b->mode.width, y0, MIN(y1, b->mode.height));
 	return 0;
+}
+
+uint64_t display_output_memory(const struct display_output *b) {
+	uint64_t bytes = 0;
+
+	for (unsigned int i = 0; i < b->n_buffers; i++)
+		bytes += (uint64_t)b->buffers[i].stride * b->mode.height;
+	return bytes;
 }
 
 int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t max_rows) {
@@ -133,10 +162,11 @@ int display_output_finish(struct display_output *b, bool switching) {
 	}
 	b->n_flips++;
 	b->front = next;
-	if (switching && b->spare != DISPLAY_NO_BUFFER) {
-		/* The frame shown until now is kept; the old spare is nobody's now. */
-		b->back = b->spare;
-		b->spare = old;
+	if (switching && b->n_spares > 0) {
+		/* The frame shown until now is kept; the least recent spare takes the next frames. */
+		b->back = b->spares[b->n_spares - 1];
+		memmove(&b->spares[1], &b->spares[0], (b->n_spares - 1) * sizeof(b->spares[0]));
+		b->spares[0] = old;
 		b->buffers[b->back].stale0 = 0;
 		b->buffers[b->back].stale1 = b->mode.height;
 	} else

@@ -145,7 +145,9 @@ static void fill_mode(struct fb_mode *m, const drmModeModeInfo *info) {
 	};
 }
 
-int display_drm_open(const char *path, uint32_t width, uint32_t height, bool spare, struct display_output **ret) {
+int display_drm_open(const char *path, uint32_t width, uint32_t height, const struct display_spares *spares,
+		     struct display_output **ret) {
+	unsigned int n;
 	struct drm *d;
 	int r;
 
@@ -168,10 +170,11 @@ int display_drm_open(const char *path, uint32_t width, uint32_t height, bool spa
 	if (r < 0)
 		goto fail;
 	fill_mode(&d->base.mode, &d->mode);
-	for (unsigned int i = 0; i < (spare ? 3u : 2u); i++) {
+	n = 2;
+	for (unsigned int i = 0; i < n; i++) {
 		r = drm_dumb_create(d->base.fd, d->mode.hdisplay, d->mode.vdisplay, &d->dumb[i]);
-		/* Video memory may have no room for the spare: do without. */
-		if (r < 0 && i == 2)
+		/* Video memory may have no room for more spares: do with fewer. */
+		if (r < 0 && i >= 2)
 			break;
 		if (r < 0)
 			goto fail;
@@ -179,6 +182,9 @@ int display_drm_open(const char *path, uint32_t width, uint32_t height, bool spa
 			.map = d->dumb[i].map, .stride = d->dumb[i].pitch, .id = d->dumb[i].fb_id
 		};
 		d->base.n_buffers++;
+		/* The budget counts frames as the driver lays them out. */
+		if (i == 0)
+			n += display_spares_allowed(spares, (uint64_t)d->dumb[0].pitch * d->mode.vdisplay);
 	}
 	display_output_init_buffers(&d->base);
 	d->saved = drmModeGetCrtc(d->base.fd, d->crtc_id);

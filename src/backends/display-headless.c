@@ -29,7 +29,8 @@ static const struct display_output_ops headless_ops = {
 	.destroy = headless_destroy,
 };
 
-int display_headless_new(uint32_t width, uint32_t height, bool spare, struct display_output **ret) {
+int display_headless_new(uint32_t width, uint32_t height, const struct display_spares *spares,
+			 struct display_output **ret) {
 	struct headless *h;
 
 	if (width == 0 || height == 0 || width > FB_STATE_MAX_SIDE || height > FB_STATE_MAX_SIDE)
@@ -41,7 +42,7 @@ int display_headless_new(uint32_t width, uint32_t height, bool spare, struct dis
 	h->base.kind = "headless";
 	h->base.fd = -1;
 	h->base.mode = (struct fb_mode){ .width = width, .height = height, .refresh_hz = 60 };
-	h->base.n_buffers = spare ? 3 : 2;
+	h->base.n_buffers = 2 + display_spares_allowed(spares, (uint64_t)width * 4 * height);
 	for (unsigned int i = 0; i < h->base.n_buffers; i++) {
 		h->base.buffers[i].stride = width * 4;
 		h->base.buffers[i].map = calloc(height, (size_t)width * 4);

@@ -127,6 +127,28 @@ static void print_restart_notes(sd_bus *bus) {
 	free(notes);
 }
 
+/* The display's buffers and whose frames a switch shows at once; nothing when devnsd does not say. */
+static void print_display_buffers(sd_bus *bus) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	const char *name;
+	uint64_t bytes;
+	uint32_t n;
+	int r;
+
+	if (sd_bus_get_property(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "DisplayBuffers", NULL, &reply, "(utas)") < 0)
+		return;
+	if (sd_bus_message_enter_container(reply, 'r', "utas") < 0 || sd_bus_message_read(reply, "ut", &n, &bytes) < 0 ||
+	    n == 0)
+		return;
+	printf("Display buffers: %" PRIu32 " (%.1f MiB)\n", n, (double)bytes / (1024 * 1024));
+	if (sd_bus_message_enter_container(reply, 'a', "s") < 0)
+		return;
+	printf("Frames kept for a switch (most recent first):");
+	for (n = 0; (r = sd_bus_message_read(reply, "s", &name)) > 0; n++)
+		printf(" %s", name);
+	printf("%s\n", n == 0 ? " none" : "");
+}
+
 static int cmd_list(sd_bus *bus) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -211,6 +233,7 @@ static int cmd_status(sd_bus *bus) {
 	if (sd_bus_get_property_trivial(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "FramesShown", NULL, 't', &frames) >= 0 &&
 	    frames > 0)
 		printf("Frames shown: %" PRIu64 "\n", frames);
+	print_display_buffers(bus);
 	print_restart_notes(bus);
 
 	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListNodes", &error, &reply, NULL);

@@ -15,6 +15,7 @@
 #include "devnsd-manager.h"
 #include "devnsd-state.h"
 #include "devnsd-populate.h"
+#include "display-backend.h"
 #include "idmap.h"
 #include "log.h"
 
@@ -619,6 +620,49 @@ static int property_frames_shown(sd_bus *bus, const char *path, const char *inte
 	return sd_bus_message_append(reply, "t", display_frames_shown(b->display));
 }
 
+/*
+ * The display's buffers, the memory they take, and the personas a switch
+ * shows with a flip; nothing for callers in containers, to whom other
+ * personas' use of the screen is none of their business.
+ */
+static int property_display_buffers(sd_bus *bus, const char *path, const char *interface, const char *property,
+				    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	sd_bus_message *call = sd_bus_get_current_message(bus);
+	struct persona *kept[DISPLAY_MAX_BUFFERS];
+	struct bus *b = userdata;
+	uint64_t bytes = 0;
+	unsigned int n = 0;
+	size_t n_kept = 0;
+	int r;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (call && caller_scope(call, b->manager).all && b->display) {
+		n = display_buffers(b->display, &bytes);
+		n_kept = display_kept_frames(b->display, kept, ELEMENTSOF(kept));
+	}
+	r = sd_bus_message_open_container(reply, 'r', "utas");
+	if (r < 0)
+		return r;
+	r = sd_bus_message_append(reply, "ut", n, bytes);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_open_container(reply, 'a', "s");
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_kept; i++) {
+		r = sd_bus_message_append(reply, "s", kept[i]->name);
+		if (r < 0)
+			return r;
+	}
+	r = sd_bus_message_close_container(reply);
+	if (r < 0)
+		return r;
+	return sd_bus_message_close_container(reply);
+}
+
 /* What the last restart could not take back; none for callers in containers. */
 static int property_restart_notes(sd_bus *bus, const char *path, const char *interface, const char *property,
 				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -663,6 +707,7 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("ActivePersona", "s", property_active, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("FramesShown", "t", property_frames_shown, 0, 0),
+	SD_BUS_PROPERTY("DisplayBuffers", "(utas)", property_display_buffers, 0, 0),
 	SD_BUS_PROPERTY("RestartNotes", "as", property_restart_notes, 0, 0),
 	SD_BUS_METHOD_WITH_ARGS("SwitchTo", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_switch_to,
 				SD_BUS_VTABLE_UNPRIVILEGED),

@@ -309,6 +309,46 @@ static int parse_mode(struct parser *p, const char *v) {
 	return 1;
 }
 
+static int parse_spare_frames(struct parser *p, const char *v) {
+	unsigned long n = 0;
+	char *end = NULL;
+
+	errno = 0;
+	if (isdigit((unsigned char)v[0]))
+		n = strtoul(v, &end, 10);
+	if (!end || *end || errno || n > CONF_MAX_SPARE_FRAMES)
+		return parse_error(p, "[Display] SpareFrames=%s: expected a number of frames, 0 to %u", v,
+				   CONF_MAX_SPARE_FRAMES);
+	p->conf->display_spares = (unsigned int)n;
+	return 1;
+}
+
+/* A size in bytes with an optional K, M or G (powers of 1024), or "infinity". */
+static int parse_spare_memory(struct parser *p, const char *v) {
+	unsigned long long n;
+	unsigned int shift = 0;
+	char *end;
+
+	if (streq(v, "infinity")) {
+		p->conf->display_spare_bytes = UINT64_MAX;
+		return 1;
+	}
+	errno = 0;
+	n = isdigit((unsigned char)v[0]) ? strtoull(v, &end, 10) : 0;
+	if (!isdigit((unsigned char)v[0]) || errno)
+		goto bad;
+	if (*end == 'K' || *end == 'M' || *end == 'G') {
+		shift = *end == 'K' ? 10 : *end == 'M' ? 20 : 30;
+		end++;
+	}
+	if (*end || n > (UINT64_MAX >> shift))
+		goto bad;
+	p->conf->display_spare_bytes = (uint64_t)n << shift;
+	return 1;
+bad:
+	return parse_error(p, "[Display] SpareMemory=%s: expected a size (bytes, or with K, M or G) or infinity", v);
+}
+
 static int display_key(struct parser *p, const char *name, const char *v) {
 	struct conf *c = p->conf;
 
@@ -330,8 +370,18 @@ static int display_key(struct parser *p, const char *name, const char *v) {
 	}
 	if (streq(name, "Mode"))
 		return parse_mode(p, v);
-	if (streq(name, "SpareBuffer"))
-		return set_boolean(p, &c->display_spare, name, v);
+	if (streq(name, "SpareBuffer")) {
+		bool spare = false;
+		int r = set_boolean(p, &spare, name, v);
+
+		if (r > 0)
+			c->display_spares = spare;
+		return r;
+	}
+	if (streq(name, "SpareFrames"))
+		return parse_spare_frames(p, v);
+	if (streq(name, "SpareMemory"))
+		return parse_spare_memory(p, v);
 	if (streq(name, "TrackWrites"))
 		return set_boolean(p, &c->display_track, name, v);
 	return parse_error(p, "[Display] %s: unknown key", name);
@@ -568,7 +618,8 @@ int conf_load(const char *path, struct conf **ret, char **ret_error) {
 	c->path = strdup(path);
 	if (!c->path)
 		return -ENOMEM;
-	c->display_spare = true;
+	c->display_spares = 3;
+	c->display_spare_bytes = UINT64_MAX;
 	p.conf = c;
 	p.file = fopen(path, "re");
 	if (!p.file) {

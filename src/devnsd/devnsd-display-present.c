@@ -185,7 +185,7 @@ void display_abort_copy(struct display_class *dc) {
 
 /*
  * Buffer i holds the persona's frame as it is: shown before and unchanged
- * since, or kept up to date in the spare. Mapped frames change unseen.
+ * since, or kept up to date in a spare. Mapped frames change unseen.
  */
 static bool buffer_holds(struct display_class *dc, unsigned int i, struct display_node *dn) {
 	const struct display_buffer *buf;
@@ -196,13 +196,44 @@ static bool buffer_holds(struct display_class *dc, unsigned int i, struct displa
 	return buf->owner == dn->serial && buf->owner_gen == dn->gen && display_node_mappers(dn) == 0;
 }
 
-/* A buffer that holds the persona's frame already: the spare, or the back buffer. */
+/* The spare that holds the persona's frame, or DISPLAY_NO_BUFFER. */
+static unsigned int spare_holding(struct display_class *dc, struct display_node *dn) {
+	const struct display_output *b = dc->backend;
+
+	for (unsigned int k = 0; k < b->n_spares; k++)
+		if (buffer_holds(dc, b->spares[k], dn))
+			return b->spares[k];
+	return DISPLAY_NO_BUFFER;
+}
+
+/* A buffer that holds the persona's frame already: a spare, or the back buffer. */
 static unsigned int buffer_holding(struct display_class *dc, struct display_node *dn) {
-	if (buffer_holds(dc, dc->backend->spare, dn))
-		return dc->backend->spare;
+	unsigned int i = spare_holding(dc, dn);
+
+	if (i != DISPLAY_NO_BUFFER)
+		return i;
 	if (buffer_holds(dc, dc->backend->back, dn))
 		return dc->backend->back;
 	return DISPLAY_NO_BUFFER;
+}
+
+size_t display_kept_frames(struct display_class *dc, struct persona **ret, size_t max) {
+	const struct display_output *b = dc->backend;
+	unsigned int order[DISPLAY_MAX_BUFFERS];
+	size_t n_order = 0, n = 0;
+	struct display_node *dn;
+
+	for (unsigned int k = 0; k < b->n_spares; k++)
+		order[n_order++] = b->spares[k];
+	if (b->back != b->front)
+		order[n_order++] = b->back;
+	for (size_t k = 0; k < n_order && n < max; k++)
+		LIST_FOREACH(dn, &dc->nodes, link)
+			if (buffer_holds(dc, order[k], dn)) {
+				ret[n++] = dn->persona;
+				break;
+			}
+	return n;
 }
 
 /*
@@ -381,18 +412,21 @@ void display_node_mapped_written(struct display_node *dn) {
 }
 
 /*
- * A background persona wrote rows: when the spare keeps its frame, they go
- * there too, so that switching to it stays a flip. Returns whether the
- * spare holds the frame as written.
+ * A background persona wrote rows: when a spare keeps its frame, they go
+ * there too, so that switching to it stays a flip. Returns the spare that
+ * holds the frame as written, or DISPLAY_NO_BUFFER.
  */
-bool display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows) {
+unsigned int display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows) {
+	unsigned int i = spare_holding(dc, dn);
 	struct fb_rows visible;
 
-	if (!buffer_holds(dc, dc->backend->spare, dn))
-		return false;
+	if (i == DISPLAY_NO_BUFFER)
+		return i;
 	/* A blanked persona shows black whatever it writes. */
 	if (dn->fb->state.blank != FB_BLANK_UNBLANK || !fb_node_visible_rows(dn->fb, rows, &visible))
-		return true;
-	return display_output_stage(dc->backend, fb_node_visible(dn->fb), dn->fb->state.fix.line_length, visible.y0,
-				    visible.y1) == 0;
+		return i;
+	if (display_output_stage(dc->backend, i, fb_node_visible(dn->fb), dn->fb->state.fix.line_length, visible.y0,
+				 visible.y1) < 0)
+		return DISPLAY_NO_BUFFER;
+	return i;
 }

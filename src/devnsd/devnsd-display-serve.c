@@ -4,6 +4,7 @@
  * persona's framebuffer served as an fb0 node over CUSE and an mmap
  * socket, and the routed /dev/devns/fb0. The core is devnsd-display.c.
  */
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,6 +189,7 @@ static int add_routed(struct display_class *dc) {
 }
 
 static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
+	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
 	const char *device = conf->display_device;
 	int r;
 
@@ -195,7 +197,7 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 	case DISPLAY_DRM:
 		device = device ? device : "/dev/dri/card0";
 		*ret_device = device;
-		r = display_drm_open(device, conf->display_width, conf->display_height, conf->display_spare, ret);
+		r = display_drm_open(device, conf->display_width, conf->display_height, &spares, ret);
 		if (r == -EBUSY)
 			return log_error_errno(r, "%s: another program is the DRM master", device);
 		if (r == -ENODEV)
@@ -210,7 +212,7 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 		return r < 0 ? log_error_errno(r, "%s: cannot open the framebuffer: %m", device) : 0;
 	default:
 		*ret_device = "headless";
-		r = display_headless_new(conf->display_width, conf->display_height, conf->display_spare, ret);
+		r = display_headless_new(conf->display_width, conf->display_height, &spares, ret);
 		return r < 0 ? log_error_errno(r, "headless display %ux%u: %m", conf->display_width,
 					       conf->display_height) :
 			       0;
@@ -221,6 +223,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	struct display_class *dc;
 	const char *device = NULL;
 	struct display_output *b;
+	unsigned int want;
 	int r;
 
 	r = open_backend(conf, &b, &device);
@@ -241,9 +244,11 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 			return r;
 		}
 	}
-	log_info("%s: %s display, %ux%u at %u Hz, %u buffers%s", device, b->kind, b->mode.width, b->mode.height,
-		 b->mode.refresh_hz, b->n_buffers,
-		 conf->display_spare && conf->display == DISPLAY_DRM && b->n_buffers < 3 ? " (no room for a spare)" : "");
+	want = display_spares_allowed(&(struct display_spares){ conf->display_spares, conf->display_spare_bytes },
+				      (uint64_t)b->buffers[0].stride * b->mode.height);
+	log_info("%s: %s display, %ux%u at %u Hz, %u buffers of %" PRIu64 " KiB in all, %u spares%s", device, b->kind,
+		 b->mode.width, b->mode.height, b->mode.refresh_hz, b->n_buffers, display_output_memory(b) / 1024,
+		 b->n_spares, conf->display != DISPLAY_FBDEV && b->n_spares < want ? " (video memory has no room for more)" : "");
 	*ret = dc;
 	return 0;
 }

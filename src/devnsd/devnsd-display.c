@@ -48,11 +48,11 @@ static void set_owner(struct display_node *dn) {
 void display_node_written(struct display_node *dn, const struct fb_rows *rows) {
 	struct display_class *dc = dn->class;
 	struct fb_rows visible;
-	bool staged = dn != dc->active && display_stage_written(dc, dn, rows);
+	unsigned int staged = dn != dc->active ? display_stage_written(dc, dn, rows) : DISPLAY_NO_BUFFER;
 
 	dn->gen++;
-	if (staged)
-		display_output_spare(dc->backend)->owner_gen = dn->gen;
+	if (staged != DISPLAY_NO_BUFFER)
+		dc->backend->buffers[staged].owner_gen = dn->gen;
 	if (dn != dc->active || !fb_node_visible_rows(dn->fb, rows, &visible))
 		return;
 	/* What the last scan took lacks these rows: the next one takes the whole frame. */
@@ -330,6 +330,11 @@ struct display_node *display_node_of(struct display_class *dc, struct persona *p
 
 uint64_t display_frames_shown(const struct display_class *dc) {
 	return dc ? dc->backend->n_flips : 0;
+}
+
+unsigned int display_buffers(const struct display_class *dc, uint64_t *ret_bytes) {
+	*ret_bytes = dc ? display_output_memory(dc->backend) : 0;
+	return dc ? dc->backend->n_buffers : 0;
 }
 
 int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, uint32_t *ret_width,

@@ -456,13 +456,24 @@ static void test_display_section(void **state) {
 	assert_int_equal(c->display, DISPLAY_HEADLESS);
 	assert_int_equal(c->display_width, 1280);
 	assert_int_equal(c->display_height, 800);
-	assert_true(c->display_spare);
+	assert_int_equal(c->display_spares, 3);
+	assert_true(c->display_spare_bytes == UINT64_MAX);
 	assert_false(c->display_track);
 	conf_free(c);
 
 	c = load_ok("[Display]\nBackend=drm\nSpareBuffer=no\nTrackWrites=yes\n[Persona a]\n");
-	assert_false(c->display_spare);
+	assert_int_equal(c->display_spares, 0);
 	assert_true(c->display_track);
+	conf_free(c);
+
+	c = load_ok("[Display]\nBackend=drm\nSpareFrames=5\nSpareMemory=48M\n[Persona a]\n");
+	assert_int_equal(c->display_spares, 5);
+	assert_true(c->display_spare_bytes == 48u << 20);
+	conf_free(c);
+
+	c = load_ok("[Display]\nSpareFrames=0\nSpareMemory=4096\nSpareBuffer=yes\n[Persona a]\n");
+	assert_int_equal(c->display_spares, 1);
+	assert_true(c->display_spare_bytes == 4096);
 	conf_free(c);
 
 	c = load_ok("[Display]\nBackend=fbdev\nDevice=/dev/fb0\nMode=1024x768\n[Persona a]\n");
@@ -474,6 +485,12 @@ static void test_display_section(void **state) {
 
 	EXPECT_ERROR("[Display]\nBackend=vnc\n[Persona a]\n", 2, "Backend=vnc");
 	EXPECT_ERROR("[Display]\nBackend=drm\nSpareBuffer=2\n[Persona a]\n", 3, "SpareBuffer=2", "boolean");
+	EXPECT_ERROR("[Display]\nSpareFrames=9\n[Persona a]\n", 2, "SpareFrames=9", "0 to 8");
+	EXPECT_ERROR("[Display]\nSpareFrames=-1\n[Persona a]\n", 2, "SpareFrames=-1");
+	EXPECT_ERROR("[Display]\nSpareFrames=4294967296\n[Persona a]\n", 2, "SpareFrames=4294967296");
+	EXPECT_ERROR("[Display]\nSpareMemory=12X\n[Persona a]\n", 2, "SpareMemory=12X", "size");
+	EXPECT_ERROR("[Display]\nSpareMemory=99999999999999G\n[Persona a]\n", 2, "SpareMemory=");
+	EXPECT_ERROR("[Display]\nSpareMemory=-1M\n[Persona a]\n", 2, "SpareMemory=-1M");
 	EXPECT_ERROR("[Display]\nBackend=drm\nTrackWrites=maybe\n[Persona a]\n", 3, "TrackWrites=maybe", "boolean");
 	EXPECT_ERROR("[Display]\nBackend=drm\nMode=8x8\n[Persona a]\n", 3, "Mode=8x8");
 	EXPECT_ERROR("[Display]\nBackend=drm\nMode=1024x768x2\n[Persona a]\n", 3, "Mode=");

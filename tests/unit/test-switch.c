@@ -92,7 +92,7 @@ static int rig_setup(void **state) {
 	r->a = core_rig_persona(r->core, "a");
 	r->b = core_rig_persona(r->core, "b");
 	r->c = core_rig_persona(r->core, "c");
-	assert_int_equal(display_headless_new(W, H, false, &r->out), 0);
+	assert_int_equal(display_headless_new(W, H, &(struct display_spares){ 0, 0 }, &r->out), 0);
 	assert_int_equal(display_class_new_core(r->m, r->out, "headless", NULL, &r->dc), 0);
 	assert_int_equal(manager_add_class(r->m, &r->dc->base), 0);
 	/* The first frame is up; from now on flips wait for the test. */

@@ -491,5 +491,107 @@ def errno_of(fn):
     return 0
 
 
+class RecentPersonas(rig.PersonaTestCase):
+    """Five personas on one display with the default configuration: the frames of the three shown
+    before the active one stay in video memory, so a switch to any of them shows their latest frame
+    at once, and devnsctl says what that costs."""
+    NAMES = ("work", "p2", "p3", "p4")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display(personas=cls.NAMES))
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            var = fbrig.get_var(fd)
+        finally:
+            os.close(fd)
+        cls.w, cls.h = var["xres"], var["yres"]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+
+    def draw(self, persona, data, y0=0):
+        fd = os.open(fbrig.fb_node(persona), os.O_RDWR)
+        try:
+            fbrig.set_pos(fd, y0 * self.w * 4)
+            fbrig.write_all(fd, data)
+        finally:
+            os.close(fd)
+
+    def status(self):
+        out = rig.devnsctl("status").stdout
+        buffers = kept = None
+        for line in out.splitlines():
+            if line.startswith("Display buffers:"):
+                buffers = line.split(":", 1)[1].strip()
+            elif line.startswith("Frames kept for a switch"):
+                kept = line.split(":", 1)[1].split()
+        self.assertIsNotNone(buffers, "devnsctl status does not say what the display's buffers are:\n" + out)
+        self.assertIsNotNone(kept, "devnsctl status does not say whose frames are kept:\n" + out)
+        return buffers, [] if kept == ["none"] else kept
+
+    def switch_and_see(self, persona, data, what):
+        rig.devnsctl("switch", persona)
+        ok, diff = fbrig.screen_shows("recent-" + persona, self.w, self.h, data, timeout=0)
+        self.assertTrue(ok, "%s: the screen differs in %s pixels right after SwitchTo answered" % (what, diff))
+
+    def test_any_of_three_recent_personas_is_a_flip_away(self):
+        frames = {name: fbrig.frame(self.w, self.h, (40 * i + 30, 200 - 40 * i, 90), band=(60 * i, 60 * i + 40))
+                  for i, name in enumerate(self.NAMES)}
+        for name in self.NAMES:
+            self.draw(name, frames[name])
+        for name in self.NAMES[1:]:
+            self.switch_and_see(name, frames[name], "first switch to " + name)
+        buffers, kept = self.status()
+        frame_mib = self.w * self.h * 4 / (1024 * 1024)
+        self.assertEqual(buffers, "5 (%.1f MiB)" % (5 * frame_mib), "two buffers to flip between and three spares")
+        self.assertEqual(kept, ["p3", "p2", "work"], "the three personas shown before p4, the most recent first")
+
+        # Personas write rows while in the background: their kept frames take the rows off screen.
+        for i, name in enumerate(("work", "p2", "p3")):
+            band = fbrig.pixel((250, 20 * i, 250)) * self.w * 8
+            y0 = 100 + 50 * i
+            self.draw(name, band, y0)
+            row = self.w * 4
+            frames[name] = frames[name][:y0 * row] + band + frames[name][(y0 + 8) * row:]
+        ok, diff = fbrig.screen_shows("recent-background", self.w, self.h, frames["p4"], timeout=0)
+        self.assertTrue(ok, "background writes reached the screen (%s pixels)" % diff)
+        self.assertEqual(self.status()[1], ["p3", "p2", "work"], "background writes cost a persona its kept frame")
+
+        # Round and round: each switch goes to one of the three shown before, the least recent too.
+        order = ["work", "p2", "p3", "p4", "work", "p3", "p2", "p4", "p2"]
+        shown = "p4"
+        for step, name in enumerate(order):
+            before = self.status()[1]
+            self.assertIn(name, before, "step %d: %s is not among the kept frames %s" % (step, name, before))
+            self.switch_and_see(name, frames[name], "step %d: switch to %s" % (step, name))
+            after = self.status()[1]
+            self.assertEqual(after, [shown] + [p for p in before if p != name],
+                             "step %d: after the switch to %s the frame of %s is the most recent kept" %
+                             (step, name, shown))
+            shown = name
+
+        # A fifth persona pushes out the least recently shown one, which then comes back by a copy.
+        rig.devnsctl("create", "p5")
+        self.addCleanup(rig.devnsctl, "remove", "p5", check=False)
+        deadline = time.monotonic() + 10
+        while not os.path.exists(fbrig.fb_node("p5")) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        frames["p5"] = fbrig.frame(self.w, self.h, (5, 5, 250), band=(700, 760))
+        self.draw("p5", frames["p5"])
+        before = self.status()[1]
+        self.switch_and_see("p5", frames["p5"], "switch to a new persona")
+        # Until p5 draws again its next frame's buffer still holds the frame that gave way.
+        frames["p5"] = fbrig.frame(self.w, self.h, (5, 250, 5), band=(720, 780))
+        self.draw("p5", frames["p5"])
+        ok, diff = fbrig.screen_shows("recent-p5-drew", self.w, self.h, frames["p5"])
+        self.assertTrue(ok, "p5's second frame is not on the screen (%s pixels differ)" % diff)
+        after = self.status()[1]
+        self.assertEqual(after, [shown] + before[:2], "the least recently shown frame (%s) gave way" % before[2])
+        self.switch_and_see(before[2], frames[before[2]], "switch to the persona whose frame gave way")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
