@@ -5,9 +5,11 @@
  *   fb-bench write DEV N       N full-frame writes (position 0 each time, lseek() where it works)
  *   fb-bench mmap DEV N        N full frames drawn through mmap, each followed by FBIOPAN_DISPLAY
  *   fb-bench hold DEV MS ROWS  a mapped frame kept MS ms, its first ROWS rows changed every 16 ms
- *   fb-bench switch N static|redraw P1 P2 [P3...]
+ *   fb-bench switch N static|redraw|busy P1 P2 [P3...]
  *                              N SwitchTo calls going round personas P1, P2, ... (median); with
- *                              redraw, each persona draws a new frame before it is switched to
+ *                              redraw, each persona draws a new frame before it is switched to;
+ *                              with busy, the last persona named draws one before each switch
+ *                              and is never switched to
  */
 #include <fcntl.h>
 #include <linux/fb.h>
@@ -168,9 +170,11 @@ static int redraw(const char *p, int value) {
  * SwitchTo calls going round the personas, timed until the answer (devnsd
  * answers once the new frame is on screen); prints the median. With
  * redraw, the persona switched to draws a new whole frame first (untimed),
- * so every switch shows a frame the screen has not shown.
+ * so every switch shows a frame the screen has not shown. With other set,
+ * that persona draws one instead: the same work before each switch, and
+ * frames unchanged.
  */
-static int bench_switch(char **names, int count, int n, bool redraw_first) {
+static int bench_switch(char **names, int count, int n, bool redraw_first, const char *other) {
 	sd_bus *bus = NULL;
 	double *t = calloc((size_t)n, sizeof(double));
 	int r;
@@ -184,6 +188,8 @@ static int bench_switch(char **names, int count, int n, bool redraw_first) {
 		double t0;
 
 		if (redraw_first && redraw(to, i * 37 + 1) < 0)
+			return die("redraw");
+		if (other && redraw(other, i * 37 + 1) < 0)
 			return die("redraw");
 		t0 = now_us();
 		r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.devns1.Manager", "SwitchTo", &error, NULL,
@@ -211,8 +217,10 @@ int main(int argc, char *argv[]) {
 		return bench_mmap(argv[2], atoi(argv[3]));
 	if (argc == 5 && strcmp(argv[1], "hold") == 0)
 		return bench_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
-	if (argc >= 6 && strcmp(argv[1], "switch") == 0)
-		return bench_switch(argv + 4, argc - 4, atoi(argv[2]), strcmp(argv[3], "redraw") == 0);
-	fprintf(stderr, "usage: fb-bench write|mmap DEV N | hold DEV MS ROWS | switch N static|redraw P1 P2 [P3...]\n");
+	if (argc >= 6 && strcmp(argv[1], "switch") == 0 && strcmp(argv[3], "busy") != 0)
+		return bench_switch(argv + 4, argc - 4, atoi(argv[2]), strcmp(argv[3], "redraw") == 0, NULL);
+	if (argc >= 7 && strcmp(argv[1], "switch") == 0)
+		return bench_switch(argv + 4, argc - 5, atoi(argv[2]), false, argv[argc - 1]);
+	fprintf(stderr, "usage: fb-bench write|mmap DEV N | hold DEV MS ROWS | switch N static|redraw|busy P1 P2 [P3...]\n");
 	return 2;
 }

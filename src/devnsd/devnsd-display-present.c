@@ -229,7 +229,7 @@ size_t display_kept_frames(struct display_class *dc, struct persona **ret, size_
 		order[n_order++] = b->back;
 	for (size_t k = 0; k < n_order && n < max; k++)
 		LIST_FOREACH(dn, &dc->nodes, link)
-			if (buffer_holds(dc, order[k], dn)) {
+			if (dn != dc->active && buffer_holds(dc, order[k], dn)) {
 				ret[n++] = dn->persona;
 				break;
 			}
