@@ -295,7 +295,7 @@ def report(r, frames, switches):
         "A mapped frame that nothing pans (`fb-bench hold`, 3 s with 2 personas): unchanged, devnsd spends "
         "%.0f ms of CPU a second, wakes %.1f times a second and the display shows %.1f frames a second; with "
         "40 rows changed every 16 ms, %.0f ms a second, %.1f wakeups and %.1f frames a second. devnsd runs "
-        "with `TrackWrites=yes` here (the default is off, see devnsd.conf(5)): the library "
+        "with `TrackWrites=yes` (the default, see devnsd.conf(5)): the library "
         "hands devnsd a userfaultfd for the mapping: devnsd write-protects it and sleeps until a write "
         "faults, then hashes each row of the frame (XXH64) at the next refresh and presents only the rows "
         "whose hash changed; a program that cannot make one is hashed every refresh (absolute times, TCG)." % (

@@ -31,6 +31,8 @@ struct display_node {
 	/* The socket's directory: containers get it bound at the same path. */
 	char socket_dir[108];
 	bool ready;
+	/* A program held a change of its mapping's write protection up: no more tracking (devnsd-display-track.c). */
+	bool track_refused;
 	/* Never 0, never reused. */
 	uint64_t serial;
 	/* Counts changes to what the persona shows (writes, pans, blanking, mappings). */

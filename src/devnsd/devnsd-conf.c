@@ -620,6 +620,7 @@ int conf_load(const char *path, struct conf **ret, char **ret_error) {
 		return -ENOMEM;
 	c->display_spares = 3;
 	c->display_spare_bytes = UINT64_MAX;
+	c->display_track = true;
 	p.conf = c;
 	p.file = fopen(path, "re");
 	if (!p.file) {

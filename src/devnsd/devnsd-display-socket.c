@@ -278,6 +278,7 @@ static void handle_track(struct conn *c) {
 		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed" :
 		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
 		      r == -EOPNOTSUPP ? "asked for tracking, which is off (TrackWrites=)" :
+		      r == -ETIMEDOUT ? "asked for tracking, which its persona lost by holding devnsd up" :
 				     "asked for tracking, which failed";
 		if (first_refusal(c->socket, c->uid))
 			log_notice("%s: uid %u %s (%s); its mapping is scanned every refresh (further refusals of this uid "

@@ -15,9 +15,21 @@
  * readable all the same (writes waiting outside the range the program
  * named, after an mremap() for example) ends the tracking: devnsd closes
  * it, which releases the program's mapping and whatever waits on it.
+ *
+ * The ioctls on a userfaultfd, and its close, take the memory-map lock of
+ * the program that made it, which that program can hold for as long as it
+ * likes (a fault on a FUSE file it serves, in a kernel path that keeps the
+ * lock). So each userfaultfd has a thread of its own that makes them: the
+ * event loop hands it a request and waits for the answer at most
+ * TRACK_WAIT_USEC. A request that takes longer ends the tracking (the
+ * thread closes the userfaultfd once the program lets it), and the
+ * persona's mappings are scanned from then on, so that no program can hold
+ * the loop up more than once.
  */
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +39,153 @@
 #include "devnsd-display.h"
 #include "fb-track.h"
 #include "fd-closer.h"
+#include "log.h"
 #include "util.h"
 
 /* Wakeups without a write-protection in between before the userfaultfd is given up. */
 #define TRACK_MAX_WAKEUPS 4
+/* How long the event loop waits for an ioctl on a userfaultfd. */
+#define TRACK_WAIT_USEC (50 * 1000)
+/* The thread's stack: it makes ioctls and a close. */
+#define TRACK_STACK_BYTES (256 * 1024)
+
+/* The thread that makes the ioctls on one userfaultfd and closes it; the loop and the thread hold it. */
+struct track_worker {
+	pthread_mutex_t lock;
+	pthread_cond_t wake, done;
+	int uffd;
+	struct uffdio_writeprotect request;
+	uint64_t asked, answered;
+	int result;
+	bool quit;
+	unsigned int refs;
+};
 
 struct display_track {
 	struct display_node *node;
+	struct track_worker *worker;
+	/* The worker's userfaultfd, watched by the loop (-1: tracking is over). */
 	int uffd;
 	uint64_t addr, len;
 	sd_event_source *source;
 	bool armed;
 	unsigned int wakeups;
 };
+
+static void worker_unref(struct track_worker *w) {
+	bool last;
+
+	pthread_mutex_lock(&w->lock);
+	last = --w->refs == 0;
+	pthread_mutex_unlock(&w->lock);
+	if (!last)
+		return;
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->wake);
+	pthread_cond_destroy(&w->done);
+	free(w);
+}
+
+static void *worker_main(void *arg) {
+	struct track_worker *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		struct uffdio_writeprotect request;
+		uint64_t n;
+		int r;
+
+		while (w->asked == w->answered && !w->quit)
+			pthread_cond_wait(&w->wake, &w->lock);
+		if (w->quit)
+			break;
+		request = w->request;
+		n = w->asked;
+		pthread_mutex_unlock(&w->lock);
+		r = ioctl(w->uffd, UFFDIO_WRITEPROTECT, &request) < 0 ? -errno : 0;
+		pthread_mutex_lock(&w->lock);
+		w->result = r;
+		w->answered = n;
+		pthread_cond_signal(&w->done);
+	}
+	pthread_mutex_unlock(&w->lock);
+	/* The release takes the program's lock too. */
+	close(w->uffd);
+	worker_unref(w);
+	return NULL;
+}
+
+/* A worker for uffd, which it owns from now on (closed on failure as well, off the loop). */
+static int worker_new(int uffd, struct track_worker **ret) {
+	pthread_condattr_t cattr;
+	pthread_attr_t attr;
+	struct track_worker *w;
+	sigset_t all, old;
+	pthread_t thread;
+	int r;
+
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		fd_closer_close(uffd);
+		return -ENOMEM;
+	}
+	w->uffd = uffd;
+	w->refs = 2;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->done, &cattr);
+	pthread_condattr_destroy(&cattr);
+	/* Signals are the event loop's. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, TRACK_STACK_BYTES);
+	r = pthread_create(&thread, &attr, worker_main, w);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
+		fd_closer_close(uffd);
+		w->refs = 1;
+		worker_unref(w);
+		return -r;
+	}
+	*ret = w;
+	return 0;
+}
+
+/* Has the worker make one ioctl: its result, or -ETIMEDOUT when it takes longer than TRACK_WAIT_USEC. */
+static int worker_call(struct track_worker *w, const struct uffdio_writeprotect *request) {
+	struct timespec deadline;
+	uint64_t n;
+	int r;
+
+	clock_gettime(CLOCK_MONOTONIC, &deadline);
+	deadline.tv_nsec += (TRACK_WAIT_USEC % 1000000) * 1000;
+	deadline.tv_sec += TRACK_WAIT_USEC / 1000000 + deadline.tv_nsec / 1000000000;
+	deadline.tv_nsec %= 1000000000;
+	pthread_mutex_lock(&w->lock);
+	w->request = *request;
+	n = ++w->asked;
+	pthread_cond_signal(&w->wake);
+	while (w->answered != n)
+		if (pthread_cond_timedwait(&w->done, &w->lock, &deadline) == ETIMEDOUT)
+			break;
+	r = w->answered == n ? w->result : -ETIMEDOUT;
+	pthread_mutex_unlock(&w->lock);
+	return r;
+}
+
+/* The worker stops once its ioctl under way, if any, returns, and closes the userfaultfd. */
+static void worker_stop(struct track_worker *w) {
+	pthread_mutex_lock(&w->lock);
+	w->quit = true;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	worker_unref(w);
+}
 
 /*
  * Whether fd is a userfaultfd: an anonymous inode by that name. A file's
@@ -59,21 +205,31 @@ static bool is_userfaultfd(int fd) {
 	return strcmp(target, "anon_inode:[userfaultfd]") == 0;
 }
 
+/* Tracking is over: the worker closes the userfaultfd, which releases the mapping. */
+static void track_end(struct display_track *t) {
+	t->source = sd_event_source_disable_unref(t->source);
+	if (t->worker)
+		worker_stop(t->worker);
+	t->worker = NULL;
+	t->uffd = -1;
+	t->armed = false;
+}
+
 static int protect(struct display_track *t, bool wp) {
 	struct uffdio_writeprotect w = {
 		.range = { .start = t->addr, .len = t->len },
 		.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
 	};
+	int r;
 
-	return ioctl(t->uffd, UFFDIO_WRITEPROTECT, &w) < 0 ? -errno : 0;
-}
-
-/* Tracking is over: the userfaultfd is closed, which releases the mapping. */
-static void track_end(struct display_track *t) {
-	t->source = sd_event_source_disable_unref(t->source);
-	closep(&t->uffd);
-	t->uffd = -1;
-	t->armed = false;
+	r = worker_call(t->worker, &w);
+	if (r == -ETIMEDOUT && !t->node->track_refused) {
+		t->node->track_refused = true;
+		log_warning("%s: a program held devnsd's change of its mapping's write protection longer than %u ms; "
+			    "the persona's mappings are scanned every refresh from now on",
+			    t->node->path, TRACK_WAIT_USEC / 1000);
+	}
+	return r;
 }
 
 static int on_fault(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -97,21 +253,33 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 
 	if (fd < 0)
 		return -EBADF;
+	/* Whatever it is, closing it might wait for the program. */
 	if (!is_userfaultfd(fd)) {
-		/* Whatever it is, closing it might wait for the program. */
 		fd_closer_close(fd);
 		return -EBADF;
 	}
+	if (dn->track_refused) {
+		fd_closer_close(fd);
+		return -ETIMEDOUT;
+	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		close(fd);
+		fd_closer_close(fd);
 		return -ENOMEM;
 	}
 	*t = (struct display_track){ .node = dn, .uffd = fd, .addr = msg->addr, .len = msg->len };
+	r = worker_new(fd, &t->worker);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
 	r = fb_track_check_range(msg->addr, msg->len, msg->offset, dn->fb->size, page > 0 ? (uint64_t)page : 4096);
 	/* Lifting a protection that is not there changes nothing, and fails unless the range is registered for it. */
-	if (r >= 0 && protect(t, false) < 0)
-		r = -EINVAL;
+	if (r >= 0) {
+		r = protect(t, false);
+		if (r < 0 && r != -ETIMEDOUT)
+			r = -EINVAL;
+	}
 	if (r >= 0)
 		r = sd_event_add_io(dn->class->base.manager->event, &t->source, t->uffd, EPOLLIN, on_fault, t);
 	if (r < 0) {

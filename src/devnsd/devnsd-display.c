@@ -248,8 +248,10 @@ static void revoke_node(struct display_class *dc, struct display_node *dn) {
 		fb_state_init(&dn->fb->state, &dn->fb->mode, "devns");
 	} else
 		display_state_fb_renewed(dn);
-	/* No buffer holds this persona's frame any more, the spare included. */
+	/* No buffer holds this persona's frame any more, the spares included. */
 	dn->serial = ++dc->next_serial;
+	/* What held devnsd up was the old container's. */
+	dn->track_refused = false;
 	dn->gen++;
 	if (dn == dc->active) {
 		dc->scan_valid = false;

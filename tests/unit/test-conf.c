@@ -458,12 +458,12 @@ static void test_display_section(void **state) {
 	assert_int_equal(c->display_height, 800);
 	assert_int_equal(c->display_spares, 3);
 	assert_true(c->display_spare_bytes == UINT64_MAX);
-	assert_false(c->display_track);
+	assert_true(c->display_track);
 	conf_free(c);
 
-	c = load_ok("[Display]\nBackend=drm\nSpareBuffer=no\nTrackWrites=yes\n[Persona a]\n");
+	c = load_ok("[Display]\nBackend=drm\nSpareBuffer=no\nTrackWrites=no\n[Persona a]\n");
 	assert_int_equal(c->display_spares, 0);
-	assert_true(c->display_track);
+	assert_false(c->display_track);
 	conf_free(c);
 
 	c = load_ok("[Display]\nBackend=drm\nSpareFrames=5\nSpareMemory=48M\n[Persona a]\n");

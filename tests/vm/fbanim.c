@@ -6,6 +6,10 @@
  *   anim N FPS        N frames at FPS: frame i fills rows [0, 64) with anim_color(i)
  *   read FILE         read() FILE into the mapping from the visible frame's start
  *   forkfill RGB      a forked child fills the frame with RGB through the inherited mapping
+ *   holdlock FILE     holds the program's memory-map lock: one thread reads a mapping of FILE
+ *                     (a fuse-stall file that never answers) through /proc/self/mem, which keeps
+ *                     the lock while it waits, and another waits to map memory behind it, so
+ *                     that nobody else gets the lock either; the main thread goes on
  *   sleep MS          wait             (for a line on stdin)
  * No pan, no vsync wait: the frame changes only through the mapping.
  * Each step prints "STEP ok" (read: "read ok BYTES" or "read errno N";
@@ -13,6 +17,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <linux/fb.h>
 #include <stdint.h>
@@ -21,6 +26,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -78,6 +84,57 @@ static void anim(uint8_t *frame, const struct fb_fix_screeninfo *fix, const stru
 	printf("anim ok disturbed %u longest_us %llu\n", disturbed, (unsigned long long)longest);
 }
 
+struct holder {
+	int go_reader[2], go_mapper[2];
+	int mem;
+	void *addr;
+};
+
+/* Waits in a fault on holder->addr with the memory-map lock held (/proc/self/mem does not let it go). */
+static void *hold_reader(void *arg) {
+	struct holder *h = arg;
+	char c;
+
+	if (read(h->go_reader[0], &c, 1) == 1)
+		(void)!pread(h->mem, &c, 1, (off_t)(uintptr_t)h->addr);
+	return NULL;
+}
+
+/* Waits to map memory: a writer waiting for the lock keeps every other reader out. */
+static void *hold_mapper(void *arg) {
+	struct holder *h = arg;
+	char c;
+
+	if (read(h->go_mapper[0], &c, 1) == 1)
+		syscall(SYS_mmap, NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	return NULL;
+}
+
+static int hold_lock(const char *path) {
+	static struct holder h;
+	pthread_t reader, mapper;
+	int file;
+
+	file = open(path, O_RDONLY);
+	h.mem = open("/proc/self/mem", O_RDONLY);
+	if (file < 0 || h.mem < 0 || pipe(h.go_reader) < 0 || pipe(h.go_mapper) < 0)
+		return -1;
+	/* Not through the preload library's mmap. */
+	h.addr = (void *)syscall(SYS_mmap, NULL, 4096, PROT_READ, MAP_SHARED, file, 0);
+	if (h.addr == MAP_FAILED)
+		return -1;
+	/* Both threads exist before the lock is held: making one maps its stack. */
+	if (pthread_create(&reader, NULL, hold_reader, &h) != 0 || pthread_create(&mapper, NULL, hold_mapper, &h) != 0)
+		return -1;
+	if (write(h.go_reader[1], "r", 1) != 1)
+		return -1;
+	usleep(300000);
+	if (write(h.go_mapper[1], "m", 1) != 1)
+		return -1;
+	usleep(300000);
+	return 0;
+}
+
 int main(int argc, char *argv[]) {
 	struct fb_var_screeninfo var;
 	struct fb_fix_screeninfo fix;
@@ -132,6 +189,12 @@ int main(int argc, char *argv[]) {
 			if (child < 0 || waitpid(child, &status, 0) < 0 || status != 0)
 				return 1;
 			printf("forkfill ok\n");
+		} else if (strcmp(step, "holdlock") == 0 && i + 1 < argc) {
+			if (hold_lock(argv[++i]) < 0) {
+				perror("holdlock");
+				return 1;
+			}
+			printf("holdlock ok\n");
 		} else if (strcmp(step, "sleep") == 0 && i + 1 < argc) {
 			usleep((useconds_t)strtoul(argv[++i], NULL, 0) * 1000u);
 			printf("sleep ok\n");

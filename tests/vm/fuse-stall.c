@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A FUSE file system with one file, /file, whose flush never returns to
- * a process named COMM: it waits in close() until this server dies.
- * Everyone else's flush is answered (closing it on exec, say).
+ * A FUSE file system with one file, /file (4096 bytes of zeros), whose
+ * flush and read never return to a process named COMM: it waits in
+ * close(), or in a fault on a mapping of the file, until this server dies.
+ * Everyone else is answered (closing it on exec, say).
  *   fuse-stall COMM MOUNTPOINT -f
  */
 #define FUSE_USE_VERSION 31
@@ -45,6 +46,7 @@ static int stall_getattr(const char *path, struct stat *st, struct fuse_file_inf
 	if (strcmp(path, "/file") == 0) {
 		st->st_mode = S_IFREG | 0644;
 		st->st_nlink = 1;
+		st->st_size = 4096;
 		return 0;
 	}
 	return -ENOENT;
@@ -63,9 +65,22 @@ static int stall_flush(const char *path, struct fuse_file_info *fi) {
 	return 0;
 }
 
+static int stall_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi) {
+	(void)path;
+	(void)fi;
+	while (asked_by_comm())
+		pause();
+	if (off >= 4096)
+		return 0;
+	size = size < (size_t)(4096 - off) ? size : (size_t)(4096 - off);
+	memset(buf, 0, size);
+	return (int)size;
+}
+
 static const struct fuse_operations ops = {
 	.getattr = stall_getattr,
 	.open = stall_open,
+	.read = stall_read,
 	.flush = stall_flush,
 };
 

@@ -346,5 +346,55 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.daemon.start()
 
 
+class HeldMemoryLock(rig.PersonaTestCase):
+    """A program that holds its own memory-map lock, which every change of its mapping's write protection
+    needs. A devnsd of its own: the persona loses its tracking here."""
+    setUpClass = classmethod(FramebufferTracking.setUpClass.__func__)
+    tearDownClass = classmethod(FramebufferTracking.tearDownClass.__func__)
+    assert_screen = FramebufferTracking.assert_screen
+    assert_responsive = FramebufferTracking.assert_responsive
+    map_by_hand = FramebufferTracking.map_by_hand
+
+    def test_held_lock_holds_devnsd_up_a_moment_at_most(self):
+        """The program's fault on a FUSE file it serves keeps its lock (read through /proc/self/mem) with a
+        mapping call waiting behind it, while devnsd has to lift its mapping's protection (another program
+        maps the frame without tracking): devnsd gives up on the program after a moment, goes on answering
+        and showing frames, and scans the persona from then on."""
+        mnt = tempfile.mkdtemp(prefix="stallfs-")
+        server = subprocess.Popen([FUSE_STALL, "fbanim", mnt, "-f"], stdout=subprocess.DEVNULL)
+        try:
+            for _ in range(100):
+                if os.path.exists(os.path.join(mnt, "file")):
+                    break
+                time.sleep(0.1)
+            p = Program(self, "fill", hexrgb((90, 20, 20)), "wait", "holdlock", os.path.join(mnt, "file"),
+                        "sleep", "60000")
+            p.wait_for("fill ok")
+            time.sleep(0.5)  # protected by now
+            p.go()
+            p.wait_for("holdlock ok")
+            # An untracked mapping of the persona: at the next refresh devnsd lifts the tracked one's protection.
+            sock, m, addr, size = self.map_by_hand()
+            color = (20, 200, 220)
+            data = fbrig.frame(self.w, self.h, color)
+            line = self.fix["line_length"]
+            for y in range(self.h):
+                m[y * line:y * line + self.w * 4] = data[y * self.w * 4:(y + 1) * self.w * 4]
+            t0 = time.monotonic()
+            rig.devnsctl("status")
+            took = time.monotonic() - t0
+            print("devnsctl status with the lock held: %.0f ms" % (took * 1000), flush=True)
+            self.assert_screen(data, "a frame drawn by the other program while the lock is held")
+            self.assertIn("held devnsd's change of its mapping's write protection", self.daemon.output())
+            self.assert_responsive()
+            self.assertIn("lost by holding devnsd up", self.daemon.output())
+            self.assertIsNone(p.proc.poll(), "the program holding its lock stopped")
+        finally:
+            # The server's end fails the read that holds the lock.
+            server.kill()
+            server.wait()
+            subprocess.run(["umount", "-l", mnt], check=False)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
