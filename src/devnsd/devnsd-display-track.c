@@ -45,7 +45,7 @@
 /* Wakeups without a write-protection in between before the userfaultfd is given up. */
 #define TRACK_MAX_WAKEUPS 4
 /* How long the event loop waits for an ioctl on a userfaultfd. */
-#define TRACK_WAIT_USEC (50 * 1000)
+#define TRACK_WAIT_USEC (100 * 1000)
 /* The thread's stack: it makes ioctls and a close. */
 #define TRACK_STACK_BYTES (256 * 1024)
 

@@ -154,13 +154,13 @@ def screen_shows(name, width, height, xrgb, timeout=10.0):
         time.sleep(0.2)
 
 
-def conf_display(personas=("work", "personal"), active="work", backend="drm", routed=False, track=False):
+def conf_display(personas=("work", "personal"), active="work", backend="drm", routed=False, track=None):
     lines = ["[Daemon]", "Routed=yes", ""] if routed else []
     lines += ["[Display]", "Backend=" + backend]
     if backend == "drm":
         lines.append("Device=/dev/dri/card0")
-    if track:
-        lines.append("TrackWrites=yes")
+    if track is not None:
+        lines.append("TrackWrites=" + ("yes" if track else "no"))
     lines.append("")
     for name in personas:
         lines.append("[Persona %s]" % name)

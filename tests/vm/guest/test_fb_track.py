@@ -396,5 +396,40 @@ class HeldMemoryLock(rig.PersonaTestCase):
             subprocess.run(["umount", "-l", mnt], check=False)
 
 
+class TrackingOff(rig.PersonaTestCase):
+    """TrackWrites=no: mapped frames are scanned every refresh, and the library is told so."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display(track=False))
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            cls.var = fbrig.get_var(fd)
+            cls.fix = fbrig.get_fix(fd)
+        finally:
+            os.close(fd)
+        cls.w, cls.h = cls.var["xres"], cls.var["yres"]
+
+    tearDownClass = classmethod(FramebufferTracking.tearDownClass.__func__)
+    assert_screen = FramebufferTracking.assert_screen
+    idle_wakeups = FramebufferTracking.idle_wakeups
+
+    def test_mapped_frames_are_scanned(self):
+        """A mapped program's frames reach the screen, devnsd takes no userfaultfd and scans every refresh."""
+        color = (200, 120, 10)
+        p = Program(self, "fill", hexrgb(color), "sleep", "60000")
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, color), "the mapped frame")
+        self.assertIn("which is off (TrackWrites=)", self.daemon.output())
+        n = self.idle_wakeups(1.0)
+        print("idle mapped program with TrackWrites=no: %d devnsd wakeups in 1 s" % n, flush=True)
+        self.assertGreaterEqual(n, 30, "devnsd does not scan the mapped frame every refresh")
+        color = (10, 20, 250)
+        p2 = Program(self, "fill", hexrgb(color), "sleep", "60000")
+        p2.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, color), "a second program's frame, found by the scan")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
