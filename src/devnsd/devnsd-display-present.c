@@ -77,6 +77,7 @@ bool display_scan_mapped(struct display_class *dc) {
 			/* Without room to compare, everything is new every time. */
 			dc->scan_valid = false;
 			display_damage_all(dc);
+			dc->active->gen++;
 			return true;
 		}
 		dc->snap = snap;
@@ -95,6 +96,9 @@ bool display_scan_mapped(struct display_class *dc) {
 	}
 	dc->scan_valid = true;
 	display_add_damage(dc, y0, y1);
+	/* The frame is another one: no buffer holds it yet. */
+	if (y0 < y1)
+		dc->active->gen++;
 	return y0 < y1;
 }
 
@@ -184,8 +188,21 @@ void display_abort_copy(struct display_class *dc) {
 }
 
 /*
+ * Whether every change of dn's frame counts in dn->gen: its writes and
+ * pans do, and so do its mappings' while each is tracked and
+ * write-protected (a fault counts). Other mappings change it unseen.
+ */
+static bool node_changes_seen(struct display_node *dn) {
+	const struct display_transport_ops *t = dn->class->transport;
+
+	if (display_node_mappers(dn) == 0)
+		return true;
+	return t && t->n_unseen && t->n_unseen(dn) == 0;
+}
+
+/*
  * Buffer i holds the persona's frame as it is: shown before and unchanged
- * since, or kept up to date in a spare. Mapped frames change unseen.
+ * since, or kept up to date in a spare.
  */
 static bool buffer_holds(struct display_class *dc, unsigned int i, struct display_node *dn) {
 	const struct display_buffer *buf;
@@ -193,7 +210,7 @@ static bool buffer_holds(struct display_class *dc, unsigned int i, struct displa
 	if (i == DISPLAY_NO_BUFFER || i == dc->backend->front)
 		return false;
 	buf = &dc->backend->buffers[i];
-	return buf->owner == dn->serial && buf->owner_gen == dn->gen && display_node_mappers(dn) == 0;
+	return buf->owner == dn->serial && buf->owner_gen == dn->gen && node_changes_seen(dn);
 }
 
 /* The spare that holds the persona's frame, or DISPLAY_NO_BUFFER. */
@@ -397,6 +414,8 @@ void display_node_mapped_written(struct display_node *dn) {
 	uint64_t now = 0, due;
 	int enabled = SD_EVENT_OFF;
 
+	/* A background persona's kept frame is stale from now on. */
+	dn->gen++;
 	if (dn != dc->active)
 		return;
 	sd_event_source_get_enabled(dc->tick, &enabled);

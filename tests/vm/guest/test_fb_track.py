@@ -168,6 +168,43 @@ class FramebufferTracking(rig.PersonaTestCase):
         print("after the animation: %d devnsd wakeups in 2 s" % idle, flush=True)
         self.assertLessEqual(idle, 3, "devnsd went on waking (%d times in 2 s) after the program went quiet" % idle)
 
+    def kept_frames(self):
+        for line in rig.devnsctl("status").stdout.splitlines():
+            if line.startswith("Frames kept for a switch"):
+                kept = line.split(":", 1)[1].split()
+                return [] if kept == ["none"] else kept
+        self.fail("devnsctl status does not say whose frames are kept")
+
+    def test_switch_back_to_a_tracked_mapping_is_a_flip(self):
+        """A program whose tracked mapping did not change since it was shown keeps its frame in a spare
+        across a switch, so switching back is a flip; once it draws in the background, it is not, and the
+        switch shows its new frame."""
+        first, later, other = (150, 60, 200), (20, 220, 90), (240, 240, 40)
+        p = Program(self, "fill", hexrgb(first), "wait", "fill", hexrgb(later), "sleep", "60000")
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, first), "the mapped frame")
+        time.sleep(0.5)  # protected by now
+        fd = os.open(fbrig.fb_node("personal"), os.O_RDWR)
+        try:
+            fbrig.write_all(fd, fbrig.frame(self.w, self.h, other))
+        finally:
+            os.close(fd)
+        rig.devnsctl("switch", "personal")
+        self.assert_screen(fbrig.frame(self.w, self.h, other), "personal")
+        self.assertIn("work", self.kept_frames(), "the unchanged tracked frame of work is not kept")
+        rig.devnsctl("switch", "work")
+        self.assert_screen(fbrig.frame(self.w, self.h, first), "work again, right after the switch", timeout=0)
+        time.sleep(0.5)
+        rig.devnsctl("switch", "personal")
+        self.assert_screen(fbrig.frame(self.w, self.h, other), "personal again")
+        self.assertIn("work", self.kept_frames())
+        # work draws in the background: its write faults, and its kept frame is stale.
+        p.go()
+        p.wait_for(r"wait ok\nfill ok")
+        self.assertNotIn("work", self.kept_frames(), "work drew in the background, and its old frame is still kept")
+        rig.devnsctl("switch", "work")
+        self.assert_screen(fbrig.frame(self.w, self.h, later), "work's frame drawn in the background", timeout=0)
+
     def test_read_into_the_mapping(self):
         """read() from a file into the write-protected mapping: the kernel's write faults, is let through,
         and its pixels reach the screen."""
