@@ -56,6 +56,15 @@ def get_fix(fd):
             "line_length": f[9]}
 
 
+def screen_info(persona="work"):
+    """(var, fix) of persona's fb0, as FBIOGET_VSCREENINFO and FBIOGET_FSCREENINFO give them."""
+    fd = os.open(fb_node(persona), os.O_RDWR)
+    try:
+        return get_var(fd), get_fix(fd)
+    finally:
+        os.close(fd)
+
+
 def set_pos(fd, pos):
     fcntl.ioctl(fd, DEVNS_FBIOSET_POS, struct.pack("Q", pos))
 

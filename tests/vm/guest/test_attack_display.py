@@ -46,11 +46,7 @@ class AttackDisplay(rig.PersonaTestCase):
     def setUpClass(cls):
         cls.bus = rig.Bus()
         cls.daemon = rig.Daemon(fbrig.conf_display(personas=PERSONAS, routed=True))
-        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
-        try:
-            var = fbrig.get_var(fd)
-        finally:
-            os.close(fd)
+        var, _ = fbrig.screen_info()
         cls.w, cls.h = var["xres"], var["yres"]
         cls.frames = {
             "work": fbrig.frame(cls.w, cls.h, (20, 140, 60), band=(200, 260)),

@@ -501,11 +501,7 @@ class RecentPersonas(rig.PersonaTestCase):
     def setUpClass(cls):
         cls.bus = rig.Bus()
         cls.daemon = rig.Daemon(fbrig.conf_display(personas=cls.NAMES))
-        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
-        try:
-            var = fbrig.get_var(fd)
-        finally:
-            os.close(fd)
+        var, _ = fbrig.screen_info()
         cls.w, cls.h = var["xres"], var["yres"]
 
     @classmethod

@@ -91,16 +91,14 @@ class Program:
 
 
 class FramebufferTracking(rig.PersonaTestCase):
+    # TrackWrites= in devnsd's configuration (None: the default).
+    track = None
+
     @classmethod
     def setUpClass(cls):
         cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display(track=True))
-        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
-        try:
-            cls.var = fbrig.get_var(fd)
-            cls.fix = fbrig.get_fix(fd)
-        finally:
-            os.close(fd)
+        cls.daemon = rig.Daemon(fbrig.conf_display(track=cls.track))
+        cls.var, cls.fix = fbrig.screen_info()
         cls.w, cls.h = cls.var["xres"], cls.var["yres"]
 
     @classmethod
@@ -386,6 +384,7 @@ class FramebufferTracking(rig.PersonaTestCase):
 class HeldMemoryLock(rig.PersonaTestCase):
     """A program that holds its own memory-map lock, which every change of its mapping's write protection
     needs. A devnsd of its own: the persona loses its tracking here."""
+    track = None
     setUpClass = classmethod(FramebufferTracking.setUpClass.__func__)
     tearDownClass = classmethod(FramebufferTracking.tearDownClass.__func__)
     assert_screen = FramebufferTracking.assert_screen
@@ -436,18 +435,8 @@ class HeldMemoryLock(rig.PersonaTestCase):
 class TrackingOff(rig.PersonaTestCase):
     """TrackWrites=no: mapped frames are scanned every refresh, and the library is told so."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display(track=False))
-        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
-        try:
-            cls.var = fbrig.get_var(fd)
-            cls.fix = fbrig.get_fix(fd)
-        finally:
-            os.close(fd)
-        cls.w, cls.h = cls.var["xres"], cls.var["yres"]
-
+    track = False
+    setUpClass = classmethod(FramebufferTracking.setUpClass.__func__)
     tearDownClass = classmethod(FramebufferTracking.tearDownClass.__func__)
     assert_screen = FramebufferTracking.assert_screen
     idle_wakeups = FramebufferTracking.idle_wakeups
