@@ -13,6 +13,7 @@ struct display_output;
 struct cuse_fb;
 struct display_socket;
 struct display_track;
+struct track_budget;
 
 /* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
 #define DISPLAY_RUN_DIR "/run/devnsd/fb"
@@ -33,6 +34,8 @@ struct display_node {
 	bool ready;
 	/* A program held a change of its mapping's write protection up: no more tracking (devnsd-display-track.c). */
 	bool track_refused;
+	/* The persona's tracking threads alive (devnsd-display-track.c). */
+	struct track_budget *track_budget;
 	/* Never 0, never reused. */
 	uint64_t serial;
 	/* Counts changes to what the persona shows (writes, pans, blanking, mappings). */
@@ -107,6 +110,8 @@ struct display_class {
 	uint32_t copy_stride, copy_rows;
 	/* Whose frame, and which version, the copy under way shows. */
 	uint64_t copy_owner, copy_gen;
+	/* Switches shown by a flip to a buffer that kept the frame, and by copying the frame first. */
+	uint64_t switches_kept, switches_copied;
 	uint64_t next_serial;
 	/*
 	 * The active persona's mapped frame as the last scan took it (snap),
@@ -159,6 +164,8 @@ int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
 int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, int fd,
 		      struct display_track **ret);
 struct display_track *display_track_free(struct display_track *t);
+/* dn is going: its tracking threads still alive count on their own. */
+void display_track_budget_drop(struct display_node *dn);
 bool display_track_live(const struct display_track *t);
 bool display_track_armed(const struct display_track *t);
 void display_track_arm(struct display_track *t, bool arm);
@@ -244,6 +251,8 @@ unsigned int display_buffers(const struct display_class *dc, uint64_t *ret_bytes
  * (at most max, into ret): the most recently shown first.
  */
 size_t display_kept_frames(struct display_class *dc, struct persona **ret, size_t max);
+/* Switches shown from a kept frame and by copying since devnsd started; 0 without a display. */
+void display_switches_shown(const struct display_class *dc, uint64_t *ret_kept, uint64_t *ret_copied);
 
 /*
  * A sealed memfd holding persona p's visible frame (XRGB8888), and its

@@ -65,6 +65,8 @@ struct display_output {
 	unsigned int spares[DISPLAY_MAX_SPARES];
 	unsigned int n_spares;
 	bool flip_pending;
+	/* While a flip is pending: the buffer shown until then, which may still be on screen. */
+	unsigned int leaving;
 	/* Between display_output_begin() and display_output_finish(): rows [copy_y, copy_y1) are still to copy. */
 	bool copying;
 	uint32_t copy_y0, copy_y, copy_y1;
@@ -131,8 +133,8 @@ struct display_buffer *display_output_back(struct display_output *b);
 bool display_output_is_spare(const struct display_output *b, unsigned int i);
 /*
  * Copies rows [y0, y1) of src into spare i, which must not be on screen:
- * -EBUSY while a flip is pending (the spare may still be shown), -EINVAL
- * when i is not a spare.
+ * -EBUSY while a flip away from it is pending (it may still be shown),
+ * -EINVAL when i is not a spare.
  */
 int display_output_stage(struct display_output *b, unsigned int i, const uint8_t *src, uint32_t stride, uint32_t y0,
 			 uint32_t y1);

@@ -115,7 +115,7 @@ int display_output_stage(struct display_output *b, unsigned int i, const uint8_t
 			 uint32_t y1) {
 	if (!display_output_is_spare(b, i))
 		return -EINVAL;
-	if (b->flip_pending)
+	if (b->flip_pending && i == b->leaving)
 		return -EBUSY;
 	copy_rows(&b->buffers[i], src, stride, b->mode.width, y0, MIN(y1, b->mode.height));
 	return 0;
@@ -171,8 +171,10 @@ int display_output_finish(struct display_output *b, bool switching) {
 		b->buffers[b->back].stale1 = b->mode.height;
 	} else
 		b->back = old;
-	if (r == 0)
+	if (r == 0) {
 		b->flip_pending = true;
+		b->leaving = old;
+	}
 	return 0;
 }
 

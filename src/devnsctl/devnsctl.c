@@ -149,6 +149,18 @@ static void print_display_buffers(sd_bus *bus) {
 	printf("%s\n", n == 0 ? " none" : "");
 }
 
+/* How the display showed the switches: from kept frames, or copying; nothing when devnsd does not say. */
+static void print_switches_shown(sd_bus *bus) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	uint64_t kept, copied;
+
+	if (sd_bus_get_property(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "SwitchesShown", NULL, &reply, "(tt)") < 0 ||
+	    sd_bus_message_read(reply, "(tt)", &kept, &copied) < 0 || kept + copied == 0)
+		return;
+	printf("Switches shown: %" PRIu64 " by a flip to a kept frame, %" PRIu64 " by copying the frame first\n", kept,
+	       copied);
+}
+
 static int cmd_list(sd_bus *bus) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -234,6 +246,7 @@ static int cmd_status(sd_bus *bus) {
 	    frames > 0)
 		printf("Frames shown: %" PRIu64 "\n", frames);
 	print_display_buffers(bus);
+	print_switches_shown(bus);
 	print_restart_notes(bus);
 
 	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListNodes", &error, &reply, NULL);

@@ -663,6 +663,22 @@ static int property_display_buffers(sd_bus *bus, const char *path, const char *i
 	return sd_bus_message_close_container(reply);
 }
 
+/* Switches shown from kept frames and by copying; 0 for callers in containers, as FramesShown. */
+static int property_switches_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
+				   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	sd_bus_message *call = sd_bus_get_current_message(bus);
+	struct bus *b = userdata;
+	uint64_t kept = 0, copied = 0;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (call && caller_scope(call, b->manager).all)
+		display_switches_shown(b->display, &kept, &copied);
+	return sd_bus_message_append(reply, "(tt)", kept, copied);
+}
+
 /* What the last restart could not take back; none for callers in containers. */
 static int property_restart_notes(sd_bus *bus, const char *path, const char *interface, const char *property,
 				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -708,6 +724,7 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_PROPERTY("ActivePersona", "s", property_active, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("FramesShown", "t", property_frames_shown, 0, 0),
 	SD_BUS_PROPERTY("DisplayBuffers", "(utas)", property_display_buffers, 0, 0),
+	SD_BUS_PROPERTY("SwitchesShown", "(tt)", property_switches_shown, 0, 0),
 	SD_BUS_PROPERTY("RestartNotes", "as", property_restart_notes, 0, 0),
 	SD_BUS_METHOD_WITH_ARGS("SwitchTo", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_switch_to,
 				SD_BUS_VTABLE_UNPRIVILEGED),

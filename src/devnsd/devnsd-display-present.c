@@ -55,11 +55,11 @@ void display_damage_all(struct display_class *dc) {
 }
 
 /*
- * Rows of the active persona's mapped frame that changed since the last
- * scan are taken into dc->snap and become damage. The first scan after a
- * switch, pan, blank, write or new mapping takes the whole frame.
+ * Takes the rows of the active persona's mapped frame that changed since
+ * the last scan (every row when the last scan is not valid) into dc->snap,
+ * with their hashes; *ret: the rows taken. False without room to keep them.
  */
-bool display_scan_mapped(struct display_class *dc) {
+static bool take_rows(struct display_class *dc, struct fb_rows *ret) {
 	const struct fb_node *fb = dc->active->fb;
 	uint32_t line = fb->state.fix.line_length, height = dc->backend->mode.height, y0 = height, y1 = 0;
 	size_t width = (size_t)dc->backend->mode.width * 4;
@@ -67,18 +67,14 @@ bool display_scan_mapped(struct display_class *dc) {
 	uint64_t *hashes;
 	uint8_t *snap;
 
-	dc->scanned = true;
 	if (dc->scan_rows < height) {
 		hashes = reallocarray(dc->scan, height, sizeof(*hashes));
 		if (hashes)
 			dc->scan = hashes;
 		snap = hashes ? reallocarray(dc->snap, height, line) : NULL;
 		if (!snap) {
-			/* Without room to compare, everything is new every time. */
 			dc->scan_valid = false;
-			display_damage_all(dc);
-			dc->active->gen++;
-			return true;
+			return false;
 		}
 		dc->snap = snap;
 		dc->scan_rows = height;
@@ -95,11 +91,40 @@ bool display_scan_mapped(struct display_class *dc) {
 		y1 = y + 1;
 	}
 	dc->scan_valid = true;
-	display_add_damage(dc, y0, y1);
+	*ret = (struct fb_rows){ y0, y1 };
+	return true;
+}
+
+/*
+ * Rows of the active persona's mapped frame that changed since the last
+ * scan are taken into dc->snap and become damage. The first scan after a
+ * switch, pan, blank, write or new mapping takes the whole frame.
+ */
+bool display_scan_mapped(struct display_class *dc) {
+	struct fb_rows rows = { 0, 0 };
+
+	dc->scanned = true;
+	if (!take_rows(dc, &rows)) {
+		/* Without room to compare, everything is new every time. */
+		rows = (struct fb_rows){ 0, dc->backend->mode.height };
+	}
+	display_add_damage(dc, rows.y0, rows.y1);
 	/* The frame is another one: no buffer holds it yet. */
-	if (y0 < y1)
+	if (rows.y0 < rows.y1)
 		dc->active->gen++;
-	return y0 < y1;
+	return rows.y0 < rows.y1;
+}
+
+/*
+ * The active persona's mapped frame was shown from a buffer that kept it
+ * (unchanged since, every mapping write-protected): the scan starts from
+ * it, so that the next refresh finds nothing new to copy.
+ */
+static void scan_kept(struct display_class *dc) {
+	struct fb_rows rows;
+
+	dc->scan_valid = false;
+	take_rows(dc, &rows);
 }
 
 bool display_mapped_unseen(struct display_class *dc) {
@@ -279,7 +304,11 @@ void display_flush(struct display_class *dc) {
 	if (held != DISPLAY_NO_BUFFER && display_output_begin_reuse(dc->backend, held) == 0) {
 		dc->damage = (struct fb_rows){ 0, 0 };
 		dc->urgent = false;
+		dc->switches_kept++;
 		finish_copy(dc, true);
+		/* After the flip is asked for: the scan's copy of the frame is no part of the switch. */
+		if (display_node_mappers(dn) > 0 && dn->fb->state.blank == FB_BLANK_UNBLANK && dc->active == dn)
+			scan_kept(dc);
 		return;
 	}
 	r = display_output_begin(dc->backend, dc->damage.y0, dc->damage.y1);
@@ -298,6 +327,7 @@ void display_flush(struct display_class *dc) {
 	dc->copy_stride = dn->fb->state.fix.line_length;
 	if (dc->urgent) {
 		dc->urgent = false;
+		dc->switches_copied++;
 		display_complete_copy(dc, true);
 		return;
 	}

@@ -188,6 +188,8 @@ static int add_routed(struct display_class *dc) {
 	return 0;
 }
 
+_Static_assert(CONF_MAX_SPARE_FRAMES <= DISPLAY_MAX_SPARES, "SpareFrames= asks for more spares than a display keeps");
+
 static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
 	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
 	const char *device = conf->display_device;

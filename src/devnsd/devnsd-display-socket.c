@@ -275,7 +275,8 @@ static void handle_track(struct conn *c) {
 		fd_closer_close(fd);
 	if (r < 0) {
 		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
-		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed" :
+		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed, or too many of "
+				     "its persona's are tracked" :
 		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
 		      r == -EOPNOTSUPP ? "asked for tracking, which is off (TrackWrites=)" :
 		      r == -ETIMEDOUT ? "asked for tracking, which its persona lost by holding devnsd up" :

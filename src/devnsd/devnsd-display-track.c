@@ -30,6 +30,7 @@
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,31 @@
 #define TRACK_WAIT_USEC (100 * 1000)
 /* The thread's stack: it makes ioctls and a close. */
 #define TRACK_STACK_BYTES (256 * 1024)
+/*
+ * Workers alive at most, in all and per persona. A worker lives until its
+ * close returns, which its program can put off: it holds a thread and a
+ * descriptor meanwhile.
+ */
+#define TRACK_MAX_WORKERS 128u
+#define TRACK_MAX_WORKERS_PER_PERSONA 16u
+
+/* A persona's workers alive; the persona and each of its workers hold it. */
+struct track_budget {
+	atomic_uint workers;
+	atomic_uint refs;
+};
+
+static atomic_uint workers_alive;
+
+static void budget_unref(struct track_budget *b) {
+	if (b && atomic_fetch_sub(&b->refs, 1) == 1)
+		free(b);
+}
+
+void display_track_budget_drop(struct display_node *dn) {
+	budget_unref(dn->track_budget);
+	dn->track_budget = NULL;
+}
 
 /* The thread that makes the ioctls on one userfaultfd and closes it; the loop and the thread hold it. */
 struct track_worker {
@@ -59,6 +85,7 @@ struct track_worker {
 	int result;
 	bool quit;
 	unsigned int refs;
+	struct track_budget *budget;
 };
 
 struct display_track {
@@ -111,12 +138,15 @@ static void *worker_main(void *arg) {
 	pthread_mutex_unlock(&w->lock);
 	/* The release takes the program's lock too. */
 	close(w->uffd);
+	atomic_fetch_sub(&w->budget->workers, 1);
+	atomic_fetch_sub(&workers_alive, 1);
+	budget_unref(w->budget);
 	worker_unref(w);
 	return NULL;
 }
 
-/* A worker for uffd, which it owns from now on (closed on failure as well, off the loop). */
-static int worker_new(int uffd, struct track_worker **ret) {
+/* A worker for uffd, counted in budget, which owns uffd from now on (closed on failure as well, off the loop). */
+static int worker_new(int uffd, struct track_budget *budget, struct track_worker **ret) {
 	pthread_condattr_t cattr;
 	pthread_attr_t attr;
 	struct track_worker *w;
@@ -131,6 +161,7 @@ static int worker_new(int uffd, struct track_worker **ret) {
 	}
 	w->uffd = uffd;
 	w->refs = 2;
+	w->budget = budget;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
 	pthread_condattr_init(&cattr);
@@ -152,6 +183,9 @@ static int worker_new(int uffd, struct track_worker **ret) {
 		worker_unref(w);
 		return -r;
 	}
+	atomic_fetch_add(&budget->refs, 1);
+	atomic_fetch_add(&budget->workers, 1);
+	atomic_fetch_add(&workers_alive, 1);
 	*ret = w;
 	return 0;
 }
@@ -222,8 +256,11 @@ static int protect(struct display_track *t, bool wp) {
 	};
 	int r;
 
+	/* Once one of the persona's programs held devnsd up, none is waited for again. */
+	if (t->node->track_refused)
+		return -ETIMEDOUT;
 	r = worker_call(t->worker, &w);
-	if (r == -ETIMEDOUT && !t->node->track_refused) {
+	if (r == -ETIMEDOUT) {
 		t->node->track_refused = true;
 		log_warning("%s: a program held devnsd's change of its mapping's write protection longer than %u ms; "
 			    "the persona's mappings are scanned every refresh from now on",
@@ -258,28 +295,33 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 		fd_closer_close(fd);
 		return -EBADF;
 	}
-	if (dn->track_refused) {
-		fd_closer_close(fd);
-		return -ETIMEDOUT;
+	r = dn->track_refused ? -ETIMEDOUT :
+	    fb_track_check_range(msg->addr, msg->len, msg->offset, dn->fb->size, page > 0 ? (uint64_t)page : 4096);
+	if (r >= 0 && !dn->track_budget) {
+		dn->track_budget = calloc(1, sizeof(*dn->track_budget));
+		if (dn->track_budget)
+			atomic_init(&dn->track_budget->refs, 1);
+		else
+			r = -ENOMEM;
 	}
-	t = calloc(1, sizeof(*t));
+	if (r >= 0 && (atomic_load(&workers_alive) >= TRACK_MAX_WORKERS ||
+		       atomic_load(&dn->track_budget->workers) >= TRACK_MAX_WORKERS_PER_PERSONA))
+		r = -EBUSY;
+	t = r >= 0 ? calloc(1, sizeof(*t)) : NULL;
 	if (!t) {
 		fd_closer_close(fd);
-		return -ENOMEM;
+		return r < 0 ? r : -ENOMEM;
 	}
 	*t = (struct display_track){ .node = dn, .uffd = fd, .addr = msg->addr, .len = msg->len };
-	r = worker_new(fd, &t->worker);
+	r = worker_new(fd, dn->track_budget, &t->worker);
 	if (r < 0) {
 		free(t);
 		return r;
 	}
-	r = fb_track_check_range(msg->addr, msg->len, msg->offset, dn->fb->size, page > 0 ? (uint64_t)page : 4096);
 	/* Lifting a protection that is not there changes nothing, and fails unless the range is registered for it. */
-	if (r >= 0) {
-		r = protect(t, false);
-		if (r < 0 && r != -ETIMEDOUT)
-			r = -EINVAL;
-	}
+	r = protect(t, false);
+	if (r < 0 && r != -ETIMEDOUT)
+		r = -EINVAL;
 	if (r >= 0)
 		r = sd_event_add_io(dn->class->base.manager->event, &t->source, t->uffd, EPOLLIN, on_fault, t);
 	if (r < 0) {

@@ -111,6 +111,7 @@ static void display_node_free(struct display_node *dn) {
 	if (t && t->node_removed)
 		t->node_removed(dn);
 	fb_node_free(dn->fb);
+	display_track_budget_drop(dn);
 	free(dn);
 }
 
@@ -332,6 +333,11 @@ struct display_node *display_node_of(struct display_class *dc, struct persona *p
 
 uint64_t display_frames_shown(const struct display_class *dc) {
 	return dc ? dc->backend->n_flips : 0;
+}
+
+void display_switches_shown(const struct display_class *dc, uint64_t *ret_kept, uint64_t *ret_copied) {
+	*ret_kept = dc ? dc->switches_kept : 0;
+	*ret_copied = dc ? dc->switches_copied : 0;
 }
 
 unsigned int display_buffers(const struct display_class *dc, uint64_t *ret_bytes) {

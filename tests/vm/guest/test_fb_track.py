@@ -173,6 +173,15 @@ class FramebufferTracking(rig.PersonaTestCase):
                 return [] if kept == ["none"] else kept
         self.fail("devnsctl status does not say whose frames are kept")
 
+    def switches_shown(self):
+        """(switches shown by a flip to a kept frame, by copying) so far."""
+        import re
+        for line in rig.devnsctl("status").stdout.splitlines():
+            m = re.match(r"Switches shown: (\d+) by a flip to a kept frame, (\d+) by copying", line)
+            if m:
+                return int(m.group(1)), int(m.group(2))
+        return 0, 0
+
     def test_switch_back_to_a_tracked_mapping_is_a_flip(self):
         """A program whose tracked mapping did not change since it was shown keeps its frame in a spare
         across a switch, so switching back is a flip; once it draws in the background, it is not, and the
@@ -190,9 +199,14 @@ class FramebufferTracking(rig.PersonaTestCase):
         rig.devnsctl("switch", "personal")
         self.assert_screen(fbrig.frame(self.w, self.h, other), "personal")
         self.assertIn("work", self.kept_frames(), "the unchanged tracked frame of work is not kept")
+        flips, copies = self.switches_shown()
+        frames = self.frames_shown()
         rig.devnsctl("switch", "work")
         self.assert_screen(fbrig.frame(self.w, self.h, first), "work again, right after the switch", timeout=0)
+        self.assertEqual(self.switches_shown(), (flips + 1, copies), "the switch back to work was no flip")
         time.sleep(0.5)
+        # The mapping did not change: nothing more to show after the flip.
+        self.assertEqual(self.frames_shown(), frames + 1, "the frame kept for work was copied again after the switch")
         rig.devnsctl("switch", "personal")
         self.assert_screen(fbrig.frame(self.w, self.h, other), "personal again")
         self.assertIn("work", self.kept_frames())
@@ -200,8 +214,10 @@ class FramebufferTracking(rig.PersonaTestCase):
         p.go()
         p.wait_for(r"wait ok\nfill ok")
         self.assertNotIn("work", self.kept_frames(), "work drew in the background, and its old frame is still kept")
+        flips, copies = self.switches_shown()
         rig.devnsctl("switch", "work")
         self.assert_screen(fbrig.frame(self.w, self.h, later), "work's frame drawn in the background", timeout=0)
+        self.assertEqual(self.switches_shown(), (flips, copies + 1), "the stale kept frame of work was flipped to")
 
     def test_read_into_the_mapping(self):
         """read() from a file into the write-protected mapping: the kernel's write faults, is let through,
@@ -411,15 +427,17 @@ class HeldMemoryLock(rig.PersonaTestCase):
             p.wait_for("holdlock ok")
             # An untracked mapping of the persona: at the next refresh devnsd lifts the tracked one's protection.
             sock, m, addr, size = self.map_by_hand()
+            # devnsd waits for the program at the next refresh, while devnsctl starts.
+            t0 = time.monotonic()
+            rig.devnsctl("status")
+            took = time.monotonic() - t0
+            print("devnsctl status with the lock held: %.0f ms" % (took * 1000), flush=True)
+            self.assertLess(took, 3.0, "devnsd answered only after %.1f s" % took)
             color = (20, 200, 220)
             data = fbrig.frame(self.w, self.h, color)
             line = self.fix["line_length"]
             for y in range(self.h):
                 m[y * line:y * line + self.w * 4] = data[y * self.w * 4:(y + 1) * self.w * 4]
-            t0 = time.monotonic()
-            rig.devnsctl("status")
-            took = time.monotonic() - t0
-            print("devnsctl status with the lock held: %.0f ms" % (took * 1000), flush=True)
             self.assert_screen(data, "a frame drawn by the other program while the lock is held")
             self.assertIn("held devnsd's change of its mapping's write protection", self.daemon.output())
             self.assert_responsive()
