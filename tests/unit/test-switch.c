@@ -83,7 +83,7 @@ static bool screen_is(struct rig *r, uint8_t v) {
 	return true;
 }
 
-static int rig_setup(void **state) {
+static int rig_new(void **state, unsigned int spares) {
 	struct rig *r = calloc(1, sizeof(*r));
 
 	assert_non_null(r);
@@ -92,7 +92,7 @@ static int rig_setup(void **state) {
 	r->a = core_rig_persona(r->core, "a");
 	r->b = core_rig_persona(r->core, "b");
 	r->c = core_rig_persona(r->core, "c");
-	assert_int_equal(display_headless_new(W, H, &(struct display_spares){ 0, 0 }, &r->out), 0);
+	assert_int_equal(display_headless_new(W, H, &(struct display_spares){ spares, UINT64_MAX }, &r->out), 0);
 	assert_int_equal(display_class_new_core(r->m, r->out, "headless", NULL, &r->dc), 0);
 	assert_int_equal(manager_add_class(r->m, &r->dc->base), 0);
 	/* The first frame is up; from now on flips wait for the test. */
@@ -106,6 +106,15 @@ static int rig_setup(void **state) {
 	signal_add(&r->m->events.active_changed, &r->active_changed);
 	*state = r;
 	return 0;
+}
+
+static int rig_setup(void **state) {
+	return rig_new(state, 0);
+}
+
+/* Two spares: the frames of the two personas shown before the active one are kept. */
+static int rig_setup_spares(void **state) {
+	return rig_new(state, 2);
 }
 
 static int rig_teardown(void **state) {
@@ -255,7 +264,90 @@ static void test_free_in_flight(void **state) {
 	assert_int_equal(a.n, 1);
 }
 
+/* Switches to p and waits for the flip; whether it was shown from a kept frame (a flip without a copy). */
+static bool switch_shown(struct rig *r, struct persona *p) {
+	uint64_t kept, copied, kept_after, copied_after;
+	struct answer a = { 0 };
+
+	display_switches_shown(r->dc, &kept, &copied);
+	assert_int_equal(manager_switch(r->m, p, answered, &a), 1);
+	core_rig_run(r->core);
+	vblank(r);
+	assert_int_equal(a.n, 1);
+	display_switches_shown(r->dc, &kept_after, &copied_after);
+	assert_int_equal(kept_after + copied_after, kept + copied + 1);
+	return kept_after == kept + 1;
+}
+
+/* p writes its whole frame as v, through the node: in the background, into the spare that keeps it. */
+static void write_frame(struct rig *r, struct persona *p, uint8_t v) {
+	struct display_node *dn = node_of(r, p);
+
+	memset((uint8_t *)fb_node_visible(dn->fb), v, (size_t)dn->fb->state.fix.line_length * H);
+	display_node_written(dn, &(struct fb_rows){ 0, H });
+}
+
+static void assert_kept(struct rig *r, struct persona *first, struct persona *second) {
+	struct persona *kept[4];
+	size_t n = display_kept_frames(r->dc, kept, 4);
+
+	assert_int_equal(n, second ? 2 : first ? 1 : 0);
+	if (first)
+		assert_ptr_equal(kept[0], first);
+	if (second)
+		assert_ptr_equal(kept[1], second);
+}
+
+static void test_switch_to_kept_frames(void **state) {
+	struct rig *r = *state;
+
+	/* b, a (painted since it was shown), then c, each copied: the spares keep a and b. */
+	assert_false(switch_shown(r, r->b));
+	assert_false(switch_shown(r, r->a));
+	assert_false(switch_shown(r, r->c));
+	assert_true(screen_is(r, 0xcc));
+	assert_kept(r, r->a, r->b);
+	/* b writes in the background: its spare takes the frame, and stays kept. */
+	write_frame(r, r->b, 0xb1);
+	assert_true(screen_is(r, 0xcc));
+	assert_kept(r, r->a, r->b);
+	/* Either is a flip away, the least recent too, with its latest frame. */
+	assert_true(switch_shown(r, r->b));
+	assert_true(screen_is(r, 0xb1));
+	assert_kept(r, r->c, r->a);
+	assert_true(switch_shown(r, r->a));
+	assert_true(screen_is(r, 0xaa));
+	assert_kept(r, r->b, r->c);
+	/* c's frame changes without its spare taking it (a pan, say): copied. */
+	paint(r, r->c, 0xc1);
+	assert_kept(r, r->b, NULL);
+	assert_false(switch_shown(r, r->c));
+	assert_true(screen_is(r, 0xc1));
+	assert_kept(r, r->a, r->b);
+}
+
+static void test_write_while_leaving_is_not_kept(void **state) {
+	struct rig *r = *state;
+	struct answer a = { 0 };
+
+	assert_false(switch_shown(r, r->b));
+	assert_false(switch_shown(r, r->a));
+	assert_kept(r, r->b, NULL);
+	/* To b: the flip away from a's buffer is pending, and a may still be on screen. */
+	assert_int_equal(manager_switch(r->m, r->b, answered, &a), 1);
+	core_rig_run(r->core);
+	assert_true(r->out->flip_pending);
+	write_frame(r, r->a, 0xa2);
+	vblank(r);
+	assert_true(screen_is(r, 0xbb));
+	/* The write could not go into that buffer: a's frame there is stale, and the switch copies. */
+	assert_kept(r, NULL, NULL);
+	assert_false(switch_shown(r, r->a));
+	assert_true(screen_is(r, 0xa2));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
+#define TS(name) cmocka_unit_test_setup_teardown(name, rig_setup_spares, rig_teardown)
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
@@ -266,6 +358,8 @@ int main(void) {
 		T(test_waiters_bounded),
 		T(test_switch_to_the_active_persona),
 		T(test_free_in_flight),
+		TS(test_switch_to_kept_frames),
+		TS(test_write_while_leaving_is_not_kept),
 	};
 
 	return cmocka_run_group_tests_name("switch transaction", tests, NULL, NULL);
