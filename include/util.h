@@ -70,6 +70,13 @@ int read_bounded(int fd, char *buf, size_t max, size_t *ret_len);
 /* The process behind pidfd has exited (or the fd is bad): what /proc said of it may be another's. */
 bool pidfd_exited(int pidfd);
 
+/*
+ * Starts fn(arg) on a detached thread with every signal blocked there
+ * (signals are the event loop's); stack_bytes 0: the default stack.
+ * 0 or -errno.
+ */
+int thread_start_detached(void *(*fn)(void *), void *arg, size_t stack_bytes);
+
 /* chown and chmod of the file an O_PATH fd names (fchmod() does not take one). */
 int fd_set_owner(int fd, unsigned int uid, unsigned int gid, unsigned int mode);
 

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <unistd.h>
 
 #include "fd-closer.h"
+#include "util.h"
 
 static atomic_uint pending;
 static int queue[2] = { -1, -1 };
@@ -27,9 +26,6 @@ static void *closer_main(void *arg) {
 
 /* The queue and its thread, with every signal blocked there: signals are the event loop's. */
 static int closer_start(void) {
-	sigset_t all, old;
-	pthread_attr_t attr;
-	pthread_t thread;
 	int r;
 
 	if (queue[1] >= 0)
@@ -38,16 +34,10 @@ static int closer_start(void) {
 		return -errno;
 	if (fcntl(queue[1], F_SETFL, O_NONBLOCK) < 0)
 		goto fail;
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	r = pthread_create(&thread, &attr, closer_main, NULL);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	r = thread_start_detached(closer_main, NULL, 0);
 	if (r == 0)
 		return 0;
-	errno = r;
+	errno = -r;
 fail:
 	r = -errno;
 	close(queue[0]);

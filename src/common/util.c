@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -68,4 +70,22 @@ bool pidfd_exited(int pidfd) {
 	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
 
 	return poll(&pfd, 1, 0) != 0;
+}
+
+int thread_start_detached(void *(*fn)(void *), void *arg, size_t stack_bytes) {
+	sigset_t all, old;
+	pthread_attr_t attr;
+	pthread_t thread;
+	int r;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (stack_bytes > 0)
+		pthread_attr_setstacksize(&attr, stack_bytes);
+	r = pthread_create(&thread, &attr, fn, arg);
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -r;
 }

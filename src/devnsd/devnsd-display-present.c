@@ -306,7 +306,11 @@ void display_flush(struct display_class *dc) {
 		dc->urgent = false;
 		dc->switches_kept++;
 		finish_copy(dc, true);
-		/* After the flip is asked for: the scan's copy of the frame is no part of the switch. */
+		/*
+		 * After the flip is asked for: the scan's copy of the frame is no
+		 * part of the switch. A flip shown at once may have answered the
+		 * switch and let another one start: then dn is no longer active.
+		 */
 		if (display_node_mappers(dn) > 0 && dn->fb->state.blank == FB_BLANK_UNBLANK && dc->active == dn)
 			scan_kept(dc);
 		return;

@@ -29,7 +29,6 @@
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,10 +147,7 @@ static void *worker_main(void *arg) {
 /* A worker for uffd, counted in budget, which owns uffd from now on (closed on failure as well, off the loop). */
 static int worker_new(int uffd, struct track_budget *budget, struct track_worker **ret) {
 	pthread_condattr_t cattr;
-	pthread_attr_t attr;
 	struct track_worker *w;
-	sigset_t all, old;
-	pthread_t thread;
 	int r;
 
 	w = calloc(1, sizeof(*w));
@@ -168,20 +164,12 @@ static int worker_new(int uffd, struct track_budget *budget, struct track_worker
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->done, &cattr);
 	pthread_condattr_destroy(&cattr);
-	/* Signals are the event loop's. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, TRACK_STACK_BYTES);
-	r = pthread_create(&thread, &attr, worker_main, w);
-	pthread_attr_destroy(&attr);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r != 0) {
+	r = thread_start_detached(worker_main, w, TRACK_STACK_BYTES);
+	if (r < 0) {
 		fd_closer_close(uffd);
 		w->refs = 1;
 		worker_unref(w);
-		return -r;
+		return r;
 	}
 	atomic_fetch_add(&budget->refs, 1);
 	atomic_fetch_add(&budget->workers, 1);
