@@ -16,7 +16,13 @@ struct cuse_device;
 /*
  * Creates /dev/DEVNAME (e.g. "devns/work/event3") with the given operations;
  * fuse_req_userdata() returns userdata. major 0 asks the kernel for one.
- * The node exists once ops->init_done has been called.
+ * The node exists once ops->init_done has been called (from the event
+ * loop, never from inside this call).
+ *
+ * With a keeper set and a fixed number (major not 0), the device's
+ * connection is kept for the next run, and a connection the last run
+ * kept for this number is taken over: the node never leaves /dev, and
+ * the handles opened before are answered ENODEV (see cuse_device_set_keeper()).
  */
 int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devname, unsigned int major,
 		    unsigned int minor, const struct cuse_lowlevel_ops *ops, void *userdata);
@@ -35,6 +41,36 @@ struct cuse_device *cuse_device_free(struct cuse_device *d);
  * node, or another negative errno (nothing is retried then).
  */
 int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mode);
+/*
+ * Where devices' connections are kept across a restart of the daemon (an
+ * fd store). take() hands over what the last run kept under a name, keep()
+ * keeps a duplicate, forget() drops one, and sync() returns once what was
+ * forgotten is closed, so that its number is free to register again.
+ * Names start with CUSE_KEEP_PREFIX.
+ *
+ * Beside each connection a small memory file records the requests read
+ * and not yet answered, and the open handles with their poll handles. A
+ * run that takes the connection over answers those requests ENODEV, wakes
+ * those pollers, and answers ENODEV to every later request on a handle it
+ * did not open (0 to its release). A request is recorded before the
+ * device's operations see it, so one that kills the daemon is answered,
+ * not run again. Requests past CUSE_DEVICE_MAX_REQUESTS in flight get
+ * EBUSY, and opens past CUSE_DEVICE_MAX_FILES handles get EMFILE.
+ */
+struct cuse_keeper {
+	int (*take)(void *userdata, const char *name, int *ret_fd);
+	int (*keep)(void *userdata, const char *name, int fd);
+	void (*forget)(void *userdata, const char *name);
+	void (*sync)(void *userdata);
+	void *userdata;
+};
+#define CUSE_KEEP_PREFIX "cuse."
+#define CUSE_DEVICE_MAX_REQUESTS 4096
+#define CUSE_DEVICE_MAX_FILES 1024
+
+/* Sets (or with NULL, clears) the keeper for devices created from now on. */
+void cuse_device_set_keeper(const struct cuse_keeper *k);
+
 static inline void cuse_device_freep(struct cuse_device **d) {
 	cuse_device_free(*d);
 }

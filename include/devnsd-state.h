@@ -59,8 +59,12 @@ void state_changed(struct manager *m);
 /* The fd the last run kept under name; -ENOENT if none. */
 int state_take_fd(struct manager *m, const char *name, int *ret_fd);
 /* Keeps fd under name for the next run (logged when that fails), or forgets name. */
-void state_keep_fd(struct manager *m, const char *name, int fd);
+int state_keep_fd(struct manager *m, const char *name, int fd);
 void state_forget_fd(struct manager *m, const char *name);
+/* Returns once what was forgotten is closed. */
+void state_sync_fds(struct manager *m);
+/* Drops what the last run kept under names starting with prefix and this run did not take. */
+void state_drop_left_over_fds(struct manager *m, const char *prefix);
 
 /* Before the classes: the personas created at runtime come back, and the active persona. */
 void state_restore_personas(struct manager *m);

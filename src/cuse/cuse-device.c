@@ -1,11 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "cuse-device.h"
 #include "util.h"
@@ -13,8 +18,41 @@
 /* How often a node that is not in /dev yet is looked for. */
 #define OWNER_POLL_USEC (20 * 1000ULL)
 
+/* What a run leaves its successor about a connection, in a memory file kept beside it. */
+#define JOURNAL_MAGIC 0x6a736e64u
+#define JOURNAL_VERSION 1
+
+struct journal_request {
+	uint64_t unique;
+	uint32_t opcode;
+	uint32_t unused;
+};
+
+struct journal_file {
+	/* What the kernel holds as the file's fh: never the same in two runs. */
+	uint64_t handle;
+	/* What the device's open gave, meaningful in the run that opened it only. */
+	uint64_t fh;
+	/* The kernel's poll handle, once the file asked to be woken. */
+	uint64_t kh;
+	/* Opened by an earlier run: every request on it is refused. */
+	uint32_t stale;
+	uint32_t unused;
+};
+
+struct journal {
+	uint32_t magic, version;
+	/* CUSE_INIT was answered: the node exists. */
+	uint32_t ready;
+	uint32_t n_requests, n_files, unused;
+	uint64_t next_handle;
+	struct journal_request requests[CUSE_DEVICE_MAX_REQUESTS];
+	struct journal_file files[CUSE_DEVICE_MAX_FILES];
+};
+
 struct cuse_device {
 	struct fuse_session *se;
+	int fd;
 	sd_event_source *source;
 	sd_event *event;
 	char devname[256];
@@ -25,11 +63,277 @@ struct cuse_device {
 	mode_t mode;
 	sd_event_source *owner_retry;
 	uint64_t owner_deadline;
+	/* Kept for the next run under these names ("" if not). */
+	char keep_name[32], journal_name[32];
+	struct journal *journal;
+	/* A connection taken over: made ready from the loop. */
+	sd_event_source *resume;
+	/* Replies go nowhere (the made-up CUSE_INIT of a connection taken over). */
+	bool swallow;
 };
 
 /* One receive buffer serves every session: the loop handles one request at a time. */
 static struct fuse_buf shared_buf;
 static unsigned int shared_users;
+
+static struct cuse_keeper keeper;
+static bool have_keeper;
+/* A kept connection was dropped: its number may still be registered until the keeper syncs. */
+static bool forgot_since_sync;
+
+/* Sessions by fd, for the write hook (libfuse passes it the session's userdata, the device's operations'). */
+static struct cuse_device **by_fd;
+static size_t n_by_fd;
+
+void cuse_device_set_keeper(const struct cuse_keeper *k) {
+	have_keeper = k != NULL;
+	keeper = k ? *k : (struct cuse_keeper){ 0 };
+}
+
+static int by_fd_set(int fd, struct cuse_device *d) {
+	if ((size_t)fd >= n_by_fd) {
+		size_t n = MAX((size_t)fd + 1, n_by_fd * 2);
+		struct cuse_device **p;
+
+		if (!d)
+			return 0;
+		p = realloc(by_fd, n * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + n_by_fd, 0, (n - n_by_fd) * sizeof(*p));
+		by_fd = p;
+		n_by_fd = n;
+	}
+	by_fd[fd] = d;
+	return 0;
+}
+
+/* --- the journal ------------------------------------------------------------ */
+
+static struct journal_request *journal_request(struct journal *j, uint64_t unique) {
+	for (uint32_t i = 0; i < j->n_requests; i++)
+		if (j->requests[i].unique == unique)
+			return &j->requests[i];
+	return NULL;
+}
+
+/*
+ * The count moves after the entry is written and before it is cleared: a
+ * run killed in between leaves an entry twice (answered twice: the second
+ * gets ENOENT), never a request lost.
+ */
+static void journal_request_drop(struct journal *j, struct journal_request *r) {
+	uint32_t n = j->n_requests - 1;
+
+	*r = j->requests[n];
+	__atomic_store_n(&j->n_requests, n, __ATOMIC_RELEASE);
+}
+
+static struct journal_file *journal_file(struct journal *j, uint64_t handle) {
+	for (uint32_t i = 0; i < j->n_files; i++)
+		if (j->files[i].handle == handle)
+			return &j->files[i];
+	return NULL;
+}
+
+static void journal_file_drop(struct journal *j, struct journal_file *f) {
+	uint32_t n = j->n_files - 1;
+
+	*f = j->files[n];
+	__atomic_store_n(&j->n_files, n, __ATOMIC_RELEASE);
+}
+
+static unsigned int journal_opens_in_flight(const struct journal *j) {
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < j->n_requests; i++)
+		n += j->requests[i].opcode == FUSE_OPEN;
+	return n;
+}
+
+static int journal_map(int fd, bool fresh, struct journal **ret) {
+	struct journal *j;
+	struct stat st;
+
+	if (fresh && ftruncate(fd, sizeof(struct journal)) < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if ((size_t)st.st_size != sizeof(struct journal))
+		return -EBADMSG;
+	j = mmap(NULL, sizeof(*j), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (j == MAP_FAILED)
+		return -errno;
+	if (fresh) {
+		j->magic = JOURNAL_MAGIC;
+		j->version = JOURNAL_VERSION;
+		j->next_handle = 1;
+	} else if (j->magic != JOURNAL_MAGIC || j->version != JOURNAL_VERSION || !j->ready ||
+		   j->n_requests > CUSE_DEVICE_MAX_REQUESTS || j->n_files > CUSE_DEVICE_MAX_FILES ||
+		   j->next_handle == 0) {
+		munmap(j, sizeof(*j));
+		return -EBADMSG;
+	}
+	*ret = j;
+	return 0;
+}
+
+/* --- the wire ---------------------------------------------------------------- */
+
+static void reply_raw(struct cuse_device *d, uint64_t unique, int error) {
+	struct fuse_out_header out = { .len = sizeof(out), .error = -error, .unique = unique };
+
+	/* ENOENT: the request is gone (its caller was interrupted or killed). */
+	(void)!write(d->fd, &out, sizeof(out));
+}
+
+static void notify_poll_raw(struct cuse_device *d, uint64_t kh) {
+	struct {
+		struct fuse_out_header h;
+		struct fuse_notify_poll_wakeup_out w;
+	} msg = { .h = { .len = sizeof(msg), .error = FUSE_NOTIFY_POLL }, .w = { .kh = kh } };
+
+	(void)!write(d->fd, &msg, sizeof(msg));
+}
+
+/* The handle a request names, or NULL for one that names none. Every CUSE request that does starts with it. */
+static uint64_t *request_handle(struct fuse_in_header *in, size_t size) {
+	size_t need;
+
+	switch (in->opcode) {
+	case FUSE_READ:
+	case FUSE_WRITE:
+	case FUSE_RELEASE:
+	case FUSE_FLUSH:
+	case FUSE_FSYNC:
+	case FUSE_IOCTL:
+		need = sizeof(uint64_t);
+		break;
+	case FUSE_POLL:
+		need = sizeof(struct fuse_poll_in);
+		break;
+	default:
+		return NULL;
+	}
+	if (size < sizeof(*in) + need)
+		return NULL;
+	return (uint64_t *)(void *)(in + 1);
+}
+
+/*
+ * Before the device's operations see a request: records it, and puts the
+ * device's own fh in place of the handle the kernel holds. Returns true
+ * when the request was answered here: a handle of an earlier run (ENODEV;
+ * its release 0), an unknown one, or one past the limits.
+ */
+static bool request_filter(struct cuse_device *d, struct fuse_buf *buf, uint64_t *ret_release) {
+	struct fuse_in_header *in = buf->mem;
+	struct journal *j = d->journal;
+	struct journal_file *f = NULL;
+	uint64_t *handle;
+
+	*ret_release = 0;
+	if (buf->size < sizeof(*in) || in->opcode == FUSE_INTERRUPT)
+		return false;
+	handle = request_handle(in, buf->size);
+	if (handle) {
+		f = journal_file(j, *handle);
+		if (!f || f->stale) {
+			bool release = in->opcode == FUSE_RELEASE;
+
+			if (release && f)
+				journal_file_drop(j, f);
+			reply_raw(d, in->unique, release || in->opcode == FUSE_FLUSH ? 0 : ENODEV);
+			return true;
+		}
+		if (in->opcode == FUSE_POLL) {
+			const struct fuse_poll_in *p = (const void *)handle;
+
+			if (p->flags & FUSE_POLL_SCHEDULE_NOTIFY)
+				f->kh = p->kh;
+		}
+		if (in->opcode == FUSE_RELEASE)
+			*ret_release = f->handle;
+		*handle = f->fh;
+	}
+	if (in->opcode == FUSE_OPEN && j->n_files + journal_opens_in_flight(j) >= CUSE_DEVICE_MAX_FILES) {
+		reply_raw(d, in->unique, EMFILE);
+		return true;
+	}
+	if (j->n_requests == CUSE_DEVICE_MAX_REQUESTS) {
+		/* A release must reach the device, recorded or not: nothing waits for its answer. */
+		if (in->opcode == FUSE_RELEASE)
+			return false;
+		reply_raw(d, in->unique, EBUSY);
+		return true;
+	}
+	j->requests[j->n_requests] = (struct journal_request){ .unique = in->unique, .opcode = in->opcode };
+	__atomic_store_n(&j->n_requests, j->n_requests + 1, __ATOMIC_RELEASE);
+	return false;
+}
+
+/*
+ * Every reply and notification of a session goes out here. An open's
+ * reply carries a handle of this run in place of the device's fh; the
+ * request is forgotten once its answer is written.
+ */
+static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userdata) {
+	struct cuse_device *d = (size_t)fd < n_by_fd ? by_fd[fd] : NULL;
+	struct journal_request *jr = NULL;
+	struct journal_file *f = NULL;
+	struct fuse_open_out open_out;
+	struct iovec v[8];
+	ssize_t n;
+
+	(void)userdata;
+	if (!d || count < 1 || count > (int)ELEMENTSOF(v) || iov[0].iov_len < sizeof(struct fuse_out_header))
+		return writev(fd, iov, count);
+	if (d->swallow) {
+		size_t len = 0;
+
+		for (int i = 0; i < count; i++)
+			len += iov[i].iov_len;
+		return (ssize_t)len;
+	}
+	memcpy(v, iov, count * sizeof(*iov));
+	{
+		const struct fuse_out_header *out = iov[0].iov_base;
+
+		if (out->unique)
+			jr = journal_request(d->journal, out->unique);
+		if (jr && jr->opcode == FUSE_OPEN && out->error == 0 && count >= 2 &&
+		    iov[1].iov_len == sizeof(open_out) && d->journal->n_files < CUSE_DEVICE_MAX_FILES) {
+			struct journal *j = d->journal;
+
+			memcpy(&open_out, iov[1].iov_base, sizeof(open_out));
+			f = &j->files[j->n_files];
+			*f = (struct journal_file){ .handle = j->next_handle++, .fh = open_out.fh };
+			__atomic_store_n(&j->n_files, j->n_files + 1, __ATOMIC_RELEASE);
+			open_out.fh = f->handle;
+			v[1].iov_base = &open_out;
+		}
+	}
+	n = writev(fd, v, count);
+	if (f && n < 0)
+		/* The open was interrupted: no release will come for it. */
+		journal_file_drop(d->journal, f);
+	if (jr) {
+		if (jr->opcode == CUSE_INIT && n >= 0)
+			d->journal->ready = 1;
+		journal_request_drop(d->journal, jr);
+	}
+	return n;
+}
+
+static ssize_t session_read(int fd, void *buf, size_t len, void *userdata) {
+	(void)userdata;
+	return read(fd, buf, len);
+}
+
+static const struct fuse_custom_io session_io = {
+	.writev = session_writev,
+	.read = session_read,
+};
 
 /*
  * One request per wakeup: the kernel queues one per read(), and a read
@@ -38,6 +342,7 @@ static unsigned int shared_users;
  */
 static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct cuse_device *d = userdata;
+	uint64_t released;
 	int r;
 
 	(void)fd;
@@ -50,7 +355,98 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
 		sd_event_source_set_enabled(s, SD_EVENT_OFF);
 		return 0;
 	}
+	if (request_filter(d, &shared_buf, &released))
+		return 0;
 	fuse_session_process_buf(d->se, &shared_buf);
+	if (released) {
+		struct journal_file *f = journal_file(d->journal, released);
+
+		if (f)
+			journal_file_drop(d->journal, f);
+	}
+	return 0;
+}
+
+/*
+ * A connection the last run kept: libfuse is told the CUSE_INIT it never
+ * saw (its reply goes nowhere), what the last run left unanswered gets
+ * ENODEV, and its pollers are woken to find their handles dead.
+ */
+static int on_resume(sd_event_source *s, void *userdata) {
+	struct cuse_device *d = userdata;
+	struct journal *j = d->journal;
+	struct {
+		struct fuse_in_header h;
+		struct fuse_init_in init;
+	} msg = {
+		.h = { .len = sizeof(msg), .opcode = CUSE_INIT },
+		.init = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION },
+	};
+	struct fuse_buf buf = { .size = sizeof(msg), .mem = &msg };
+
+	(void)s;
+	for (uint32_t i = 0; i < j->n_requests; i++)
+		reply_raw(d, j->requests[i].unique, ENODEV);
+	__atomic_store_n(&j->n_requests, 0, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < j->n_files; i++) {
+		j->files[i].stale = 1;
+		if (j->files[i].kh)
+			notify_poll_raw(d, j->files[i].kh);
+	}
+	d->swallow = true;
+	fuse_session_process_buf(d->se, &buf);
+	d->swallow = false;
+	d->resume = sd_event_source_disable_unref(d->resume);
+	return sd_event_source_set_enabled(d->source, SD_EVENT_ON);
+}
+
+/* Takes over the connection the last run kept for this number, if there is one that can be. */
+static int take_kept(struct cuse_device *d, int *ret_fd) {
+	_cleanup_(closep) int fd = -1, jfd = -1;
+	int r;
+
+	if (keeper.take(keeper.userdata, d->keep_name, &fd) < 0)
+		return -ENOENT;
+	r = keeper.take(keeper.userdata, d->journal_name, &jfd);
+	if (r >= 0)
+		r = journal_map(jfd, false, &d->journal);
+	if (r < 0) {
+		/* Without its record it cannot be answered for: it goes. */
+		keeper.forget(keeper.userdata, d->keep_name);
+		keeper.forget(keeper.userdata, d->journal_name);
+		forgot_since_sync = true;
+		return r;
+	}
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+static int open_fresh(struct cuse_device *d, int *ret_fd) {
+	_cleanup_(closep) int fd = -1, jfd = -1;
+	int r;
+
+	if (forgot_since_sync && have_keeper) {
+		keeper.sync(keeper.userdata);
+		forgot_since_sync = false;
+	}
+	fd = open("/dev/cuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	jfd = memfd_create("devns-cuse-journal", MFD_CLOEXEC);
+	if (jfd < 0)
+		return -errno;
+	r = journal_map(jfd, true, &d->journal);
+	if (r < 0)
+		return r;
+	if (d->keep_name[0] && (keeper.keep(keeper.userdata, d->keep_name, fd) < 0 ||
+				keeper.keep(keeper.userdata, d->journal_name, jfd) < 0)) {
+		/* Half kept is not kept. */
+		keeper.forget(keeper.userdata, d->keep_name);
+		keeper.forget(keeper.userdata, d->journal_name);
+		d->keep_name[0] = d->journal_name[0] = '\0';
+		forgot_since_sync = true;
+	}
+	*ret_fd = take_fd(&fd);
 	return 0;
 }
 
@@ -60,7 +456,7 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	_cleanup_(closep) int fd = -1;
 	char *argv[] = { (char *)"devnsd", NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(1, argv);
-	char info[64 + 256], mnt[32];
+	char info[64 + 256];
 	const char *dev_info[] = { info };
 	struct cuse_info ci = {
 		.dev_major = major,
@@ -69,6 +465,7 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 		.dev_info_argv = dev_info,
 		.flags = CUSE_UNRESTRICTED_IOCTL,
 	};
+	bool resumed;
 	int r;
 
 	if (snprintf(info, sizeof(info), "DEVNAME=%s", devname) >= (int)sizeof(info))
@@ -78,26 +475,45 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	if (!d)
 		return -ENOMEM;
 	shared_users++;
+	d->fd = -1;
 	d->event = event;
 	d->major = major;
 	d->minor = minor;
 	snprintf(d->devname, sizeof(d->devname), "%s", devname);
+	if (have_keeper && major) {
+		snprintf(d->keep_name, sizeof(d->keep_name), CUSE_KEEP_PREFIX "%u.%u", major, minor);
+		snprintf(d->journal_name, sizeof(d->journal_name), CUSE_KEEP_PREFIX "%u.%u.j", major, minor);
+	}
 
-	fd = open("/dev/cuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return -errno;
+	resumed = d->keep_name[0] && take_kept(d, &fd) >= 0;
+	if (!resumed) {
+		r = open_fresh(d, &fd);
+		if (r < 0)
+			return r;
+	}
 	d->se = cuse_lowlevel_new(&args, &ci, ops, userdata);
 	/* Option parsing may have copied the arguments. */
 	fuse_opt_free_args(&args);
 	if (!d->se)
 		return -ENOMEM;
-	snprintf(mnt, sizeof(mnt), "/dev/fd/%d", fd);
-	if (fuse_session_mount(d->se, mnt) < 0)
-		return -EIO;
-	/* The session owns the fd from here on. */
-	r = sd_event_add_io(event, &d->source, take_fd(&fd), EPOLLIN, on_request, d);
+	r = by_fd_set(fd, d);
 	if (r < 0)
 		return r;
+	r = fuse_session_custom_io(d->se, &session_io, fd);
+	if (r < 0)
+		return r;
+	/* The session owns the fd from here on. */
+	d->fd = take_fd(&fd);
+	r = sd_event_add_io(event, &d->source, d->fd, EPOLLIN, on_request, d);
+	if (r < 0)
+		return r;
+	if (resumed) {
+		r = sd_event_source_set_enabled(d->source, SD_EVENT_OFF);
+		if (r >= 0)
+			r = sd_event_add_defer(event, &d->resume, on_resume, d);
+		if (r < 0)
+			return r;
+	}
 
 	*ret = TAKE_PTR(d);
 	return 0;
@@ -164,13 +580,27 @@ struct cuse_device *cuse_device_free(struct cuse_device *d) {
 	if (!d)
 		return NULL;
 	sd_event_source_disable_unref(d->owner_retry);
+	sd_event_source_disable_unref(d->resume);
 	sd_event_source_disable_unref(d->source);
+	if (d->keep_name[0] && have_keeper) {
+		/* The node goes: the kept duplicate must not hold it. */
+		keeper.forget(keeper.userdata, d->keep_name);
+		keeper.forget(keeper.userdata, d->journal_name);
+		forgot_since_sync = true;
+	}
+	if (d->fd >= 0)
+		(void)by_fd_set(d->fd, NULL);
 	if (d->se)
 		fuse_session_destroy(d->se);
+	if (d->journal)
+		munmap(d->journal, sizeof(*d->journal));
 	free(d);
 	if (--shared_users == 0) {
 		free(shared_buf.mem);
 		shared_buf = (struct fuse_buf){ 0 };
+		free(by_fd);
+		by_fd = NULL;
+		n_by_fd = 0;
 	}
 	return NULL;
 }

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "devnsd-devnum.h"
+#include "devnsd-manager.h"
 #include "util.h"
 
 /* The kernel's second range of dynamic majors; devns picks one unused. */
@@ -24,6 +25,11 @@ struct devnum {
 	size_t n_entries;
 };
 
+/*
+ * Whether a driver other than devns holds major. CUSE registers each node
+ * under its DEVNAME, so the nodes a restart takes over ("devns/...") are
+ * devns' own.
+ */
 static bool major_in_use(unsigned int major) {
 	_cleanup_(freep) char *line = NULL;
 	size_t len = 0;
@@ -34,12 +40,14 @@ static bool major_in_use(unsigned int major) {
 		return false;
 	while (!used && getline(&line, &len, f) > 0) {
 		unsigned int m;
+		int name = 0;
+
 		if (strncmp(line, "Character", 9) == 0)
 			chars = true;
 		else if (strncmp(line, "Block", 5) == 0)
 			chars = false;
-		else if (chars && sscanf(line, "%u", &m) == 1 && m == major)
-			used = true;
+		else if (chars && sscanf(line, "%u %n", &m, &name) == 1 && m == major)
+			used = strncmp(line + name, DEVNS_DEV_DIR "/", strlen(DEVNS_DEV_DIR "/")) != 0;
 	}
 	fclose(f);
 	return used;

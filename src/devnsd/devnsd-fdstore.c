@@ -14,7 +14,10 @@
 #include "devnsd-fdstore.h"
 #include "util.h"
 
-/* A message of the holder's protocol: "PUT name" (with an fd), "DEL name", "LIST", "FD name" (with an fd), "END", "EXIT". */
+/*
+ * A message of the holder's protocol: "PUT name" (with an fd), "DEL name",
+ * "LIST", "FD name" (with an fd), "END", "SYNC" (answered "OK"), "EXIT".
+ */
 #define MSG_MAX (16 + FDSTORE_NAME_MAX)
 /* How long devnsd waits for a holder's answer before it does without. */
 #define HOLDER_TIMEOUT_MSEC 2000
@@ -141,10 +144,21 @@ static void holder_serve(int conn, struct kept *kept, size_t *n_kept) {
 					break;
 			}
 			(void)send_msg(conn, "END", -1);
-		} else if (streq(msg, "EXIT"))
+		} else if (streq(msg, "SYNC"))
+			(void)send_msg(conn, "OK", -1);
+		else if (streq(msg, "EXIT"))
 			_exit(0);
 		closep(&fd);
 	}
+}
+
+static void holder_drop_cuse(struct kept *kept, size_t *n_kept) {
+	for (size_t i = 0; i < *n_kept;)
+		if (strncmp(kept[i].name, FDSTORE_CUSE_PREFIX, strlen(FDSTORE_CUSE_PREFIX)) == 0) {
+			close(kept[i].fd);
+			kept[i] = kept[--*n_kept];
+		} else
+			i++;
 }
 
 _Noreturn static void holder_main(int listen_fd) {
@@ -175,15 +189,24 @@ _Noreturn static void holder_main(int listen_fd) {
 	(void)prctl(PR_SET_NAME, "devnsd-fdstore");
 	if (!kept)
 		_exit(1);
-	for (;;) {
+	for (bool served = false;;) {
+		struct pollfd p = { .fd = listen_fd, .events = POLLIN };
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
-		int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+		int conn;
 
+		/* devnsd went without a clean stop: the clients of its nodes wait only so long. */
+		if (served && poll(&p, 1, FDSTORE_HOLD_CUSE_SEC * 1000) == 0) {
+			holder_drop_cuse(kept, &n_kept);
+			served = false;
+		}
+		conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 		if (conn < 0)
 			continue;
-		if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid())
+		if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 && cred.uid == geteuid()) {
 			holder_serve(conn, kept, &n_kept);
+			served = true;
+		}
 		close(conn);
 	}
 }
@@ -412,6 +435,38 @@ int fdstore_put(struct fdstore *s, const char *name, int fd) {
 	if (r >= 0)
 		note_name(s, name, true);
 	return r;
+}
+
+void fdstore_sync(struct fdstore *s) {
+	char msg[MSG_MAX];
+
+	if (s->systemd) {
+		(void)sd_notify_barrier(0, HOLDER_TIMEOUT_MSEC * 1000ULL);
+		return;
+	}
+	if (s->holder < 0 || send_msg(s->holder, "SYNC", -1) < 0)
+		return;
+	for (;;) {
+		int fd;
+		ssize_t n = recv_msg(s->holder, msg, sizeof(msg), &fd);
+
+		closep(&fd);
+		if (n <= 0 || streq(msg, "OK"))
+			return;
+	}
+}
+
+void fdstore_drop_left_over(struct fdstore *s, const char *prefix) {
+	bool dropped = false;
+
+	for (size_t i = 0; i < s->n_received; i++)
+		if (s->received[i].fd >= 0 && strncmp(s->received[i].name, prefix, strlen(prefix)) == 0) {
+			(void)fdstore_remove(s, s->received[i].name);
+			closep(&s->received[i].fd);
+			dropped = true;
+		}
+	if (dropped)
+		fdstore_sync(s);
 }
 
 void fdstore_clear(struct fdstore *s) {

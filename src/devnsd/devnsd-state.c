@@ -441,19 +441,30 @@ int state_take_fd(struct manager *m, const char *name, int *ret_fd) {
 	return m->state && m->state->fdstore ? fdstore_take(m->state->fdstore, name, ret_fd) : -ENOENT;
 }
 
-void state_keep_fd(struct manager *m, const char *name, int fd) {
+int state_keep_fd(struct manager *m, const char *name, int fd) {
 	int r;
 
 	if (!m->state || !m->state->fdstore)
-		return;
+		return -ENOENT;
 	r = fdstore_put(m->state->fdstore, name, fd);
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot keep it for a restart (%s): %m", name, fdstore_kind(m->state->fdstore));
+	return r;
 }
 
 void state_forget_fd(struct manager *m, const char *name) {
 	if (m->state && m->state->fdstore)
 		(void)fdstore_remove(m->state->fdstore, name);
+}
+
+void state_sync_fds(struct manager *m) {
+	if (m->state && m->state->fdstore)
+		fdstore_sync(m->state->fdstore);
+}
+
+void state_drop_left_over_fds(struct manager *m, const char *prefix) {
+	if (m->state && m->state->fdstore)
+		fdstore_drop_left_over(m->state->fdstore, prefix);
 }
 
 void state_restore_personas(struct manager *m) {

@@ -3,11 +3,14 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
+#include "cuse-device.h"
 #include "devnsd-bus.h"
 #include "devnsd-conf.h"
 #include "devnsd-devnum.h"
+#include "devnsd-fdstore.h"
 #include "devnsd-input-hotplug.h"
 #include "devnsd-display.h"
 #include "devnsd-input.h"
@@ -67,6 +70,25 @@ static int add_classes(struct manager *m, const struct conf *conf, struct input_
 	return 0;
 }
 
+/* The nodes' CUSE connections go to the same store as the framebuffers' memory. */
+static int keeper_take(void *userdata, const char *name, int *ret_fd) {
+	return state_take_fd(userdata, name, ret_fd);
+}
+
+static int keeper_keep(void *userdata, const char *name, int fd) {
+	return state_keep_fd(userdata, name, fd);
+}
+
+static void keeper_forget(void *userdata, const char *name) {
+	state_forget_fd(userdata, name);
+}
+
+static void keeper_sync(void *userdata) {
+	state_sync_fds(userdata);
+}
+
+_Static_assert(sizeof(CUSE_KEEP_PREFIX) == sizeof(FDSTORE_CUSE_PREFIX), "the holder knows CUSE connections by name");
+
 struct attach_when_ready {
 	struct manager *manager;
 	struct bus *bus;
@@ -81,6 +103,8 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 	if (!a->manager->notified)
 		return 0;
 	sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	/* Every node is up: a connection the last run kept and this one did not take is a node that is no more. */
+	state_drop_left_over_fds(a->manager, CUSE_KEEP_PREFIX);
 	bus_attach_machines(a->bus);
 	state_restore_attachments(a->manager);
 	return 0;
@@ -119,6 +143,14 @@ static int run(const struct conf *conf) {
 	r = state_new(m, getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR);
 	if (r < 0)
 		state_free(m);
+	else
+		cuse_device_set_keeper(&(const struct cuse_keeper){
+			.take = keeper_take,
+			.keep = keeper_keep,
+			.forget = keeper_forget,
+			.sync = keeper_sync,
+			.userdata = m,
+		});
 	state_restore_personas(m);
 	r = add_classes(m, conf, &input, &display, &leds);
 	if (r < 0)
@@ -133,6 +165,7 @@ static int run(const struct conf *conf) {
 	manager_check_ready(m);
 	aw = (struct attach_when_ready){ .manager = m, .bus = bus };
 	if (m->notified || sd_event_add_post(event, &attach_wait, on_post_attach, &aw) < 0) {
+		state_drop_left_over_fds(m, CUSE_KEEP_PREFIX);
 		bus_attach_machines(bus);
 		state_restore_attachments(m);
 	}
@@ -144,7 +177,22 @@ static int run(const struct conf *conf) {
 	log_info("stopping");
 	/* A stop asked for is a stop: the next start is fresh. */
 	state_forget_all(m);
+	cuse_device_set_keeper(NULL);
 	return 0;
+}
+
+/*
+ * A restart under systemd starts with every kept fd open (up to
+ * FileDescriptorStoreMax=), past the soft limit of 1024; devnsd polls
+ * with epoll only, so the hard limit is safe to take.
+ */
+static void raise_fd_limit(void) {
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }
 
 int main(int argc, char *argv[]) {
@@ -196,5 +244,6 @@ int main(int argc, char *argv[]) {
 		return EXIT_SUCCESS;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	raise_fd_limit();
 	return run(conf) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }

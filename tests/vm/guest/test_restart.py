@@ -7,12 +7,14 @@ gives, one panned), a background persona holding caps lock through its
 evdev node. After the restart the screen (QEMU's screendump), each
 persona's screenshot, its mode and pan, LED and backlight state, the active
 persona, the created persona, the attachment and device numbers are what
-they were; an old reader gets what the kernel gives a client of a CUSE
-device whose server died, and reopening at the same path works, in the
+they were; the nodes never leave /dev, an old reader or poller gets
+ENODEV, a program that opens a node while devnsd is down waits and then
+gets a working handle, and reopening at the same path works, in the
 container too. The same through an emulated systemd fd store, and a corrupt
 state file gives a clean start."""
 
 import errno
+import fcntl
 import glob
 import os
 import re
@@ -38,6 +40,7 @@ PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 I8042 = "/dev/input/event0"
 STATE = "/run/devnsd/state"
+EVIOCGVERSION = 0x80044501
 BL_MAX = 1000
 LEVELS = {"work": 120, "personal": 880, "guest": 450}
 
@@ -66,6 +69,19 @@ def eventually(check, timeout=10.0):
             return False
         time.sleep(0.1)
     return True
+
+
+def read_in_thread(fd, result, key, size=24):
+    """Starts a thread that reads fd once and puts the errno it got (0 for data) in result[key]."""
+    def run():
+        try:
+            os.read(fd, size)
+            result[key] = 0
+        except OSError as err:
+            result[key] = err.errno
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
 
 
 def holder_pids():
@@ -127,19 +143,23 @@ class SystemdEmulation:
                 for fd in kept:
                     names.append(name)
                     fds.append(fd)
-        env = dict(os.environ, NOTIFY_SOCKET=self.path, FDSTORE="64")
-        script = 'export LISTEN_PID=$$; exec "$@"'
+        env = dict(os.environ, NOTIFY_SOCKET=self.path, FDSTORE="1024")
         if fds:
-            # The stored fds become 3, 4, ... as systemd passes them.
-            script = "exec %s; %s" % (" ".join("%d<&%d %d<&-" % (3 + i, 100 + i, 100 + i) for i in range(len(fds))), script)
             env.update(LISTEN_FDS=str(len(fds)), LISTEN_FDNAMES=":".join(names))
+        # Out of the way first, then at 3, 4, ... as systemd passes them.
+        high = 1000
         dups = []
         for i, fd in enumerate(fds):
-            os.dup2(fd, 100 + i, inheritable=True)
-            dups.append(100 + i)
-        # bash: dash takes no fd numbers above 9.
-        proc = subprocess.Popen(["bash", "-c", script, "bash", rig.DEVNSD, "--config", conf], env=env,
-                                stdout=log, stderr=subprocess.STDOUT, pass_fds=dups)
+            os.dup2(fd, high + i, inheritable=True)
+            dups.append(high + i)
+
+        def place():
+            for i in range(len(dups)):
+                os.dup2(high + i, 3 + i, inheritable=True)
+                os.close(high + i)
+        proc = subprocess.Popen(["sh", "-c", 'export LISTEN_PID=$$; exec "$@"', "sh", rig.DEVNSD, "--config", conf],
+                                env=env, stdout=log, stderr=subprocess.STDOUT,
+                                pass_fds=dups + list(range(3, 3 + len(dups))), preexec_fn=place)
         for fd in dups:
             os.close(fd)
         if not self.ready.wait(90):
@@ -342,46 +362,64 @@ class Restart(unittest.TestCase):
         self.wait_saved("active personal")
         self.wait_saved("leds 0x2")
 
-        # An old reader, blocked in read() when devnsd dies, and one that polls.
-        reader = self.open_fd(self.persona_node("work", self.kbd_hw), os.O_RDONLY)
+        # An old reader, blocked in read() when devnsd dies, and one blocked in poll().
+        node = self.persona_node("work", self.kbd_hw)
+        reader = self.open_fd(node, os.O_RDONLY)
+        poller_fd = self.open_fd(node, os.O_RDONLY | os.O_NONBLOCK)
         result = {}
 
-        def blocked_read():
-            try:
-                os.read(reader, 24 * 64)
-                result["read"] = 0
-            except OSError as err:
-                result["read"] = err.errno
-        t = threading.Thread(target=blocked_read, daemon=True)
-        t.start()
+        def blocked_poll():
+            p = select.poll()
+            p.register(poller_fd, select.POLLIN)
+            result["poll"] = p.poll()
+        threads = [read_in_thread(reader, result, "read", 24 * 64), threading.Thread(target=blocked_poll, daemon=True)]
+        threads[1].start()
         time.sleep(0.5)
-        self.assertTrue(t.is_alive(), "the reader did not block")
+        self.assertTrue(all(t.is_alive() for t in threads), "the reader or the poller did not block")
 
         holder = holder_pids()
-        self.assertEqual(len(holder), 1, "one holder keeps the framebuffers")
+        self.assertEqual(len(holder), 1, "one holder keeps the framebuffers and the connections")
+        node_ino = os.stat(node).st_ino
         start = time.monotonic()
         self.kill(daemon)
-        t.join(10)
-        self.assertFalse(t.is_alive(), "a reader of the old node hangs after devnsd died")
-        # fs/fuse: fuse_abort_conn() ends requests in flight with ECONNABORTED; later ones
-        # find the connection gone (fuse_get_req(): !fc->connected) and get ENOTCONN.
-        print("old reader, blocked in read() when devnsd died:", errno.errorcode.get(result.get("read"), result))
-        self.assertEqual(result.get("read"), errno.ECONNABORTED)
-        with self.assertRaises(OSError) as err:
-            os.read(reader, 24)
-        print("old reader, next read():", errno.errorcode[err.exception.errno])
-        self.assertEqual(err.exception.errno, errno.ENOTCONN)
-        # fuse_file_poll(): the FUSE_POLL request fails, and poll() reports an error.
-        poller = select.poll()
-        poller.register(reader, select.POLLIN)
-        events = poller.poll(2000)
-        print("old reader, poll():", events)
-        self.assertTrue(events and events[0][1] & select.POLLERR, events)
+        # The node stays while devnsd is down (the holder keeps its connection), and a
+        # program that opens it then waits for the next devnsd.
+        self.assertEqual(os.stat(node).st_ino, node_ino, "the node left /dev with devnsd")
+        opened = {}
+
+        def open_while_down():
+            fd = os.open(node, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            self.fds.append(fd)
+            read_in_thread(fd, opened, "read").join()
+        opener = threading.Thread(target=open_while_down, daemon=True)
+        opener.start()
+        time.sleep(0.5)
+        self.assertTrue(all(t.is_alive() for t in threads + [opener]),
+                        "a client of the node did not wait for the next devnsd")
         self.assertEqual(holder_pids(), holder, "the holder died with devnsd")
         print("holder: VmRSS %d KiB" % rig.rss_kib(holder[0]))
 
         daemon.start()
         print("restart to READY=1: %.2f s" % (time.monotonic() - start))
+        for t in threads + [opener]:
+            t.join(10)
+        self.assertFalse(any(t.is_alive() for t in threads + [opener]), "a client hangs after the restart")
+        # The next devnsd answers what the dead one left unanswered, and every later call
+        # on a handle it did not open, with ENODEV; it wakes the pollers to find that out.
+        print("old reader, blocked in read() when devnsd died:", errno.errorcode.get(result.get("read"), result))
+        self.assertEqual(result.get("read"), errno.ENODEV)
+        with self.assertRaises(OSError) as err:
+            os.read(reader, 24)
+        print("old reader, next read():", errno.errorcode[err.exception.errno])
+        self.assertEqual(err.exception.errno, errno.ENODEV)
+        print("old poller, blocked in poll() when devnsd died:", result.get("poll"))
+        self.assertTrue(result.get("poll") and result["poll"][0][1] & select.POLLERR, result.get("poll"))
+        with self.assertRaises(OSError) as err:
+            fcntl.ioctl(reader, EVIOCGVERSION, bytearray(4))
+        self.assertEqual(err.exception.errno, errno.ENODEV)
+        # The one that opened while devnsd was down holds a working handle: nothing to read yet.
+        self.assertEqual(opened.get("read"), errno.EAGAIN, opened)
+        self.assertEqual(os.stat(node).st_ino, node_ino, "the node was made again")
 
         # The active persona, the created persona, device numbers.
         self.assertEqual(self.personas(), before_personas, "personas or the active persona changed")
@@ -458,6 +496,11 @@ class Restart(unittest.TestCase):
                                        and len(systemd.records()) == 2), systemd.records().keys())
             self.assertLessEqual(systemd.stores - stores, 1, "each save went to the service manager")
             before = self.screenshot("guest", "systemd-before")
+            # Each node's connection and its record are in the store too.
+            kept = [n for n in systemd.names() if n.startswith("cuse.")]
+            self.assertTrue(kept and len(kept) % 2 == 0 and all(n + ".j" in kept for n in kept if not n.endswith(".j")),
+                            kept)
+            old = self.open_fd(fbrig.fb_node("guest"))
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             # Death in the middle of rewriting the newer copy: the other one stands.
@@ -469,6 +512,9 @@ class Restart(unittest.TestCase):
             proc = systemd.start(conf, log)
             self.assertEqual(self.personas(), ({"work", "personal", "guest"}, "guest"))
             self.assertEqual(self.screenshot("guest", "systemd-after"), before)
+            with self.assertRaises(OSError) as err:
+                fbrig.get_var(old)
+            self.assertEqual(err.exception.errno, errno.ENODEV, "a handle of the dead devnsd")
             self.assertEqual(before[2], fbrig.to_rgb(fbrig.pattern_frame(w, h, 5)))
         except BaseException:
             log.seek(0)
@@ -480,6 +526,39 @@ class Restart(unittest.TestCase):
             log.close()
         # A clean stop empties the store.
         self.assertTrue(eventually(lambda: not any(systemd.names().values())), systemd.names())
+
+    def test_5_clients_stop_waiting_when_devnsd_does_not_come_back(self):
+        """Without a clean stop and without a next devnsd, the holder lets the nodes go
+        after its grace (30 s): their clients get the kernel's ECONNABORTED, not a hang."""
+        daemon = rig.Daemon(self.conf)
+        try:
+            node = self.persona_node("work", self.kbd_hw)
+            reader = self.open_fd(node, os.O_RDONLY)
+            result = {}
+            t = read_in_thread(reader, result, "read")
+            time.sleep(0.5)
+            self.kill(daemon)
+            start = time.monotonic()
+            t.join(20)
+            self.assertTrue(t.is_alive(), "the reader did not wait for the next devnsd")
+            self.assertTrue(os.path.exists(node), "the node went before the grace ended")
+            t.join(30)
+            waited = time.monotonic() - start
+            print("reader of a node whose devnsd never came back: %s after %.1f s"
+                  % (errno.errorcode.get(result.get("read"), result), waited))
+            self.assertFalse(t.is_alive(), "the reader still waits %.0f s after devnsd died" % waited)
+            self.assertEqual(result.get("read"), errno.ECONNABORTED)
+            self.assertTrue(eventually(lambda: not os.path.exists(node)), "the node outlived the grace")
+            # The holder still has the framebuffers: a late start takes them back.
+            daemon.start()
+            fd = self.open_fd(node, os.O_RDONLY | os.O_NONBLOCK)
+            with self.assertRaises(BlockingIOError):
+                os.read(fd, 24)
+        except BaseException:
+            print(daemon.output())
+            raise
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.output())
 
     def test_3_corrupt_state_file_gives_a_clean_start(self):
         good = "devnsd-state 1\nactive personal\npersona work configured\npersona personal configured\n" \
