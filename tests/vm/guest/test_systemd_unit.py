@@ -8,9 +8,10 @@ under the unit's whole sandbox devnsd serves input, fb0 and an LED view and
 attaches a container; a stopped devnsd is killed and restarted by the
 watchdog; one killed with SIGKILL is restarted (Restart=on-failure) and the
 fd store gives back every persona's screen, the created persona and the
-active one; a stopped devnsd is started by `devnsctl list` (D-Bus
+active one, and the nodes themselves (an old handle gets ENODEV); a stopped devnsd is started by `devnsctl list` (D-Bus
 activation); systemd-analyze rates the running unit's exposure."""
 
+import errno
 import glob
 import os
 import signal
@@ -226,6 +227,10 @@ class Unit(unittest.TestCase):
         time.sleep(0.5)
         if os.path.exists("/run/devnsd/state"):
             os.unlink("/run/devnsd/state")
+        # A handle of this devnsd, and the node it opened, which is to stay in /dev.
+        node = fbrig.fb_node("work")
+        old = os.open(node, os.O_RDWR | os.O_CLOEXEC)
+        ino = os.stat(node).st_ino
         pid = sd.main_pid()
         restarts = int(sd.show("NRestarts"))
         os.kill(pid, signal.SIGKILL)
@@ -240,6 +245,15 @@ class Unit(unittest.TestCase):
         self.assertTrue(ok, "the screen does not show the guest persona again (%s pixels differ)" % diff)
         # The host's view of the LEDs is back too (the dead one was detached).
         self.assertEqual(read_file(self.view("work")).strip(), "1")
+        # The node never left /dev (its connection was in the fd store), and the old
+        # handle gets ENODEV, as for a device that went away.
+        self.assertEqual(os.stat(node).st_ino, ino, "the node was made again")
+        try:
+            with self.assertRaises(OSError) as err:
+                fbrig.get_var(old)
+            self.assertEqual(err.exception.errno, errno.ENODEV)
+        finally:
+            os.close(old)
 
     def test_5_dbus_activation(self):
         sd.run("systemctl", "stop", sd.UNIT)
