@@ -42,8 +42,13 @@ const char *fdstore_kind(const struct fdstore *s);
 /* Hands over the fd the last run kept under name (-ENOENT if none); the store keeps its own. */
 int fdstore_take(struct fdstore *s, const char *name, int *ret_fd);
 
-/* Keeps fd (duplicated) under name, replacing what was kept under it. */
+/*
+ * Keeps fd (duplicated) under name, replacing what was kept under it, and
+ * what the last run kept under it. -ENOSPC when the store is full.
+ */
 int fdstore_put(struct fdstore *s, const char *name, int fd);
+/* How many more names the store can keep. */
+size_t fdstore_room(const struct fdstore *s);
 /* Forgets name. */
 int fdstore_remove(struct fdstore *s, const char *name);
 /* Returns once what was forgotten is closed (at most about 2 s). */

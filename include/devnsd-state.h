@@ -61,6 +61,8 @@ int state_take_fd(struct manager *m, const char *name, int *ret_fd);
 /* Keeps fd under name for the next run (logged when that fails), or forgets name. */
 int state_keep_fd(struct manager *m, const char *name, int fd);
 void state_forget_fd(struct manager *m, const char *name);
+/* How many more fds the store can keep. */
+size_t state_fd_room(struct manager *m);
 /* Returns once what was forgotten is closed. */
 void state_sync_fds(struct manager *m);
 /* Drops what the last run kept under names starting with prefix and this run did not take. */

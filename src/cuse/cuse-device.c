@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <linux/fuse.h>
 #include <linux/openat2.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,15 @@
 
 /* What a run leaves its successor about a connection, in a memory file kept beside it. */
 #define JOURNAL_MAGIC 0x6a736e64u
-#define JOURNAL_VERSION 1
+#define JOURNAL_VERSION 2
+/* Requests other than releases leave this many slots free: every open handle can always be released. */
+#define REQUESTS_BUT_RELEASES (CUSE_DEVICE_MAX_REQUESTS - CUSE_DEVICE_MAX_FILES)
+_Static_assert(REQUESTS_BUT_RELEASES > 0, "room for requests besides releases");
 
 struct journal_request {
 	uint64_t unique;
+	/* A release's: the handle it ends. */
+	uint64_t handle;
 	uint32_t opcode;
 	uint32_t unused;
 };
@@ -42,6 +48,8 @@ struct journal_file {
 
 struct journal {
 	uint32_t magic, version;
+	/* The node it serves: a connection is taken over only by the node of the same name. */
+	char devname[256];
 	/* CUSE_INIT was answered: the node exists. */
 	uint32_t ready;
 	uint32_t n_requests, n_files, unused;
@@ -108,6 +116,16 @@ static int by_fd_set(int fd, struct cuse_device *d) {
 	return 0;
 }
 
+/* Drops what is kept for the next run under d's names. */
+static void forget_kept(struct cuse_device *d) {
+	if (!d->keep_name[0] || !have_keeper)
+		return;
+	keeper.forget(keeper.userdata, d->keep_name);
+	keeper.forget(keeper.userdata, d->journal_name);
+	d->keep_name[0] = d->journal_name[0] = '\0';
+	forgot_since_sync = true;
+}
+
 /* --- the journal ------------------------------------------------------------ */
 
 static struct journal_request *journal_request(struct journal *j, uint64_t unique) {
@@ -151,7 +169,7 @@ static unsigned int journal_opens_in_flight(const struct journal *j) {
 	return n;
 }
 
-static int journal_map(int fd, bool fresh, struct journal **ret) {
+static int journal_map(int fd, bool fresh, const char *devname, struct journal **ret) {
 	struct journal *j;
 	struct stat st;
 
@@ -168,9 +186,10 @@ static int journal_map(int fd, bool fresh, struct journal **ret) {
 		j->magic = JOURNAL_MAGIC;
 		j->version = JOURNAL_VERSION;
 		j->next_handle = 1;
+		snprintf(j->devname, sizeof(j->devname), "%s", devname);
 	} else if (j->magic != JOURNAL_MAGIC || j->version != JOURNAL_VERSION || !j->ready ||
 		   j->n_requests > CUSE_DEVICE_MAX_REQUESTS || j->n_files > CUSE_DEVICE_MAX_FILES ||
-		   j->next_handle == 0) {
+		   j->next_handle == 0 || strncmp(j->devname, devname, sizeof(j->devname)) != 0) {
 		munmap(j, sizeof(*j));
 		return -EBADMSG;
 	}
@@ -226,13 +245,12 @@ static uint64_t *request_handle(struct fuse_in_header *in, size_t size) {
  * when the request was answered here: a handle of an earlier run (ENODEV;
  * its release 0), an unknown one, or one past the limits.
  */
-static bool request_filter(struct cuse_device *d, struct fuse_buf *buf, uint64_t *ret_release) {
+static bool request_filter(struct cuse_device *d, struct fuse_buf *buf) {
 	struct fuse_in_header *in = buf->mem;
 	struct journal *j = d->journal;
 	struct journal_file *f = NULL;
-	uint64_t *handle;
+	uint64_t *handle, ended = 0;
 
-	*ret_release = 0;
 	if (buf->size < sizeof(*in) || in->opcode == FUSE_INTERRUPT)
 		return false;
 	handle = request_handle(in, buf->size);
@@ -253,21 +271,22 @@ static bool request_filter(struct cuse_device *d, struct fuse_buf *buf, uint64_t
 				f->kh = p->kh;
 		}
 		if (in->opcode == FUSE_RELEASE)
-			*ret_release = f->handle;
+			ended = f->handle;
 		*handle = f->fh;
 	}
 	if (in->opcode == FUSE_OPEN && j->n_files + journal_opens_in_flight(j) >= CUSE_DEVICE_MAX_FILES) {
 		reply_raw(d, in->unique, EMFILE);
 		return true;
 	}
-	if (j->n_requests == CUSE_DEVICE_MAX_REQUESTS) {
-		/* A release must reach the device, recorded or not: nothing waits for its answer. */
-		if (in->opcode == FUSE_RELEASE)
-			return false;
+	/* The kernel waits for a release's answer, unkillably: it always finds a slot. */
+	if (in->opcode != FUSE_RELEASE && j->n_requests >= REQUESTS_BUT_RELEASES) {
 		reply_raw(d, in->unique, EBUSY);
 		return true;
 	}
-	j->requests[j->n_requests] = (struct journal_request){ .unique = in->unique, .opcode = in->opcode };
+	if (j->n_requests == CUSE_DEVICE_MAX_REQUESTS)
+		return false;
+	j->requests[j->n_requests] =
+		(struct journal_request){ .unique = in->unique, .handle = ended, .opcode = in->opcode };
 	__atomic_store_n(&j->n_requests, j->n_requests + 1, __ATOMIC_RELEASE);
 	return false;
 }
@@ -280,9 +299,10 @@ static bool request_filter(struct cuse_device *d, struct fuse_buf *buf, uint64_t
 static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userdata) {
 	struct cuse_device *d = (size_t)fd < n_by_fd ? by_fd[fd] : NULL;
 	struct journal_request *jr = NULL;
-	struct journal_file *f = NULL;
 	struct fuse_open_out open_out;
+	uint64_t opened = 0, fh = 0;
 	struct iovec v[8];
+	struct journal *j;
 	ssize_t n;
 
 	(void)userdata;
@@ -295,32 +315,41 @@ static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userda
 			len += iov[i].iov_len;
 		return (ssize_t)len;
 	}
+	j = d->journal;
 	memcpy(v, iov, count * sizeof(*iov));
 	{
 		const struct fuse_out_header *out = iov[0].iov_base;
 
 		if (out->unique)
-			jr = journal_request(d->journal, out->unique);
+			jr = journal_request(j, out->unique);
 		if (jr && jr->opcode == FUSE_OPEN && out->error == 0 && count >= 2 &&
-		    iov[1].iov_len == sizeof(open_out) && d->journal->n_files < CUSE_DEVICE_MAX_FILES) {
-			struct journal *j = d->journal;
-
+		    iov[1].iov_len == sizeof(open_out) && j->n_files < CUSE_DEVICE_MAX_FILES) {
 			memcpy(&open_out, iov[1].iov_base, sizeof(open_out));
-			f = &j->files[j->n_files];
-			*f = (struct journal_file){ .handle = j->next_handle++, .fh = open_out.fh };
-			__atomic_store_n(&j->n_files, j->n_files + 1, __ATOMIC_RELEASE);
-			open_out.fh = f->handle;
+			fh = open_out.fh;
+			/* Numbered before the kernel holds the number: no later open gets it again. */
+			opened = j->next_handle;
+			__atomic_store_n(&j->next_handle, opened + 1, __ATOMIC_RELEASE);
+			open_out.fh = opened;
 			v[1].iov_base = &open_out;
+		}
+		if (jr && jr->opcode == FUSE_RELEASE && jr->handle) {
+			/* Forgotten before it is answered: a handle released is never answered for again. */
+			struct journal_file *f = journal_file(j, jr->handle);
+
+			if (f)
+				journal_file_drop(j, f);
 		}
 	}
 	n = writev(fd, v, count);
-	if (f && n < 0)
-		/* The open was interrupted: no release will come for it. */
-		journal_file_drop(d->journal, f);
+	if (opened && n >= 0) {
+		/* Recorded once the kernel holds it (one it does not hold is refused as unknown anyway). */
+		j->files[j->n_files] = (struct journal_file){ .handle = opened, .fh = fh };
+		__atomic_store_n(&j->n_files, j->n_files + 1, __ATOMIC_RELEASE);
+	}
 	if (jr) {
 		if (jr->opcode == CUSE_INIT && n >= 0)
-			d->journal->ready = 1;
-		journal_request_drop(d->journal, jr);
+			j->ready = 1;
+		journal_request_drop(j, jr);
 	}
 	return n;
 }
@@ -342,7 +371,6 @@ static const struct fuse_custom_io session_io = {
  */
 static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct cuse_device *d = userdata;
-	uint64_t released;
 	int r;
 
 	(void)fd;
@@ -351,19 +379,14 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
 	if (r == -EAGAIN || r == -EINTR)
 		return 0;
 	if (r <= 0 || fuse_session_exited(d->se)) {
-		/* The kernel closed the device: stop listening. */
+		/* The kernel ended the connection: stop listening, and keep nothing of it. */
 		sd_event_source_set_enabled(s, SD_EVENT_OFF);
+		forget_kept(d);
 		return 0;
 	}
-	if (request_filter(d, &shared_buf, &released))
+	if (request_filter(d, &shared_buf))
 		return 0;
 	fuse_session_process_buf(d->se, &shared_buf);
-	if (released) {
-		struct journal_file *f = journal_file(d->journal, released);
-
-		if (f)
-			journal_file_drop(d->journal, f);
-	}
 	return 0;
 }
 
@@ -400,18 +423,34 @@ static int on_resume(sd_event_source *s, void *userdata) {
 	return sd_event_source_set_enabled(d->source, SD_EVENT_ON);
 }
 
-/* Takes over the connection the last run kept for this number, if there is one that can be. */
+/*
+ * Takes over the connection the last run kept for this number, if it is
+ * this node's and alive. Both names are taken either way: what is not
+ * taken over is dropped, and kept anew by this run.
+ */
 static int take_kept(struct cuse_device *d, int *ret_fd) {
 	_cleanup_(closep) int fd = -1, jfd = -1;
+	struct pollfd p;
 	int r;
 
-	if (keeper.take(keeper.userdata, d->keep_name, &fd) < 0)
+	r = keeper.take(keeper.userdata, d->keep_name, &fd);
+	(void)keeper.take(keeper.userdata, d->journal_name, &jfd);
+	if (r < 0 && jfd < 0)
 		return -ENOENT;
-	r = keeper.take(keeper.userdata, d->journal_name, &jfd);
-	if (r >= 0)
-		r = journal_map(jfd, false, &d->journal);
+	if (r >= 0 && jfd >= 0)
+		r = journal_map(jfd, false, d->devname, &d->journal);
+	else
+		r = -ENOENT;
+	/* A connection the kernel ended (its number refused, say) polls as an error. */
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (r >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLERR | POLLHUP | POLLNVAL)))
+		r = -ENOTCONN;
 	if (r < 0) {
-		/* Without its record it cannot be answered for: it goes. */
+		if (d->journal) {
+			munmap(d->journal, sizeof(*d->journal));
+			d->journal = NULL;
+		}
+		/* It cannot be answered for: it goes, and this run keeps its own. */
 		keeper.forget(keeper.userdata, d->keep_name);
 		keeper.forget(keeper.userdata, d->journal_name);
 		forgot_since_sync = true;
@@ -435,17 +474,13 @@ static int open_fresh(struct cuse_device *d, int *ret_fd) {
 	jfd = memfd_create("devns-cuse-journal", MFD_CLOEXEC);
 	if (jfd < 0)
 		return -errno;
-	r = journal_map(jfd, true, &d->journal);
+	r = journal_map(jfd, true, d->devname, &d->journal);
 	if (r < 0)
 		return r;
 	if (d->keep_name[0] && (keeper.keep(keeper.userdata, d->keep_name, fd) < 0 ||
-				keeper.keep(keeper.userdata, d->journal_name, jfd) < 0)) {
+				keeper.keep(keeper.userdata, d->journal_name, jfd) < 0))
 		/* Half kept is not kept. */
-		keeper.forget(keeper.userdata, d->keep_name);
-		keeper.forget(keeper.userdata, d->journal_name);
-		d->keep_name[0] = d->journal_name[0] = '\0';
-		forgot_since_sync = true;
-	}
+		forget_kept(d);
 	*ret_fd = take_fd(&fd);
 	return 0;
 }
@@ -582,12 +617,8 @@ struct cuse_device *cuse_device_free(struct cuse_device *d) {
 	sd_event_source_disable_unref(d->owner_retry);
 	sd_event_source_disable_unref(d->resume);
 	sd_event_source_disable_unref(d->source);
-	if (d->keep_name[0] && have_keeper) {
-		/* The node goes: the kept duplicate must not hold it. */
-		keeper.forget(keeper.userdata, d->keep_name);
-		keeper.forget(keeper.userdata, d->journal_name);
-		forgot_since_sync = true;
-	}
+	/* The node goes: the kept duplicate must not hold it. */
+	forget_kept(d);
 	if (d->fd >= 0)
 		(void)by_fd_set(d->fd, NULL);
 	if (d->se)

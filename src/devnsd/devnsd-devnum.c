@@ -26,11 +26,12 @@ struct devnum {
 };
 
 /*
- * Whether a driver other than devns holds major. CUSE registers each node
- * under its DEVNAME, so the nodes a restart takes over ("devns/...") are
- * devns' own.
+ * Whether a driver holds major; with own_ok, a driver other than devns.
+ * CUSE registers each node under its DEVNAME, so the nodes a restart takes
+ * over ("devns/...") are devns' own, under the major saved; a new major
+ * is picked among those nobody holds.
  */
-static bool major_in_use(unsigned int major) {
+static bool major_in_use(unsigned int major, bool own_ok) {
 	_cleanup_(freep) char *line = NULL;
 	size_t len = 0;
 	bool chars = false, used = false;
@@ -47,7 +48,7 @@ static bool major_in_use(unsigned int major) {
 		else if (strncmp(line, "Block", 5) == 0)
 			chars = false;
 		else if (chars && sscanf(line, "%u %n", &m, &name) == 1 && m == major)
-			used = strncmp(line + name, DEVNS_DEV_DIR "/", strlen(DEVNS_DEV_DIR "/")) != 0;
+			used = !own_ok || strncmp(line + name, DEVNS_DEV_DIR "/", strlen(DEVNS_DEV_DIR "/")) != 0;
 	}
 	fclose(f);
 	return used;
@@ -55,7 +56,7 @@ static bool major_in_use(unsigned int major) {
 
 static int pick_major(unsigned int *ret) {
 	for (unsigned int m = MAJOR_LAST; m >= MAJOR_FIRST; m--)
-		if (!major_in_use(m)) {
+		if (!major_in_use(m, false)) {
 			*ret = m;
 			return 0;
 		}
@@ -145,7 +146,7 @@ int devnum_new(struct devnum **ret, const char *dir) {
 	if (r < 0)
 		return r;
 	/* A major that someone else holds now cannot be ours again: start over. */
-	if (d->major == 0 || major_in_use(d->major)) {
+	if (d->major == 0 || major_in_use(d->major, true)) {
 		clear_entries(d);
 		r = pick_major(&d->major);
 		if (r < 0)

@@ -29,6 +29,8 @@ struct kept {
 
 struct fdstore {
 	bool systemd;
+	/* How many names the store keeps at most. */
+	size_t max;
 	/* The connection to the holder; -1 under systemd or without one. */
 	int holder;
 	/* What the last run left, until taken. */
@@ -331,6 +333,7 @@ int fdstore_new(struct fdstore **ret, const char *dir) {
 		return -ENOMEM;
 	s->holder = -1;
 	s->systemd = e && atoi(e) > 0 && getenv("NOTIFY_SOCKET");
+	s->max = s->systemd ? MIN((size_t)atoi(e), (size_t)FDSTORE_MAX) : FDSTORE_MAX;
 	if (s->systemd) {
 		received_from_systemd(s);
 		*ret = TAKE_PTR(s);
@@ -414,12 +417,30 @@ int fdstore_remove(struct fdstore *s, const char *name) {
 	return send_msg(s->holder, msg, -1);
 }
 
+static bool name_noted(const struct fdstore *s, const char *name) {
+	for (size_t i = 0; i < s->n_names; i++)
+		if (streq(s->names[i], name))
+			return true;
+	return false;
+}
+
+size_t fdstore_room(const struct fdstore *s) {
+	return s->max > s->n_names ? s->max - s->n_names : 0;
+}
+
 int fdstore_put(struct fdstore *s, const char *name, int fd) {
 	char msg[MSG_MAX];
 	int r;
 
 	if (!name_ok(name) || fd < 0)
 		return -EINVAL;
+	/* The store drops what is past its limit without a word: it is not asked to. */
+	if (!name_noted(s, name) && fdstore_room(s) == 0)
+		return -ENOSPC;
+	/* What the last run kept under the name is replaced, not left over. */
+	for (size_t i = 0; i < s->n_received; i++)
+		if (s->received[i].fd >= 0 && streq(s->received[i].name, name))
+			closep(&s->received[i].fd);
 	if (s->systemd) {
 		/* The store keeps every fd given under a name: the old one goes first. */
 		(void)fdstore_remove(s, name);

@@ -457,6 +457,10 @@ void state_forget_fd(struct manager *m, const char *name) {
 		(void)fdstore_remove(m->state->fdstore, name);
 }
 
+size_t state_fd_room(struct manager *m) {
+	return m->state && m->state->fdstore ? fdstore_room(m->state->fdstore) : 0;
+}
+
 void state_sync_fds(struct manager *m) {
 	if (m->state && m->state->fdstore)
 		fdstore_sync(m->state->fdstore);

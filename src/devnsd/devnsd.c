@@ -75,7 +75,12 @@ static int keeper_take(void *userdata, const char *name, int *ret_fd) {
 	return state_take_fd(userdata, name, ret_fd);
 }
 
+/* Room is left for what a restart needs most: each persona's framebuffer and the state record. */
+#define KEEP_FOR_STATE (CONF_MAX_PERSONAS + 2)
+
 static int keeper_keep(void *userdata, const char *name, int fd) {
+	if (state_fd_room(userdata) <= KEEP_FOR_STATE)
+		return -ENOSPC;
 	return state_keep_fd(userdata, name, fd);
 }
 
@@ -210,6 +215,8 @@ int main(int argc, char *argv[]) {
 	int c, r;
 
 	log_setup("devnsd");
+	/* First: a restart may start with more fds open than the soft limit allows. */
+	raise_fd_limit();
 	while ((c = getopt_long(argc, argv, "c:th", options, NULL)) >= 0) {
 		switch (c) {
 		case 'c':
@@ -244,6 +251,5 @@ int main(int argc, char *argv[]) {
 		return EXIT_SUCCESS;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	raise_fd_limit();
 	return run(conf) < 0 ? EXIT_FAILURE : EXIT_SUCCESS;
 }
