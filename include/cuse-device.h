@@ -71,6 +71,18 @@ struct cuse_keeper {
 /* Sets (or with NULL, clears) the keeper for devices created from now on. */
 void cuse_device_set_keeper(const struct cuse_keeper *k);
 
+/* How long the connection of a node that is no more answers ENODEV before it ends. */
+#define CUSE_DEVICE_GONE_USEC (2 * 1000000ULL)
+
+/*
+ * Takes over the connection the last run kept under keep (a name with
+ * CUSE_KEEP_PREFIX, not its record's) for a node this run does not have: a
+ * device unplugged meanwhile, a persona no longer configured. Its clients
+ * get ENODEV, as from a device that went away, for CUSE_DEVICE_GONE_USEC;
+ * then it ends and its node leaves /dev. -ENOENT if nothing usable was kept.
+ */
+int cuse_device_end_kept(sd_event *event, const char *keep);
+
 static inline void cuse_device_freep(struct cuse_device **d) {
 	cuse_device_free(*d);
 }

@@ -61,6 +61,8 @@ int state_take_fd(struct manager *m, const char *name, int *ret_fd);
 /* Keeps fd under name for the next run (logged when that fails), or forgets name. */
 int state_keep_fd(struct manager *m, const char *name, int fd);
 void state_forget_fd(struct manager *m, const char *name);
+/* The names the last run kept and this one has not taken; NULL after the last. */
+const char *state_left_over_fd(struct manager *m, size_t i);
 /* How many more fds the store can keep. */
 size_t state_fd_room(struct manager *m);
 /* Returns once what was forgotten is closed. */

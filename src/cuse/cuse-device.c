@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -78,6 +79,9 @@ struct cuse_device {
 	sd_event_source *resume;
 	/* Replies go nowhere (the made-up CUSE_INIT of a connection taken over). */
 	bool swallow;
+	/* A node that is no more, answering ENODEV until this ends it. */
+	sd_event_source *end;
+	LIST_ENTRY(cuse_device) ending;
 };
 
 /* One receive buffer serves every session: the loop handles one request at a time. */
@@ -88,6 +92,9 @@ static struct cuse_keeper keeper;
 static bool have_keeper;
 /* A kept connection was dropped: its number may still be registered until the keeper syncs. */
 static bool forgot_since_sync;
+
+/* Connections of nodes that are no more, until they end. */
+static LIST_HEAD(, cuse_device) ending = LIST_HEAD_INITIALIZER(ending);
 
 /* Sessions by fd, for the write hook (libfuse passes it the session's userdata, the device's operations'). */
 static struct cuse_device **by_fd;
@@ -189,7 +196,7 @@ static int journal_map(int fd, bool fresh, const char *devname, struct journal *
 		snprintf(j->devname, sizeof(j->devname), "%s", devname);
 	} else if (j->magic != JOURNAL_MAGIC || j->version != JOURNAL_VERSION || !j->ready ||
 		   j->n_requests > CUSE_DEVICE_MAX_REQUESTS || j->n_files > CUSE_DEVICE_MAX_FILES ||
-		   j->next_handle == 0 || strncmp(j->devname, devname, sizeof(j->devname)) != 0) {
+		   j->next_handle == 0 || (devname[0] && strncmp(j->devname, devname, sizeof(j->devname)) != 0)) {
 		munmap(j, sizeof(*j));
 		return -EBADMSG;
 	}
@@ -485,8 +492,14 @@ static int open_fresh(struct cuse_device *d, int *ret_fd) {
 	return 0;
 }
 
-int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devname, unsigned int major,
-		    unsigned int minor, const struct cuse_lowlevel_ops *ops, void *userdata) {
+/*
+ * A device for node devname, or (devname "") for whatever node the
+ * connection kept under keep serves; keep "" keeps nothing, and with
+ * only_kept nothing new is made.
+ */
+static int device_new(struct cuse_device **ret, sd_event *event, const char *devname, const char *keep,
+		      bool only_kept, unsigned int major, unsigned int minor, const struct cuse_lowlevel_ops *ops,
+		      void *userdata) {
 	_cleanup_(cuse_device_freep) struct cuse_device *d = NULL;
 	_cleanup_(closep) int fd = -1;
 	char *argv[] = { (char *)"devnsd", NULL };
@@ -515,12 +528,16 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	d->major = major;
 	d->minor = minor;
 	snprintf(d->devname, sizeof(d->devname), "%s", devname);
-	if (have_keeper && major) {
-		snprintf(d->keep_name, sizeof(d->keep_name), CUSE_KEEP_PREFIX "%u.%u", major, minor);
-		snprintf(d->journal_name, sizeof(d->journal_name), CUSE_KEEP_PREFIX "%u.%u.j", major, minor);
-	}
+	if (have_keeper && keep[0] &&
+	    ((size_t)snprintf(d->keep_name, sizeof(d->keep_name), "%s", keep) >= sizeof(d->keep_name) ||
+	     (size_t)snprintf(d->journal_name, sizeof(d->journal_name), "%s.j", keep) >= sizeof(d->journal_name)))
+		return -ENAMETOOLONG;
 
 	resumed = d->keep_name[0] && take_kept(d, &fd) >= 0;
+	if (!resumed && only_kept) {
+		d->keep_name[0] = d->journal_name[0] = '\0';
+		return -ENOENT;
+	}
 	if (!resumed) {
 		r = open_fresh(d, &fd);
 		if (r < 0)
@@ -551,6 +568,53 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	}
 
 	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devname, unsigned int major,
+		    unsigned int minor, const struct cuse_lowlevel_ops *ops, void *userdata) {
+	char keep[32] = "";
+
+	if (major)
+		snprintf(keep, sizeof(keep), CUSE_KEEP_PREFIX "%u.%u", major, minor);
+	return device_new(ret, event, devname, keep, false, major, minor, ops, userdata);
+}
+
+/* A node that is no more: every open is refused as the handles of the last run are. */
+static void gone_open(fuse_req_t req, struct fuse_file_info *fi) {
+	(void)fi;
+	fuse_reply_err(req, ENODEV);
+}
+
+static const struct cuse_lowlevel_ops gone_ops = {
+	.open = gone_open,
+};
+
+static int on_end(sd_event_source *s, uint64_t usec, void *userdata) {
+	struct cuse_device *d = userdata;
+
+	(void)s;
+	(void)usec;
+	LIST_REMOVE(d, ending);
+	cuse_device_free(d);
+	return 0;
+}
+
+int cuse_device_end_kept(sd_event *event, const char *keep) {
+	struct cuse_device *d;
+	int r;
+
+	if (!have_keeper || strncmp(keep, CUSE_KEEP_PREFIX, strlen(CUSE_KEEP_PREFIX)) != 0)
+		return -EINVAL;
+	r = device_new(&d, event, "", keep, true, 0, 0, &gone_ops, NULL);
+	if (r < 0)
+		return r;
+	r = sd_event_add_time_relative(event, &d->end, CLOCK_MONOTONIC, CUSE_DEVICE_GONE_USEC, 0, on_end, d);
+	if (r < 0) {
+		cuse_device_free(d);
+		return r;
+	}
+	LIST_INSERT_HEAD(&ending, d, ending);
 	return 0;
 }
 
@@ -616,6 +680,7 @@ struct cuse_device *cuse_device_free(struct cuse_device *d) {
 		return NULL;
 	sd_event_source_disable_unref(d->owner_retry);
 	sd_event_source_disable_unref(d->resume);
+	sd_event_source_disable_unref(d->end);
 	sd_event_source_disable_unref(d->source);
 	/* The node goes: the kept duplicate must not hold it. */
 	forget_kept(d);

@@ -217,9 +217,14 @@ int input_class_new(struct manager *m, const struct conf *conf, struct input_cla
 		}
 		for (size_t j = 0; j < g.gl_pathc && r >= 0; j++) {
 			const char *path = g.gl_pathv[j];
-			/* A pattern that matches nothing is fine; a plain path must exist. */
-			if (streq(path, pattern) && strpbrk(pattern, "*?[") && access(path, F_OK) < 0) {
-				log_warning("%s: matches no device", pattern);
+			/*
+			 * A pattern that matches nothing, or a path with nothing there (a
+			 * device unplugged, maybe while devnsd was down), is shared when a
+			 * device appears there (hotplug).
+			 */
+			if (streq(path, pattern) && access(path, F_OK) < 0) {
+				log_warning("%s: %s; shared when it appears", pattern,
+					    strpbrk(pattern, "*?[") ? "matches no device" : "no device there");
 				continue;
 			}
 			r = open_input(ic, path);

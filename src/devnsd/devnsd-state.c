@@ -457,6 +457,10 @@ void state_forget_fd(struct manager *m, const char *name) {
 		(void)fdstore_remove(m->state->fdstore, name);
 }
 
+const char *state_left_over_fd(struct manager *m, size_t i) {
+	return m->state && m->state->fdstore ? fdstore_left_over(m->state->fdstore, i) : NULL;
+}
+
 size_t state_fd_room(struct manager *m) {
 	return m->state && m->state->fdstore ? fdstore_room(m->state->fdstore) : 0;
 }

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
@@ -18,6 +19,7 @@
 #include "devnsd-manager.h"
 #include "devnsd-state.h"
 #include "log.h"
+#include "util.h"
 
 #define EXIT_CONFIG 2
 
@@ -94,6 +96,33 @@ static void keeper_sync(void *userdata) {
 
 _Static_assert(sizeof(CUSE_KEEP_PREFIX) == sizeof(FDSTORE_CUSE_PREFIX), "the holder knows CUSE connections by name");
 
+/*
+ * Every node is up: a connection the last run kept and this one did not
+ * take over is a node that is no more. Its clients get ENODEV for a while,
+ * then it ends.
+ */
+static void end_left_over(struct manager *m) {
+	char names[64][FDSTORE_NAME_MAX + 1];
+	size_t n = 0;
+	const char *name;
+
+	for (size_t i = 0; n < ELEMENTSOF(names) && (name = state_left_over_fd(m, i)); i++) {
+		size_t len = strlen(name);
+
+		/* A connection's name, not its record's (NAME.j). */
+		if (strncmp(name, CUSE_KEEP_PREFIX, strlen(CUSE_KEEP_PREFIX)) == 0 && !(len > 2 && streq(name + len - 2, ".j")))
+			snprintf(names[n++], sizeof(names[0]), "%s", name);
+	}
+	for (size_t i = 0; i < n; i++) {
+		int r = cuse_device_end_kept(m->event, names[i]);
+
+		if (r >= 0)
+			log_info("restart: %s kept by the last run serves a node that is no more: ended", names[i]);
+	}
+	/* Whatever is left (a record without its connection, past the 64 above) just goes. */
+	state_drop_left_over_fds(m, CUSE_KEEP_PREFIX);
+}
+
 struct attach_when_ready {
 	struct manager *manager;
 	struct bus *bus;
@@ -108,8 +137,7 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 	if (!a->manager->notified)
 		return 0;
 	sd_event_source_set_enabled(es, SD_EVENT_OFF);
-	/* Every node is up: a connection the last run kept and this one did not take is a node that is no more. */
-	state_drop_left_over_fds(a->manager, CUSE_KEEP_PREFIX);
+	end_left_over(a->manager);
 	bus_attach_machines(a->bus);
 	state_restore_attachments(a->manager);
 	return 0;
@@ -170,7 +198,7 @@ static int run(const struct conf *conf) {
 	manager_check_ready(m);
 	aw = (struct attach_when_ready){ .manager = m, .bus = bus };
 	if (m->notified || sd_event_add_post(event, &attach_wait, on_post_attach, &aw) < 0) {
-		state_drop_left_over_fds(m, CUSE_KEEP_PREFIX);
+		end_left_over(m);
 		bus_attach_machines(bus);
 		state_restore_attachments(m);
 	}

@@ -560,6 +560,42 @@ class Restart(unittest.TestCase):
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
+    def test_6_device_gone_while_devnsd_was_down(self):
+        """A device unplugged while devnsd is down: the next devnsd does not have its nodes,
+        and their clients get ENODEV as from a device that went away; then the nodes go."""
+        pad = rig.make_keyboard()
+        pad_hw = rig.event_node(pad)
+        conf = self.conf.replace("Devices=%s %s" % (self.kbd_hw, I8042),
+                                 "Devices=%s %s %s" % (self.kbd_hw, I8042, pad_hw))
+        daemon = rig.Daemon(conf)
+        try:
+            node = self.persona_node("work", pad_hw)
+            reader = self.open_fd(node, os.O_RDONLY)
+            result = {}
+            t = read_in_thread(reader, result, "read")
+            time.sleep(0.5)
+            self.kill(daemon)
+            pad.close()
+            self.assertTrue(eventually(lambda: not os.path.exists(pad_hw)), "the uinput device stayed")
+            daemon.start()
+            t.join(10)
+            self.assertFalse(t.is_alive(), "a reader of a node that is no more hangs")
+            self.assertEqual(result.get("read"), errno.ENODEV)
+            with self.assertRaises(OSError) as err:
+                os.read(reader, 24)
+            self.assertEqual(err.exception.errno, errno.ENODEV)
+            self.assertIn("serves a node that is no more: ended", daemon.output())
+            self.assertTrue(eventually(lambda: not os.path.exists(node), 10), "the node stayed in /dev")
+            # The other nodes are served as before.
+            fd = self.open_fd(self.persona_node("work", self.kbd_hw), os.O_RDONLY | os.O_NONBLOCK)
+            with self.assertRaises(BlockingIOError):
+                os.read(fd, 24)
+        except BaseException:
+            print(daemon.output())
+            raise
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
     def test_3_corrupt_state_file_gives_a_clean_start(self):
         good = "devnsd-state 1\nactive personal\npersona work configured\npersona personal configured\n" \
                "persona ghost created\npersona gone configured\nend\n"
