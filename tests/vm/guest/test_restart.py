@@ -252,6 +252,12 @@ class Restart(unittest.TestCase):
                 return sum(1 for i in range(0, len(got[2]), 3) if got[2][i:i + 3] != want[2][i:i + 3])
             time.sleep(0.3)
 
+    def assert_serves(self, path):
+        """A fresh handle on the node works: nothing to read yet."""
+        fd = self.open_fd(path, os.O_RDONLY | os.O_NONBLOCK)
+        with self.assertRaises(BlockingIOError):
+            os.read(fd, 24)
+
     def persona_node(self, persona, hw):
         return "/dev/devns/%s/%s" % (persona, os.path.basename(hw))
 
@@ -442,9 +448,7 @@ class Restart(unittest.TestCase):
             self.assertEqual(read_file(self.view(p, "backlight", bl)).strip(), str(LEVELS[p]), p)
         self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(LEVELS["personal"]))
         # Reopening at the same path works.
-        fd = self.open_fd(self.persona_node("work", self.kbd_hw), os.O_RDONLY | os.O_NONBLOCK)
-        with self.assertRaises(BlockingIOError):
-            os.read(fd, 24)
+        self.assert_serves(self.persona_node("work", self.kbd_hw))
         # The container: bound again, its node opens again, its view is the live one.
         self.assertTrue(eventually(lambda: "re-attached" not in daemon.output() and
                                    "views bound again" in daemon.output(), 20), daemon.output())
@@ -551,9 +555,7 @@ class Restart(unittest.TestCase):
             self.assertTrue(eventually(lambda: not os.path.exists(node)), "the node outlived the grace")
             # The holder still has the framebuffers: a late start takes them back.
             daemon.start()
-            fd = self.open_fd(node, os.O_RDONLY | os.O_NONBLOCK)
-            with self.assertRaises(BlockingIOError):
-                os.read(fd, 24)
+            self.assert_serves(node)
         except BaseException:
             print(daemon.output())
             raise
@@ -587,9 +589,7 @@ class Restart(unittest.TestCase):
             self.assertIn("serves a node that is no more: ended", daemon.output())
             self.assertTrue(eventually(lambda: not os.path.exists(node), 10), "the node stayed in /dev")
             # The other nodes are served as before.
-            fd = self.open_fd(self.persona_node("work", self.kbd_hw), os.O_RDONLY | os.O_NONBLOCK)
-            with self.assertRaises(BlockingIOError):
-                os.read(fd, 24)
+            self.assert_serves(self.persona_node("work", self.kbd_hw))
         except BaseException:
             print(daemon.output())
             raise
