@@ -68,8 +68,28 @@ struct cuse_keeper {
 #define CUSE_DEVICE_MAX_REQUESTS 4096
 #define CUSE_DEVICE_MAX_FILES 1024
 
+/*
+ * Opens a new connection (a non-blocking fd): /dev/cuse, unless connect is
+ * set (a test plays the kernel's side); NULL restores /dev/cuse.
+ */
+void cuse_device_set_connector(int (*connect)(void *userdata), void *userdata);
+
 /* Sets (or with NULL, clears) the keeper for devices created from now on. */
 void cuse_device_set_keeper(const struct cuse_keeper *k);
+
+/*
+ * Keeps a short text with the device's connection, for the run that finds
+ * its node gone (cuse_device_end_kept()); at most CUSE_DEVICE_NOTE_MAX
+ * bytes are kept.
+ */
+#define CUSE_DEVICE_NOTE_MAX 511
+void cuse_device_set_note(struct cuse_device *d, const char *note);
+
+/* What the last run noted of a node that is no more. */
+struct cuse_kept_node {
+	char devname[256];
+	char note[CUSE_DEVICE_NOTE_MAX + 1];
+};
 
 /* How long the connection of a node that is no more answers ENODEV before it ends. */
 #define CUSE_DEVICE_GONE_USEC (2 * 1000000ULL)
@@ -79,9 +99,10 @@ void cuse_device_set_keeper(const struct cuse_keeper *k);
  * CUSE_KEEP_PREFIX, not its record's) for a node this run does not have: a
  * device unplugged meanwhile, a persona no longer configured. Its clients
  * get ENODEV, as from a device that went away, for CUSE_DEVICE_GONE_USEC;
- * then it ends and its node leaves /dev. -ENOENT if nothing usable was kept.
+ * then it ends and its node leaves /dev. ret_node gets what the last run
+ * noted of it. -ENOENT if nothing usable was kept.
  */
-int cuse_device_end_kept(sd_event *event, const char *keep);
+int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_node *ret_node);
 
 static inline void cuse_device_freep(struct cuse_device **d) {
 	cuse_device_free(*d);

@@ -53,6 +53,8 @@ void cuse_evdev_close_node(struct cuse_evdev *ce, struct evdev_node *n);
 
 /* The node's owner and mode in /dev; see cuse_device_set_owner(). */
 int cuse_evdev_set_owner(struct cuse_evdev *ce, uid_t uid, gid_t gid, mode_t mode);
+/* Notes the node's udev properties with its connection, for a restart that finds the device gone. */
+void cuse_evdev_set_note(struct cuse_evdev *ce, const char *note);
 
 /* The evdev node's wakeup(): answers blocked reads and poll waiters of that client. */
 void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c);

@@ -21,5 +21,13 @@ static inline void input_hotplug_freep(struct input_hotplug **ih) {
 	input_hotplug_free(*ih);
 }
 
+/*
+ * A node of the last run whose device went while devnsd was down
+ * ("devns/PERSONA/eventN", with the udev properties it had): the persona's
+ * attached container loses it as if the device went now. The node must
+ * still be in /dev.
+ */
+int input_hotplug_gone_while_down(struct manager *m, const char *devname, const char *udev);
+
 /* The transport: node in of a device that came while devnsd ran is in /dev now. */
 void input_hotplug_node_ready(struct input_node *in);

@@ -22,7 +22,7 @@
 
 /* What a run leaves its successor about a connection, in a memory file kept beside it. */
 #define JOURNAL_MAGIC 0x6a736e64u
-#define JOURNAL_VERSION 2
+#define JOURNAL_VERSION 3
 /* Requests other than releases leave this many slots free: every open handle can always be released. */
 #define REQUESTS_BUT_RELEASES (CUSE_DEVICE_MAX_REQUESTS - CUSE_DEVICE_MAX_FILES)
 _Static_assert(REQUESTS_BUT_RELEASES > 0, "room for requests besides releases");
@@ -51,6 +51,8 @@ struct journal {
 	uint32_t magic, version;
 	/* The node it serves: a connection is taken over only by the node of the same name. */
 	char devname[256];
+	/* What the node's owner noted of it (cuse_device_set_note()). */
+	char note[CUSE_DEVICE_NOTE_MAX + 1];
 	/* CUSE_INIT was answered: the node exists. */
 	uint32_t ready;
 	uint32_t n_requests, n_files, unused;
@@ -99,6 +101,14 @@ static LIST_HEAD(, cuse_device) ending = LIST_HEAD_INITIALIZER(ending);
 /* Sessions by fd, for the write hook (libfuse passes it the session's userdata, the device's operations'). */
 static struct cuse_device **by_fd;
 static size_t n_by_fd;
+
+static int (*connector)(void *userdata);
+static void *connector_userdata;
+
+void cuse_device_set_connector(int (*connect)(void *userdata), void *userdata) {
+	connector = connect;
+	connector_userdata = userdata;
+}
 
 void cuse_device_set_keeper(const struct cuse_keeper *k) {
 	have_keeper = k != NULL;
@@ -475,9 +485,9 @@ static int open_fresh(struct cuse_device *d, int *ret_fd) {
 		keeper.sync(keeper.userdata);
 		forgot_since_sync = false;
 	}
-	fd = open("/dev/cuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
+	fd = connector ? connector(connector_userdata) : open("/dev/cuse", O_RDWR | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return connector ? fd : -errno;
 	jfd = memfd_create("devns-cuse-journal", MFD_CLOEXEC);
 	if (jfd < 0)
 		return -errno;
@@ -600,7 +610,12 @@ static int on_end(sd_event_source *s, uint64_t usec, void *userdata) {
 	return 0;
 }
 
-int cuse_device_end_kept(sd_event *event, const char *keep) {
+void cuse_device_set_note(struct cuse_device *d, const char *note) {
+	if (d->journal)
+		snprintf(d->journal->note, sizeof(d->journal->note), "%s", note);
+}
+
+int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_node *ret_node) {
 	struct cuse_device *d;
 	int r;
 
@@ -609,6 +624,10 @@ int cuse_device_end_kept(sd_event *event, const char *keep) {
 	r = device_new(&d, event, "", keep, true, 0, 0, &gone_ops, NULL);
 	if (r < 0)
 		return r;
+	/* The record is the last run's: bounded here, whatever it holds. */
+	*ret_node = (struct cuse_kept_node){ 0 };
+	memcpy(ret_node->devname, d->journal->devname, sizeof(ret_node->devname) - 1);
+	memcpy(ret_node->note, d->journal->note, sizeof(ret_node->note) - 1);
 	r = sd_event_add_time_relative(event, &d->end, CLOCK_MONOTONIC, CUSE_DEVICE_GONE_USEC, 0, on_end, d);
 	if (r < 0) {
 		cuse_device_free(d);

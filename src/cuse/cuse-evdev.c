@@ -323,6 +323,10 @@ int cuse_evdev_set_owner(struct cuse_evdev *ce, uid_t uid, gid_t gid, mode_t mod
 	return cuse_device_set_owner(ce->dev, uid, gid, mode);
 }
 
+void cuse_evdev_set_note(struct cuse_evdev *ce, const char *note) {
+	cuse_device_set_note(ce->dev, note);
+}
+
 void cuse_evdev_close_node(struct cuse_evdev *ce, struct evdev_node *n) {
 	struct open_file *f, *next;
 

@@ -58,6 +58,27 @@ static void node_to_container(struct input_node *in, bool remove) {
 		log_warning_errno(r, "%s: the container of persona %s cannot follow: %m", in->path, in->persona->name);
 }
 
+int input_hotplug_gone_while_down(struct manager *m, const char *devname, const char *udev) {
+	char path[300], persona[NAME_MAX_LEN + 1];
+	const char *name, *slash;
+	struct persona *p;
+
+	/* devns/PERSONA/eventN: a persona's node, not a routed one. */
+	if (strncmp(devname, DEVNS_DEV_DIR "/", strlen(DEVNS_DEV_DIR "/")) != 0)
+		return -EINVAL;
+	name = devname + strlen(DEVNS_DEV_DIR "/");
+	slash = strchr(name, '/');
+	if (!slash || (size_t)(slash - name) > NAME_MAX_LEN || strncmp(slash + 1, "event", 5) != 0 || strchr(slash + 1, '/'))
+		return -EINVAL;
+	snprintf(persona, sizeof(persona), "%.*s", (int)(slash - name), name);
+	p = manager_find_persona(m, persona);
+	if (!p || !udev[0])
+		return 0;
+	snprintf(path, sizeof(path), "/dev/%s", devname);
+	return populate_node(m, p, &(struct node_desc){ .path = path, .kind = "input", .udev = udev }, true,
+			     on_container_changed, NULL);
+}
+
 void input_hotplug_node_ready(struct input_node *in) {
 	if (!in->device->gone)
 		node_to_container(in, false);

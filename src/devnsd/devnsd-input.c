@@ -64,6 +64,8 @@ static int cuse_node_added(struct input_node *in) {
 	r = cuse_evdev_new(&in->cuse, m->event, in->path + strlen("/dev/"), major, minor, in->evdev, &node_hooks, in);
 	if (r < 0)
 		return r;
+	/* A restart that finds the device gone tells the container with these. */
+	cuse_evdev_set_note(in->cuse, in->device->udev);
 	manager_node_added(m);
 	return 0;
 }

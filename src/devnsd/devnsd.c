@@ -114,10 +114,16 @@ static void end_left_over(struct manager *m) {
 			snprintf(names[n++], sizeof(names[0]), "%s", name);
 	}
 	for (size_t i = 0; i < n; i++) {
-		int r = cuse_device_end_kept(m->event, names[i]);
+		struct cuse_kept_node node;
+		int r = cuse_device_end_kept(m->event, names[i], &node);
 
-		if (r >= 0)
-			log_info("restart: %s kept by the last run serves a node that is no more: ended", names[i]);
+		if (r < 0)
+			continue;
+		log_info("restart: /dev/%s (%s) is a node that is no more: ended", node.devname, names[i]);
+		/* An input device that went while devnsd was down: its persona's container loses it now. */
+		r = input_hotplug_gone_while_down(m, node.devname, node.note);
+		if (r < 0)
+			log_warning_errno(r, "/dev/%s: its persona's container keeps it: %m", node.devname);
 	}
 	/* Whatever is left (a record without its connection, past the 64 above) just goes. */
 	state_drop_left_over_fds(m, CUSE_KEEP_PREFIX);
@@ -137,9 +143,10 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 	if (!a->manager->notified)
 		return 0;
 	sd_event_source_set_enabled(es, SD_EVENT_OFF);
-	end_left_over(a->manager);
 	bus_attach_machines(a->bus);
 	state_restore_attachments(a->manager);
+	/* After the containers are bound again: they follow what went meanwhile. */
+	end_left_over(a->manager);
 	return 0;
 }
 
@@ -198,9 +205,9 @@ static int run(const struct conf *conf) {
 	manager_check_ready(m);
 	aw = (struct attach_when_ready){ .manager = m, .bus = bus };
 	if (m->notified || sd_event_add_post(event, &attach_wait, on_post_attach, &aw) < 0) {
-		end_left_over(m);
 		bus_attach_machines(bus);
 		state_restore_attachments(m);
+		end_left_over(m);
 	}
 
 	r = sd_event_loop(event);

@@ -564,7 +564,8 @@ class Restart(unittest.TestCase):
 
     def test_6_device_gone_while_devnsd_was_down(self):
         """A device unplugged while devnsd is down: the next devnsd does not have its nodes,
-        and their clients get ENODEV as from a device that went away; then the nodes go."""
+        and their clients get ENODEV as from a device that went away; then the nodes go, in the
+        attached container too, with their udev records."""
         pad = rig.make_keyboard()
         pad_hw = rig.event_node(pad)
         conf = self.conf.replace("Devices=%s %s" % (self.kbd_hw, I8042),
@@ -572,6 +573,15 @@ class Restart(unittest.TestCase):
         daemon = rig.Daemon(conf)
         try:
             node = self.persona_node("work", pad_hw)
+            name = os.path.basename(pad_hw)
+            record = "/run/udev/data/c%d:%d" % (os.major(os.stat(node).st_rdev), os.minor(os.stat(node).st_rdev))
+            # An attached container has the node and its udev record.
+            c = PhoneContainer("work", [])
+            self.containers.append(c)
+            rig.devnsctl("attach", "work", "--pid", str(c.pid))
+            self.assertEqual(c.run("sh", "-c", "test -c /dev/input/%s && test -f %s && echo yes" % (name, record))
+                             .stdout.strip(), "yes")
+            self.wait_saved("attach work")
             reader = self.open_fd(node, os.O_RDONLY)
             result = {}
             t = read_in_thread(reader, result, "read")
@@ -586,8 +596,12 @@ class Restart(unittest.TestCase):
             with self.assertRaises(OSError) as err:
                 os.read(reader, 24)
             self.assertEqual(err.exception.errno, errno.ENODEV)
-            self.assertIn("serves a node that is no more: ended", daemon.output())
+            self.assertIn("is a node that is no more: ended", daemon.output())
             self.assertTrue(eventually(lambda: not os.path.exists(node), 10), "the node stayed in /dev")
+            # The container, bound again, loses the node and its udev record as at an unplug.
+            self.assertTrue(eventually(lambda: c.run("sh", "-c", "test -e /dev/input/%s || test -e %s || echo gone"
+                                                     % (name, record)).stdout.strip() == "gone", 20),
+                            c.run("ls", "-l", "/dev/input", "/run/udev/data").stdout + daemon.output())
             # The other nodes are served as before.
             self.assert_serves(self.persona_node("work", self.kbd_hw))
         except BaseException:

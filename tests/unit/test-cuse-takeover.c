@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A CUSE connection taken over by the next run: the test plays the kernel's
+ * side of the connection over a socket pair (one message a request, as
+ * /dev/cuse reads and writes), and an in-memory keeper plays the fd store.
+ * The first run opens a handle, holds a read and a poll on it, and dies;
+ * the second answers the held read ENODEV, wakes the poll, refuses the old
+ * handle, numbers its own handles after the old ones, and serves them.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <linux/fuse.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "cuse-device.h"
+#include "util.h"
+
+#define DEVNAME "devns/t/event0"
+#define REAL_FH 0xdead0000u
+
+/* --- the fd store ------------------------------------------------------------ */
+
+struct kept {
+	char name[32];
+	int fd;
+};
+
+static struct kept store[4];
+/* devnsd is dying: nothing is forgotten, as when it is killed. */
+static bool dying;
+
+static struct kept *store_find(const char *name) {
+	for (size_t i = 0; i < ELEMENTSOF(store); i++)
+		if (store[i].fd >= 0 && streq(store[i].name, name))
+			return &store[i];
+	return NULL;
+}
+
+static int store_take(void *userdata, const char *name, int *ret_fd) {
+	struct kept *k = store_find(name);
+
+	(void)userdata;
+	if (!k)
+		return -ENOENT;
+	*ret_fd = dup(k->fd);
+	return *ret_fd < 0 ? -errno : 0;
+}
+
+static void store_forget(void *userdata, const char *name) {
+	struct kept *k = store_find(name);
+
+	(void)userdata;
+	if (k && !dying) {
+		close(k->fd);
+		k->fd = -1;
+	}
+}
+
+static int store_keep(void *userdata, const char *name, int fd) {
+	store_forget(userdata, name);
+	for (size_t i = 0; i < ELEMENTSOF(store); i++)
+		if (store[i].fd < 0) {
+			snprintf(store[i].name, sizeof(store[i].name), "%s", name);
+			store[i].fd = dup(fd);
+			return store[i].fd < 0 ? -errno : 0;
+		}
+	return -ENOSPC;
+}
+
+static void store_sync(void *userdata) {
+	(void)userdata;
+}
+
+static const struct cuse_keeper keeper = {
+	.take = store_take, .keep = store_keep, .forget = store_forget, .sync = store_sync,
+};
+
+/* --- the kernel's side ------------------------------------------------------- */
+
+static int kernel_fd = -1;
+
+static int connect_pair(void *userdata) {
+	int p[2];
+
+	(void)userdata;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, p) < 0)
+		return -errno;
+	kernel_fd = p[1];
+	return p[0];
+}
+
+static void send_request(uint32_t opcode, uint64_t unique, const void *arg, size_t len) {
+	char buf[256];
+	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + len), .opcode = opcode, .unique = unique };
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), arg, len);
+	assert_int_equal(write(kernel_fd, buf, sizeof(h) + len), (ssize_t)(sizeof(h) + len));
+}
+
+/* The next message devnsd wrote: its header, and its payload in body (if any). */
+static bool next_reply(struct fuse_out_header *ret, void *body, size_t size) {
+	char buf[512];
+	ssize_t n = read(kernel_fd, buf, sizeof(buf));
+
+	if (n < (ssize_t)sizeof(*ret))
+		return false;
+	memcpy(ret, buf, sizeof(*ret));
+	if (body)
+		memcpy(body, buf + sizeof(*ret), MIN(size, (size_t)n - sizeof(*ret)));
+	return true;
+}
+
+/* --- the device's operations -------------------------------------------------- */
+
+static struct {
+	int ready;
+	int opened;
+	fuse_req_t held;
+	uint64_t read_fh, released_fh;
+	struct fuse_pollhandle *ph;
+} dev;
+
+static void t_init_done(void *userdata) {
+	(void)userdata;
+	dev.ready++;
+}
+
+static void t_open(fuse_req_t req, struct fuse_file_info *fi) {
+	fi->fh = REAL_FH + (uint64_t)++dev.opened;
+	fi->direct_io = 1;
+	fuse_reply_open(req, fi);
+}
+
+static void t_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi) {
+	(void)size;
+	(void)off;
+	dev.read_fh = fi->fh;
+	dev.held = req;
+}
+
+static void t_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph) {
+	(void)fi;
+	if (dev.ph)
+		fuse_pollhandle_destroy(dev.ph);
+	dev.ph = ph;
+	fuse_reply_poll(req, 0);
+}
+
+static void t_release(fuse_req_t req, struct fuse_file_info *fi) {
+	dev.released_fh = fi->fh;
+	fuse_reply_err(req, 0);
+}
+
+static const struct cuse_lowlevel_ops ops = {
+	.init_done = t_init_done,
+	.open = t_open,
+	.read = t_read,
+	.poll = t_poll,
+	.release = t_release,
+};
+
+static void pump(sd_event *e) {
+	while (sd_event_run(e, 0) > 0)
+		;
+}
+
+static uint64_t open_handle(sd_event *e, uint64_t unique) {
+	struct fuse_open_in in = { 0 };
+	struct fuse_open_out out = { 0 };
+	struct fuse_out_header h;
+
+	send_request(FUSE_OPEN, unique, &in, sizeof(in));
+	pump(e);
+	assert_true(next_reply(&h, &out, sizeof(out)));
+	assert_int_equal(h.unique, unique);
+	assert_int_equal(h.error, 0);
+	return out.fh;
+}
+
+static void send_read(uint64_t unique, uint64_t fh) {
+	struct fuse_read_in in = { .fh = fh, .size = 24 };
+
+	send_request(FUSE_READ, unique, &in, sizeof(in));
+}
+
+static void test_takeover(void **state) {
+	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION };
+	struct fuse_poll_in poll_in = { .kh = 77, .flags = FUSE_POLL_SCHEDULE_NOTIFY, .events = 1 };
+	struct fuse_notify_poll_wakeup_out wake;
+	struct fuse_release_in rel = { 0 };
+	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+	struct cuse_device *d;
+	struct fuse_out_header h;
+	uint64_t old, fresh;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(store); i++)
+		store[i].fd = -1;
+	assert_int_equal(sd_event_new(&e), 0);
+	cuse_device_set_connector(connect_pair, NULL);
+	cuse_device_set_keeper(&keeper);
+
+	/* The first run: the connection and its record go to the store at once. */
+	assert_int_equal(cuse_device_new(&d, e, DEVNAME, 500, 3, &ops, NULL), 0);
+	assert_non_null(store_find("cuse.500.3"));
+	assert_non_null(store_find("cuse.500.3.j"));
+	send_request(CUSE_INIT, 2, &init, sizeof(init));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.unique, 2);
+	assert_int_equal(dev.ready, 1);
+	/* The kernel holds a handle of the connection's own numbering, not the device's fh. */
+	old = open_handle(e, 4);
+	assert_int_equal(old, 1);
+	send_read(6, old);
+	pump(e);
+	assert_int_equal(dev.read_fh, REAL_FH + 1);
+	assert_non_null(dev.held);
+	poll_in.fh = old;
+	send_request(FUSE_POLL, 8, &poll_in, sizeof(poll_in));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.unique, 8);
+	assert_false(next_reply(&h, NULL, 0));
+
+	/* It dies with the read unanswered and the poll armed: what it held is only memory. */
+	dying = true;
+	fuse_reply_none(dev.held);
+	dev.held = NULL;
+	fuse_pollhandle_destroy(dev.ph);
+	dev.ph = NULL;
+	cuse_device_free(d);
+	dying = false;
+	assert_int_equal(kernel_fd >= 0, true);
+
+	/* The next run takes it over: the node is ready again without a CUSE_INIT. */
+	assert_int_equal(cuse_device_new(&d, e, DEVNAME, 500, 3, &ops, NULL), 0);
+	pump(e);
+	assert_int_equal(dev.ready, 2);
+	/* The held read gets ENODEV, then the poller is woken; the made-up CUSE_INIT's reply went nowhere. */
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.unique, 6);
+	assert_int_equal(h.error, -ENODEV);
+	assert_true(next_reply(&h, &wake, sizeof(wake)));
+	assert_int_equal(h.unique, 0);
+	assert_int_equal(h.error, FUSE_NOTIFY_POLL);
+	assert_int_equal(wake.kh, 77);
+	assert_false(next_reply(&h, NULL, 0));
+
+	/* The old handle: ENODEV, never reaching the device. */
+	dev.read_fh = 0;
+	send_read(10, old);
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.unique, 10);
+	assert_int_equal(h.error, -ENODEV);
+	assert_int_equal(dev.read_fh, 0);
+	send_request(FUSE_POLL, 12, &poll_in, sizeof(poll_in));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.error, -ENODEV);
+
+	/* A new open is numbered after every handle of the last run, and served. */
+	fresh = open_handle(e, 14);
+	assert_int_equal(fresh, 2);
+	send_read(16, fresh);
+	pump(e);
+	assert_int_equal(dev.read_fh, REAL_FH + 2);
+	fuse_reply_err(dev.held, EAGAIN);
+	dev.held = NULL;
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.unique, 16);
+	assert_int_equal(h.error, -EAGAIN);
+
+	/* Releasing the old handle is accepted without the device; the new one reaches it. */
+	rel.fh = old;
+	send_request(FUSE_RELEASE, 18, &rel, sizeof(rel));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.error, 0);
+	assert_int_equal(dev.released_fh, 0);
+	rel.fh = fresh;
+	send_request(FUSE_RELEASE, 20, &rel, sizeof(rel));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.unique, 20);
+	assert_int_equal(dev.released_fh, REAL_FH + 2);
+
+	/* Freed for good: nothing is kept. */
+	cuse_device_free(d);
+	assert_null(store_find("cuse.500.3"));
+	assert_null(store_find("cuse.500.3.j"));
+	cuse_device_set_keeper(NULL);
+	cuse_device_set_connector(NULL, NULL);
+	close(kernel_fd);
+}
+
+/* A record of another node is not taken over: the connection is made anew. */
+static void test_other_node_is_not_taken_over(void **state) {
+	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION };
+	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+	struct cuse_device *d;
+	struct fuse_out_header h;
+	int first;
+
+	(void)state;
+	for (size_t i = 0; i < ELEMENTSOF(store); i++)
+		store[i].fd = -1;
+	dev.ready = 0;
+	assert_int_equal(sd_event_new(&e), 0);
+	cuse_device_set_connector(connect_pair, NULL);
+	cuse_device_set_keeper(&keeper);
+	assert_int_equal(cuse_device_new(&d, e, DEVNAME, 500, 3, &ops, NULL), 0);
+	first = kernel_fd;
+	send_request(CUSE_INIT, 2, &init, sizeof(init));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	dying = true;
+	cuse_device_free(d);
+	dying = false;
+
+	assert_int_equal(cuse_device_new(&d, e, "devns/other/event0", 500, 3, &ops, NULL), 0);
+	pump(e);
+	/* A fresh connection (the kernel's side changed), waiting for its CUSE_INIT. */
+	assert_int_not_equal(kernel_fd, first);
+	assert_int_equal(dev.ready, 1);
+	cuse_device_free(d);
+	cuse_device_set_keeper(NULL);
+	cuse_device_set_connector(NULL, NULL);
+	close(first);
+	close(kernel_fd);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_takeover),
+		cmocka_unit_test(test_other_node_is_not_taken_over),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
