@@ -25,7 +25,7 @@ static inline void input_hotplug_freep(struct input_hotplug **ih) {
  * A node of the last run whose device went while devnsd was down
  * ("devns/PERSONA/eventN", with the udev properties it had): the persona's
  * attached container loses it as if the device went now. The node must
- * still be in /dev.
+ * still be in /dev. Other nodes (routed, framebuffer) are left alone.
  */
 int input_hotplug_gone_while_down(struct manager *m, const char *devname, const char *udev);
 

@@ -63,13 +63,13 @@ int input_hotplug_gone_while_down(struct manager *m, const char *devname, const 
 	const char *name, *slash;
 	struct persona *p;
 
-	/* devns/PERSONA/eventN: a persona's node, not a routed one. */
+	/* Only a persona's input node, devns/PERSONA/eventN, is in a container (a routed one is the host's). */
 	if (strncmp(devname, DEVNS_DEV_DIR "/", strlen(DEVNS_DEV_DIR "/")) != 0)
-		return -EINVAL;
+		return 0;
 	name = devname + strlen(DEVNS_DEV_DIR "/");
 	slash = strchr(name, '/');
 	if (!slash || (size_t)(slash - name) > NAME_MAX_LEN || strncmp(slash + 1, "event", 5) != 0 || strchr(slash + 1, '/'))
-		return -EINVAL;
+		return 0;
 	snprintf(persona, sizeof(persona), "%.*s", (int)(slash - name), name);
 	p = manager_find_persona(m, persona);
 	if (!p || !udev[0])
