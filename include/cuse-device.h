@@ -54,8 +54,10 @@ int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mo
  * those pollers, and answers ENODEV to every later request on a handle it
  * did not open (0 to its release). A request is recorded before the
  * device's operations see it, so one that kills the daemon is answered,
- * not run again. Requests past CUSE_DEVICE_MAX_REQUESTS in flight get
- * EBUSY, and opens past CUSE_DEVICE_MAX_FILES handles get EMFILE.
+ * not run again. Requests other than releases past
+ * CUSE_DEVICE_MAX_REQUESTS - CUSE_DEVICE_MAX_FILES in flight get EBUSY
+ * (the rest is kept for releases, which the kernel waits for), and opens
+ * past CUSE_DEVICE_MAX_FILES handles get EMFILE.
  */
 struct cuse_keeper {
 	int (*take)(void *userdata, const char *name, int *ret_fd);
