@@ -558,14 +558,14 @@ static int device_new(struct cuse_device **ret, sd_event *event, const char *dev
 	fuse_opt_free_args(&args);
 	if (!d->se)
 		return -ENOMEM;
-	r = by_fd_set(fd, d);
-	if (r < 0)
-		return r;
 	r = fuse_session_custom_io(d->se, &session_io, fd);
 	if (r < 0)
 		return r;
 	/* The session owns the fd from here on. */
 	d->fd = take_fd(&fd);
+	r = by_fd_set(d->fd, d);
+	if (r < 0)
+		return r;
 	r = sd_event_add_io(event, &d->source, d->fd, EPOLLIN, on_request, d);
 	if (r < 0)
 		return r;
