@@ -98,7 +98,7 @@ struct cuse_kept_node {
 
 /*
  * Takes over the connection the last run kept under keep (a name with
- * CUSE_KEEP_PREFIX, not its record's) for a node this run does not have: a
+ * CUSE_KEEP_PREFIX; -EINVAL for its record's) for a node this run does not have: a
  * device unplugged meanwhile, a persona no longer configured. Its clients
  * get ENODEV, as from a device that went away, for CUSE_DEVICE_GONE_USEC;
  * then it ends and its node leaves /dev. ret_node gets what the last run

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -83,7 +82,6 @@ struct cuse_device {
 	bool swallow;
 	/* A node that is no more, answering ENODEV until this ends it. */
 	sd_event_source *end;
-	LIST_ENTRY(cuse_device) ending;
 };
 
 /* One receive buffer serves every session: the loop handles one request at a time. */
@@ -94,9 +92,6 @@ static struct cuse_keeper keeper;
 static bool have_keeper;
 /* A kept connection was dropped: its number may still be registered until the keeper syncs. */
 static bool forgot_since_sync;
-
-/* Connections of nodes that are no more, until they end. */
-static LIST_HEAD(, cuse_device) ending = LIST_HEAD_INITIALIZER(ending);
 
 /* Sessions by fd, for the write hook (libfuse passes it the session's userdata, the device's operations'). */
 static struct cuse_device **by_fd;
@@ -133,14 +128,19 @@ static int by_fd_set(int fd, struct cuse_device *d) {
 	return 0;
 }
 
-/* Drops what is kept for the next run under d's names. */
+/* Drops what is kept under d's names; the names stay d's. */
+static void forget_names(struct cuse_device *d) {
+	keeper.forget(keeper.userdata, d->keep_name);
+	keeper.forget(keeper.userdata, d->journal_name);
+	forgot_since_sync = true;
+}
+
+/* Drops what is kept for the next run under d's names, and keeps nothing more. */
 static void forget_kept(struct cuse_device *d) {
 	if (!d->keep_name[0] || !have_keeper)
 		return;
-	keeper.forget(keeper.userdata, d->keep_name);
-	keeper.forget(keeper.userdata, d->journal_name);
+	forget_names(d);
 	d->keep_name[0] = d->journal_name[0] = '\0';
-	forgot_since_sync = true;
 }
 
 /* --- the journal ------------------------------------------------------------ */
@@ -468,9 +468,7 @@ static int take_kept(struct cuse_device *d, int *ret_fd) {
 			d->journal = NULL;
 		}
 		/* It cannot be answered for: it goes, and this run keeps its own. */
-		keeper.forget(keeper.userdata, d->keep_name);
-		keeper.forget(keeper.userdata, d->journal_name);
-		forgot_since_sync = true;
+		forget_names(d);
 		return r;
 	}
 	*ret_fd = take_fd(&fd);
@@ -605,7 +603,6 @@ static int on_end(sd_event_source *s, uint64_t usec, void *userdata) {
 
 	(void)s;
 	(void)usec;
-	LIST_REMOVE(d, ending);
 	cuse_device_free(d);
 	return 0;
 }
@@ -616,10 +613,13 @@ void cuse_device_set_note(struct cuse_device *d, const char *note) {
 }
 
 int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_node *ret_node) {
+	size_t len = strlen(keep);
 	struct cuse_device *d;
 	int r;
 
-	if (!have_keeper || strncmp(keep, CUSE_KEEP_PREFIX, strlen(CUSE_KEEP_PREFIX)) != 0)
+	/* A connection's name, not its record's (NAME.j). */
+	if (!have_keeper || strncmp(keep, CUSE_KEEP_PREFIX, strlen(CUSE_KEEP_PREFIX)) != 0 ||
+	    (len > 2 && streq(keep + len - 2, ".j")))
 		return -EINVAL;
 	r = device_new(&d, event, "", keep, true, 0, 0, &gone_ops, NULL);
 	if (r < 0)
@@ -633,7 +633,6 @@ int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_nod
 		cuse_device_free(d);
 		return r;
 	}
-	LIST_INSERT_HEAD(&ending, d, ending);
 	return 0;
 }
 

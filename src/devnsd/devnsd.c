@@ -102,17 +102,14 @@ _Static_assert(sizeof(CUSE_KEEP_PREFIX) == sizeof(FDSTORE_CUSE_PREFIX), "the hol
  * then it ends.
  */
 static void end_left_over(struct manager *m) {
-	char names[64][FDSTORE_NAME_MAX + 1];
+	/* 64 connections, each with its record's name. */
+	char names[2 * 64][FDSTORE_NAME_MAX + 1];
 	size_t n = 0;
 	const char *name;
 
-	for (size_t i = 0; n < ELEMENTSOF(names) && (name = state_left_over_fd(m, i)); i++) {
-		size_t len = strlen(name);
-
-		/* A connection's name, not its record's (NAME.j). */
-		if (strncmp(name, CUSE_KEEP_PREFIX, strlen(CUSE_KEEP_PREFIX)) == 0 && !(len > 2 && streq(name + len - 2, ".j")))
+	for (size_t i = 0; n < ELEMENTSOF(names) && (name = state_left_over_fd(m, i)); i++)
+		if (strncmp(name, CUSE_KEEP_PREFIX, strlen(CUSE_KEEP_PREFIX)) == 0)
 			snprintf(names[n++], sizeof(names[0]), "%s", name);
-	}
 	for (size_t i = 0; i < n; i++) {
 		struct cuse_kept_node node;
 		int r = cuse_device_end_kept(m->event, names[i], &node);
@@ -125,7 +122,7 @@ static void end_left_over(struct manager *m) {
 		if (r < 0)
 			log_warning_errno(r, "/dev/%s: its persona's container keeps it: %m", node.devname);
 	}
-	/* Whatever is left (a record without its connection, past the 64 above) just goes. */
+	/* Whatever is left (a record without its connection, past the 64 connections above) just goes. */
 	state_drop_left_over_fds(m, CUSE_KEEP_PREFIX);
 }
 
