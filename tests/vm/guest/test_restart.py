@@ -1,17 +1,17 @@
 #!/usr/bin/python3
 """devnsd killed with SIGKILL and started again loses nothing: the phone's
 setup (the display, a uinput keyboard, the i8042 keyboard with its capslock
-LED, a backlight, a persona created at runtime with a container attached to
-it), two personas drawn into (one through the mapping libdevns-fbmmap.so
-gives, one panned), a background persona holding caps lock through its
-evdev node. After the restart the screen (QEMU's screendump), each
-persona's screenshot, its mode and pan, LED and backlight state, the active
-persona, the created persona, the attachment and device numbers are what
-they were; the nodes never leave /dev, an old reader or poller gets
-ENODEV, a program that opens a node while devnsd is down waits and then
-gets a working handle, and reopening at the same path works, in the
-container too. The same through an emulated systemd fd store, and a corrupt
-state file gives a clean start."""
+LED, a backlight, routed nodes, a persona created at runtime with a
+container attached to it), two personas drawn into (one through the mapping
+libdevns-fbmmap.so gives, one panned), a background persona holding caps
+lock through its evdev node. After the restart the screen (QEMU's
+screendump), each persona's screenshot, its mode and pan, LED and backlight
+state, the active persona, the created persona, the attachment and device
+numbers are what they were; the nodes never leave /dev, an old reader or
+poller gets ENODEV (on a routed node too), a program that opens a node
+while devnsd is down waits and then gets a working handle, and reopening at
+the same path works, in the container too. The same through an emulated
+systemd fd store, and a corrupt state file gives a clean start."""
 
 import errno
 import fcntl
@@ -146,26 +146,31 @@ class SystemdEmulation:
         env = dict(os.environ, NOTIFY_SOCKET=self.path, FDSTORE="1024")
         if fds:
             env.update(LISTEN_FDS=str(len(fds)), LISTEN_FDNAMES=":".join(names))
-        # Out of the way first, then at 3, 4, ... as systemd passes them.
-        high = 1000
-        dups = []
-        for i, fd in enumerate(fds):
-            os.dup2(fd, high + i, inheritable=True)
-            dups.append(high + i)
+        # Out of the way first (above the numbers they will get), then at 3, 4, ...
+        # as systemd passes them.
+        dups = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3 + len(fds)) for fd in fds]
 
         def place():
-            for i in range(len(dups)):
-                os.dup2(high + i, 3 + i, inheritable=True)
-                os.close(high + i)
+            for i, fd in enumerate(dups):
+                os.dup2(fd, 3 + i, inheritable=True)
+                os.close(fd)
         proc = subprocess.Popen(["sh", "-c", 'export LISTEN_PID=$$; exec "$@"', "sh", rig.DEVNSD, "--config", conf],
                                 env=env, stdout=log, stderr=subprocess.STDOUT,
-                                pass_fds=dups + list(range(3, 3 + len(dups))), preexec_fn=place)
+                                close_fds=False, preexec_fn=place)
         for fd in dups:
             os.close(fd)
         if not self.ready.wait(90):
             proc.kill()
             raise RuntimeError("devnsd did not become ready under the emulated systemd")
         return proc
+
+    def flush(self):
+        """Closes everything the store holds."""
+        with self.lock:
+            for fds in self.store.values():
+                for fd in fds:
+                    os.close(fd)
+            self.store.clear()
 
     def names(self):
         with self.lock:
@@ -197,6 +202,7 @@ class Restart(unittest.TestCase):
                             ("bl_power", 0)):
             write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
         cls.conf = "\n".join([
+            "[Daemon]", "Routed=yes", "",
             "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
             "[Input]", "Devices=%s %s" % (cls.kbd_hw, I8042), "",
             "[Leds]", "Devices=" + cls.led, "",
@@ -257,6 +263,15 @@ class Restart(unittest.TestCase):
         fd = self.open_fd(path, os.O_RDONLY | os.O_NONBLOCK)
         with self.assertRaises(BlockingIOError):
             os.read(fd, 24)
+
+    def routed_node(self):
+        return "/dev/devns/" + os.path.basename(self.kbd_hw)
+
+    def assert_old_handle(self, fd):
+        """A handle of a devnsd that is no more gets ENODEV."""
+        with self.assertRaises(OSError) as err:
+            os.read(fd, 24)
+        self.assertEqual(err.exception.errno, errno.ENODEV, "a handle of the dead devnsd")
 
     def persona_node(self, persona, hw):
         return "/dev/devns/%s/%s" % (persona, os.path.basename(hw))
@@ -383,6 +398,11 @@ class Restart(unittest.TestCase):
         time.sleep(0.5)
         self.assertTrue(all(t.is_alive() for t in threads), "the reader or the poller did not block")
 
+        # A host program's handle on the routed node, which follows the active persona.
+        routed = self.routed_node()
+        routed_fd = self.open_fd(routed, os.O_RDONLY | os.O_NONBLOCK)
+        routed_ino = os.stat(routed).st_ino
+
         holder = holder_pids()
         self.assertEqual(len(holder), 1, "one holder keeps the framebuffers and the connections")
         node_ino = os.stat(node).st_ino
@@ -426,6 +446,10 @@ class Restart(unittest.TestCase):
         # The one that opened while devnsd was down holds a working handle: nothing to read yet.
         self.assertEqual(opened.get("read"), errno.EAGAIN, opened)
         self.assertEqual(os.stat(node).st_ino, node_ino, "the node was made again")
+        # The routed node is kept the same way.
+        self.assert_old_handle(routed_fd)
+        self.assertEqual(os.stat(routed).st_ino, routed_ino, "the routed node was made again")
+        self.assert_serves(routed)
 
         # The active persona, the created persona, device numbers.
         self.assertEqual(self.personas(), before_personas, "personas or the active persona changed")
@@ -505,6 +529,7 @@ class Restart(unittest.TestCase):
             self.assertTrue(kept and len(kept) % 2 == 0 and all(n + ".j" in kept for n in kept if not n.endswith(".j")),
                             kept)
             old = self.open_fd(fbrig.fb_node("guest"))
+            old_routed = self.open_fd(self.routed_node(), os.O_RDONLY | os.O_NONBLOCK)
             os.kill(proc.pid, signal.SIGKILL)
             proc.wait()
             # Death in the middle of rewriting the newer copy: the other one stands.
@@ -519,15 +544,22 @@ class Restart(unittest.TestCase):
             with self.assertRaises(OSError) as err:
                 fbrig.get_var(old)
             self.assertEqual(err.exception.errno, errno.ENODEV, "a handle of the dead devnsd")
+            self.assert_old_handle(old_routed)
+            self.assert_serves(self.routed_node())
             self.assertEqual(before[2], fbrig.to_rgb(fbrig.pattern_frame(w, h, 5)))
         except BaseException:
             log.seek(0)
             print(log.read())
-            raise
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            self.assertEqual(proc.wait(20), 0)
+            # As systemd when the unit has stopped for good: the kept connections go, so
+            # closing the test's handles does not wait on a devnsd that is not there.
+            proc.kill()
+            proc.wait()
+            systemd.flush()
             log.close()
+            raise
+        proc.send_signal(signal.SIGTERM)
+        self.assertEqual(proc.wait(20), 0)
+        log.close()
         # A clean stop empties the store.
         self.assertTrue(eventually(lambda: not any(systemd.names().values())), systemd.names())
 
