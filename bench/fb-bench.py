@@ -275,10 +275,10 @@ def report(r, frames, switches):
         "",
         "- **write()**: CUSE hands devnsd a write in pieces of at most 128 KiB (32 round trips per frame "
         "here), and each round trip costs far more under TCG than the copy it carries; the gap is the "
-        "transport's, not the copy's. With libdevns-fbmmap.so preloaded a large `write()` stores the data "
-        "into the persona's memfd with one `pwrite()` and costs four round trips (`lseek()`, "
-        "`DEVNS_FBIO_TELL`, and two for `DEVNS_FBIO_WROTE`, which passes its range through memory); `pwrite()` into a memfd is itself slower here than the "
-        "kernel's copy into its shadow buffer (see \"Framebuffer: copy costs\").",
+        "transport's, not the copy's. With libdevns-fbmmap.so preloaded a large `write()` copies the data "
+        "into the library's mapping of the persona's memfd with one `process_vm_readv()` and costs three "
+        "round trips (`lseek()`, `DEVNS_FBIO_TELL`, `DEVNS_FBIO_WROTE_AT`); that copy is itself slower here "
+        "than the kernel's copy into its shadow buffer (see \"Framebuffer: copy costs\").",
         "- **mmap + pan**: devnsd answers FBIOPAN_DISPLAY at once and copies the frame to the display in "
         "steps meanwhile; frames drawn faster than the display takes them are merged (the kernel's "
         "fbdev emulation merges them too, in its deferred I/O). The screen shows the latest frame one "

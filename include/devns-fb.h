@@ -26,7 +26,10 @@
  * the position to its argument, passed by value: one round trip each.
  * DEVNS_FBIO_WROTE says that count bytes at pos changed, as a write()
  * there would have: they are shown, and the stream position moves past
- * them (-EINVAL past the end).
+ * them (-EINVAL past the end). It passes its range through memory, which
+ * costs CUSE a second round trip; DEVNS_FBIO_WROTE_AT says the same in one,
+ * with pos and count below 2^32 packed into its argument, passed by value
+ * (DEVNS_FB_WROTE_AT_ARG; an unsigned long of 64 bits only).
  */
 struct devns_fb_wrote {
 	__u64 pos;
@@ -35,6 +38,8 @@ struct devns_fb_wrote {
 #define DEVNS_FBIO_TELL _IO('F', 0xD3)
 #define DEVNS_FBIO_WROTE _IOW('F', 0xD4, struct devns_fb_wrote)
 #define DEVNS_FBIO_SEEK _IO('F', 0xD5)
+#define DEVNS_FBIO_WROTE_AT _IO('F', 0xD7)
+#define DEVNS_FB_WROTE_AT_ARG(pos, count) (((__u64)(pos) << 32) | (__u64)(__u32)(count))
 
 /*
  * Mapping the framebuffer. CUSE devices cannot be mapped, so the persona's

@@ -145,13 +145,9 @@ static void ticket(struct fb_ioctl_step *s, const struct fb_ioctl_file *f) {
 
 /* Bytes changed through the memfd, as a write() at their position would have. */
 static void wrote(struct fb_ioctl_step *s, const struct fb_state *st, const struct fb_ioctl_file *file,
-		  const void *in) {
-	struct devns_fb_wrote w;
-	uint64_t size = fb_state_mem_size(st), line = st->fix.line_length, pos, count;
+		  uint64_t pos, uint64_t count) {
+	uint64_t size = fb_state_mem_size(st), line = st->fix.line_length;
 
-	memcpy(&w, in, sizeof(w));
-	pos = w.pos;
-	count = w.count;
 	if (pos > size || count > size - pos)
 		return done(s, -EINVAL, NULL, 0);
 	if (count > 0) {
@@ -231,9 +227,17 @@ void fb_ioctl(struct fb_state *st, const struct fb_ioctl_file *file, unsigned in
 		*file->pos = (uintptr_t)arg;
 		return done(s, 0, NULL, 0);
 	case DEVNS_FBIO_WROTE:
-		if (!need(s, arg, sizeof(struct devns_fb_wrote), 0, in_size, out_size))
-			wrote(s, st, file, in);
+		if (!need(s, arg, sizeof(struct devns_fb_wrote), 0, in_size, out_size)) {
+			struct devns_fb_wrote w;
+
+			memcpy(&w, in, sizeof(w));
+			wrote(s, st, file, w.pos, w.count);
+		}
 		return;
+	case DEVNS_FBIO_WROTE_AT:
+		/* The range itself is the argument: pos in the upper 32 bits, count in the lower. */
+		pos = (uint64_t)(uintptr_t)arg;
+		return wrote(s, st, file, pos >> 32, pos & UINT32_MAX);
 	case DEVNS_FBIOGET_SOCKET:
 		if (!need(s, arg, 0, sizeof(struct devns_fb_socket), in_size, out_size))
 			socket_path(s, file);

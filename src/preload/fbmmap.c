@@ -11,9 +11,13 @@
  * screen from it. Every other mmap() goes straight to libc.
  *
  * A write() of more than one CUSE request (DEVNS_FB_FAST_WRITE_MIN bytes)
- * to such an fd stores the data into the memfd with pwrite() and tells
- * devnsd what changed (DEVNS_FBIO_TELL, DEVNS_FBIO_WROTE): three round trips
- * instead of one per 128 KiB. DEVNS_FBIO_TELL names the memory the library
+ * to such an fd stores the data into the memfd itself and tells devnsd
+ * what changed (DEVNS_FBIO_TELL, DEVNS_FBIO_WROTE_AT): two round trips
+ * instead of one per 128 KiB. The data is copied into a mapping of the
+ * memfd the library keeps per node, with process_vm_readv() from the
+ * program's own buffer, so that a bad buffer gets EFAULT as from write()
+ * and not a SIGSEGV; where that fails (a seccomp filter, a fault) the
+ * copy is made again with pwrite(). DEVNS_FBIO_TELL names the memory the library
  * holds, so memory that is no longer the node's (the persona got fresh
  * memory, or a routed node leads elsewhere) is fetched again before
  * anything is stored. Same bounds and errors as the node's own write();
@@ -53,6 +57,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -113,6 +118,8 @@ static struct writer {
 	ino_t memfd_ino;
 	uint64_t size;
 	uint64_t serial;
+	/* The memfd mapped for stores, NULL until the first. */
+	void *map;
 } writers[MAX_WRITERS];
 static unsigned int n_writers, next_writer;
 static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -342,6 +349,12 @@ static bool writer_memfd_is(const struct writer *w, int fd, struct stat *ret) {
 	return true;
 }
 
+static void writer_unmap(struct writer *w) {
+	if (w->map)
+		REAL(munmap)(w->map, w->size);
+	w->map = NULL;
+}
+
 /*
  * The writer entry for the node fd is open on, set up on first use, or
  * fetched again with refetch; NULL: not a devns framebuffer.
@@ -363,6 +376,8 @@ static struct writer *writer_of(int fd, const struct stat *st, bool refetch) {
 		close(w->memfd);
 		w->memfd = -1;
 	}
+	if (w)
+		writer_unmap(w);
 	/* New, or its memfd was closed behind the library's back: fetch it (again). */
 	if (maybe_devns_fb(fd) && (sock = fetch(fd, DEVNS_FB_INTENT_WRITE, &memfd, &grant)) >= 0) {
 		close(sock);
@@ -379,6 +394,7 @@ static struct writer *writer_of(int fd, const struct stat *st, bool refetch) {
 		next_writer = (next_writer + 1) % MAX_WRITERS;
 		if (writer_memfd_is(w, w->memfd, NULL))
 			close(w->memfd);
+		writer_unmap(w);
 	}
 	*w = (struct writer){ .rdev = st->st_rdev, .ino = st->st_ino, .memfd = memfd };
 	if (memfd < 0)
@@ -404,9 +420,43 @@ static int writer_tell(int fd, const struct stat *st, struct writer **w) {
 	return *w ? ioctl(fd, DEVNS_FBIO_TELL, (unsigned long)(*w)->serial) : -1;
 }
 
+/*
+ * Stores len bytes of buf at pos of the writer's memory: the count stored,
+ * or -1 with errno. A copy into the mapping that falls short (a bad
+ * buffer, or memory devnsd has given up meanwhile) is made again with
+ * pwrite(), whose answer is write()'s: EFAULT for a bad buffer.
+ */
+static ssize_t writer_store(struct writer *w, const void *buf, size_t len, uint64_t pos) {
+	if (!w->map) {
+		void *m = REAL(mmap)(NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
+
+		w->map = m == MAP_FAILED ? NULL : m;
+	}
+	if (w->map) {
+		struct iovec local = { (char *)w->map + pos, len }, remote = { (void *)buf, len };
+
+		if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len)
+			return (ssize_t)len;
+	}
+	return pwrite(w->memfd, buf, len, (off_t)pos);
+}
+
+/* Tells devnsd that count bytes at pos changed: in one round trip where the range fits the argument. */
+static int report_wrote(int fd, uint64_t pos, uint64_t count) {
+	struct devns_fb_wrote wrote = { .pos = pos, .count = count };
+
+	if (sizeof(unsigned long) == sizeof(uint64_t) && pos <= UINT32_MAX && count <= UINT32_MAX) {
+		if (ioctl(fd, DEVNS_FBIO_WROTE_AT, (unsigned long)DEVNS_FB_WROTE_AT_ARG(pos, count)) == 0)
+			return 0;
+		/* A devnsd older than the library knows only the other form. */
+		if (errno != ENOTTY)
+			return -1;
+	}
+	return ioctl(fd, DEVNS_FBIO_WROTE, &wrote);
+}
+
 /* 1 with *ret set when the write was done here, 0 to leave it to the node. */
 static int fast_write(int fd, const void *buf, size_t count, ssize_t *ret) {
-	struct devns_fb_wrote wrote;
 	struct writer *w;
 	struct stat st;
 	long len;
@@ -429,12 +479,11 @@ static int fast_write(int fd, const void *buf, size_t count, ssize_t *ret) {
 		*ret = -1;
 		if (len < 0)
 			saved = (int)-len;
-		else if ((n = pwrite(w->memfd, buf, (size_t)len, pos)) < 0)
+		else if ((n = writer_store(w, buf, (size_t)len, (uint64_t)pos)) < 0)
 			saved = errno;
 		else {
 			/* Said with the position written at: another writer may have moved the stream meanwhile. */
-			wrote = (struct devns_fb_wrote){ .pos = (uint64_t)pos, .count = (uint64_t)n };
-			if (n > 0 && ioctl(fd, DEVNS_FBIO_WROTE, &wrote) < 0)
+			if (n > 0 && report_wrote(fd, (uint64_t)pos, (uint64_t)n) < 0)
 				saved = errno;
 			else
 				*ret = n;

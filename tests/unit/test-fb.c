@@ -288,6 +288,25 @@ static void test_memfd_writer_ioctls(void **state) {
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
 	assert_int_equal(step.result, -EINVAL);
 	assert_int_equal(pos, line * 5 + 8);
+	/* The same range by value, in one step: rows 1 to 2, from the end of row 0. */
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE_AT, (void *)(uintptr_t)DEVNS_FB_WROTE_AT_ARG(line - 4, line + 8),
+		 NULL, 0, 0, &step);
+	assert_false(step.retry);
+	assert_int_equal(step.result, 0);
+	assert_int_equal(step.effect, FB_EFFECT_WROTE);
+	assert_int_equal(step.rows.y0, 0);
+	assert_int_equal(step.rows.y1, 3);
+	assert_int_equal(pos, line * 2 + 4);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE_AT, (void *)(uintptr_t)DEVNS_FB_WROTE_AT_ARG(n->size, 1), NULL, 0,
+		 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE_AT, (void *)(uintptr_t)DEVNS_FB_WROTE_AT_ARG(0, n->size + 1), NULL,
+		 0, 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE_AT, (void *)(uintptr_t)UINT64_MAX, NULL, 0, 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	assert_int_equal(pos, line * 2 + 4);
+	pos = line * 5 + 8;
 	/* Told with the serial of the memory the caller holds: only the node's memory now will do. */
 	file.serial = n->serial;
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_TELL, (void *)(uintptr_t)n->serial, NULL, 0, 0, &step);

@@ -17,6 +17,7 @@ import fbrig
 BUILD = rig.BUILD
 FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
+SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
 
@@ -201,8 +202,9 @@ class FramebufferPersonas(rig.PersonaTestCase):
         self.run_fbdraw("work", 7)
         self.assert_screen(fbrig.pattern_frame(self.w, self.h, 7), "fbdraw through the preload library")
 
-    def run_fbwrite(self, persona, writes, preload=True, seek=False, read_only=False):
-        """writes: (position, bytes) pairs, each one write() by a separate program; its report as a dict of lists."""
+    def run_fbwrite(self, persona, writes, preload=True, seek=False, read_only=False, bad_buffer=False, wrap=()):
+        """writes: (position, bytes) pairs, each one write() by a separate program (run under wrap); its
+        report as a dict of lists."""
         args = []
         for i, (pos, data) in enumerate(writes):
             path = os.path.join("/tmp", "fbwrite-%d.raw" % i)
@@ -212,8 +214,10 @@ class FramebufferPersonas(rig.PersonaTestCase):
         env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.abspath(__file__)))
         if preload:
             env["LD_PRELOAD"] = PRELOAD
-        p = subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "fbwrite.py")]
+        p = subprocess.run(list(wrap) + ["/usr/bin/python3",
+                                         os.path.join(os.path.dirname(os.path.abspath(__file__)), "fbwrite.py")]
                            + (["--seek"] if seek else []) + (["--read-only"] if read_only else [])
+                           + (["--bad-buffer"] if bad_buffer else [])
                            + [fbrig.fb_node(persona)] + args, env=env, capture_output=True, text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         report = {}
@@ -261,6 +265,17 @@ class FramebufferPersonas(rig.PersonaTestCase):
             # An fd open only for reading cannot write, large write or not.
             r = self.run_fbwrite("work", [(0, bytes(big))], preload=preload, read_only=True)
             self.assertEqual(r["errno"], [str(errno.EBADF)], "preload=%s" % preload)
+            # A buffer the program cannot read: EFAULT, the position stays, the screen too.
+            r = self.run_fbwrite("work", [(row, bytes(big))], preload=preload, bad_buffer=True)
+            self.assertEqual((r.get("errno"), r["pos"]), ([str(errno.EFAULT)], [str(row)]), "preload=%s" % preload)
+        self.assert_screen(expected, "after writes that failed")
+
+        # Where the library cannot copy with process_vm_readv() (a seccomp filter), it stores with pwrite().
+        c = fbrig.frame(self.w, self.h, (12, 130, 240), band=(100, 120), band_color=(250, 250, 0))
+        r = self.run_fbwrite("work", [(0, c)], wrap=(SECCOMP_DENY, "process_vm_readv"))
+        self.assertEqual((r["n"], r["memfd"]), ([str(len(c))], ["yes"]))
+        self.assert_screen(c, "a whole frame written through the library without process_vm_readv()")
+        expected = c
 
         # A background persona's write stays off screen until the switch.
         b = fbrig.frame(self.w, self.h, (40, 41, 42), band=(0, 30), band_color=(200, 0, 200))

@@ -22,7 +22,7 @@ import fbrig
 
 BUILD = rig.BUILD
 FBANIM = os.path.join(BUILD, "tests", "vm", "fbanim")
-NO_UFFD = os.path.join(BUILD, "tests", "vm", "no-userfaultfd")
+SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
 FUSE_STALL = os.path.join(BUILD, "tests", "vm", "fuse-stall")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 
@@ -251,7 +251,7 @@ class FramebufferTracking(rig.PersonaTestCase):
     def test_seccomp_blocked_program_is_scanned(self):
         """A program that cannot make a userfaultfd (seccomp) still has its frames shown: devnsd scans."""
         base = (70, 10, 90)
-        p = Program(self, "fill", hexrgb(base), "anim", "10", "30", "sleep", "60000", wrap=(NO_UFFD,))
+        p = Program(self, "fill", hexrgb(base), "anim", "10", "30", "sleep", "60000", wrap=(SECCOMP_DENY, "userfaultfd"))
         p.wait_for("anim ok")
         self.assert_screen(fbrig.frame(self.w, self.h, base, band=(0, ANIM_ROWS), band_color=anim_color(9)),
                            "the last frame of a program without userfaultfd")
