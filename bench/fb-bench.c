@@ -5,6 +5,8 @@
  *   fb-bench write DEV N       N full-frame writes (position 0 each time, lseek() where it works)
  *   fb-bench mmap DEV N        N full frames drawn through mmap, each followed by FBIOPAN_DISPLAY
  *   fb-bench hold DEV MS ROWS  a mapped frame kept MS ms, its first ROWS rows changed every 16 ms
+ *   fb-bench ioctl DEV N       N FBIOGET_VSCREENINFO (two CUSE round trips: the struct goes out
+ *                              through memory), then N DEVNS_FBIO_TELL (one; ENOTTY on the kernel's)
  *   fb-bench switch N static|redraw|busy P1 P2 [P3...]
  *                              N SwitchTo calls going round personas P1, P2, ... (median); with
  *                              redraw, each persona draws a new frame before it is switched to;
@@ -103,6 +105,26 @@ static int bench_mmap(const char *dev, int n) {
 			return die("pan");
 	}
 	printf("mmap_us %.1f\n", (now_us() - t0) / n);
+	return 0;
+}
+
+static int bench_ioctl(const char *dev, int n) {
+	struct fb_var_screeninfo var;
+	double t0;
+	int fd = open(dev, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return die(dev);
+	t0 = now_us();
+	for (int i = 0; i < n; i++)
+		if (ioctl(fd, FBIOGET_VSCREENINFO, &var) < 0)
+			return die("FBIOGET_VSCREENINFO");
+	printf("getvar_us %.1f\n", (now_us() - t0) / n);
+	t0 = now_us();
+	for (int i = 0; i < n; i++)
+		(void)ioctl(fd, DEVNS_FBIO_TELL, 0UL);
+	printf("tell_us %.1f\n", (now_us() - t0) / n);
+	close(fd);
 	return 0;
 }
 
@@ -219,6 +241,8 @@ int main(int argc, char *argv[]) {
 		return bench_write(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "mmap") == 0)
 		return bench_mmap(argv[2], atoi(argv[3]));
+	if (argc == 4 && strcmp(argv[1], "ioctl") == 0)
+		return bench_ioctl(argv[2], atoi(argv[3]));
 	if (argc == 5 && strcmp(argv[1], "hold") == 0)
 		return bench_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 6 && strcmp(argv[1], "switch") == 0 && strcmp(argv[3], "busy") != 0)

@@ -59,6 +59,7 @@ def guest(frames, switches):
         native["mmap"].append(run("mmap", "/dev/fb0", frames)["mmap_us"])
 
     measure_native()
+    res["native_getvar"] = run("ioctl", "/dev/fb0", 200)["getvar_us"]
 
     bus = rig.Bus()
     personas = ["p%02d" % i for i in range(32)]
@@ -82,6 +83,8 @@ def guest(frames, switches):
             if count == 2:
                 node = fbrig.fb_node("p00")
                 res["frame_bytes"] = run("write", node, 1)["frame_bytes"]
+                calls = run("ioctl", node, 200)
+                res["devns_getvar"], res["devns_tell"] = calls["getvar_us"], calls["tell_us"]
                 measure_devns(node)
                 res["switch_static_2"] = run("switch", switches, "static", "p00", "p01")["switch_us"]
             res["switch_%d" % count] = run("switch", switches, "redraw", "p00", "p01")["switch_us"]
@@ -282,7 +285,13 @@ def report(r, frames, switches):
         "- **mmap + pan**: devnsd answers FBIOPAN_DISPLAY at once and copies the frame to the display in "
         "steps meanwhile; frames drawn faster than the display takes them are merged (the kernel's "
         "fbdev emulation merges them too, in its deferred I/O). The screen shows the latest frame one "
-        "copy (about one native full-frame write) after the pan.",
+        "copy (about one native full-frame write) after the pan. Under libdevns-fbmmap.so the pan passes "
+        "its offsets by value (`DEVNS_FBIO_PAN_AT`): one CUSE round trip instead of two.",
+        "- **round trips**: one CUSE round trip (`DEVNS_FBIO_TELL`) took %.0f µs in this run, and "
+        "FBIOGET_VSCREENINFO, two round trips on devns' node, %.0f µs against %.1f µs on the kernel's "
+        "`/dev/fb0`: each request wakes devnsd, and its answer wakes the caller again. "
+        "Every path of devns that needs a round trip per frame pays this, whatever devnsd does." % (
+            r.get("devns_tell", 0), r.get("devns_getvar", 0), r.get("native_getvar", 0)),
         "- **switch**: the answer to SwitchTo comes once the flip showing the new frame completed. "
         "devnsd keeps the frames shown before the last three switches in display buffers of their own "
         "(the spares) and copies what those personas write meanwhile into them as well, so switching to "

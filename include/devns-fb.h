@@ -42,6 +42,16 @@ struct devns_fb_wrote {
 #define DEVNS_FB_WROTE_AT_ARG(pos, count) (((__u64)(pos) << 32) | (__u64)(__u32)(count))
 
 /*
+ * FBIOPAN_DISPLAY in one round trip, where CUSE needs two for the struct
+ * it points at: the offsets are the argument, passed by value
+ * (DEVNS_FB_PAN_AT_ARG: yoffset in the upper 32 bits, xoffset in the
+ * lower; an unsigned long of 64 bits only), with the same checks and
+ * effect as FBIOPAN_DISPLAY without FB_VMODE_YWRAP.
+ */
+#define DEVNS_FBIO_PAN_AT _IO('F', 0xD8)
+#define DEVNS_FB_PAN_AT_ARG(xoffset, yoffset) (((__u64)(yoffset) << 32) | (__u64)(__u32)(xoffset))
+
+/*
  * Mapping the framebuffer. CUSE devices cannot be mapped, so the persona's
  * framebuffer memory (a memfd, sealed against resizing) is handed out over
  * a unix socket, /run/devnsd/fb/PERSONA/fb0, mode 0660, owned by the

@@ -44,12 +44,10 @@ static void put_var(struct fb_ioctl_step *s, struct fb_state *st, const void *in
 	done(s, 0, &var, sizeof(var));
 }
 
-static void pan(struct fb_ioctl_step *s, struct fb_state *st, const void *in) {
-	struct fb_var_screeninfo var;
+static void pan(struct fb_ioctl_step *s, struct fb_state *st, const struct fb_var_screeninfo *var) {
 	int r;
 
-	memcpy(&var, in, sizeof(var));
-	r = fb_state_pan(st, &var);
+	r = fb_state_pan(st, var);
 	if (r == 0)
 		s->effect = FB_EFFECT_VIEW;
 	done(s, r, NULL, 0);
@@ -184,9 +182,20 @@ void fb_ioctl(struct fb_state *st, const struct fb_ioctl_file *file, unsigned in
 			put_var(s, st, in);
 		return;
 	case FBIOPAN_DISPLAY:
-		if (!need(s, arg, sizeof(struct fb_var_screeninfo), 0, in_size, out_size))
-			pan(s, st, in);
+		if (!need(s, arg, sizeof(struct fb_var_screeninfo), 0, in_size, out_size)) {
+			struct fb_var_screeninfo var;
+
+			memcpy(&var, in, sizeof(var));
+			pan(s, st, &var);
+		}
 		return;
+	case DEVNS_FBIO_PAN_AT: {
+		/* The offsets themselves are the argument: yoffset in the upper 32 bits, xoffset in the lower. */
+		uint64_t v = (uint64_t)(uintptr_t)arg;
+		struct fb_var_screeninfo var = { .xoffset = (uint32_t)v, .yoffset = (uint32_t)(v >> 32) };
+
+		return pan(s, st, &var);
+	}
 	case FBIOGETCMAP:
 		if (!need(s, arg, sizeof(struct fb_cmap), 0, in_size, 0))
 			get_cmap(s, st, arg, in, in_size, out_size);

@@ -37,6 +37,11 @@
  *
  * CUSE nodes cannot seek either: lseek() of such an fd moves devnsd's
  * stream position of the open file instead (DEVNS_FBIO_SEEK).
+ *
+ * FBIOPAN_DISPLAY of such an fd passes its offsets by value
+ * (DEVNS_FBIO_PAN_AT): one round trip where CUSE needs two to fetch the
+ * struct the ioctl points at. The struct is read with process_vm_readv(),
+ * so a bad pointer still gets the node's own EFAULT.
  */
 /* Both mmap and mmap64 are defined below, so the headers must not rename one into the other. */
 #undef _FILE_OFFSET_BITS
@@ -47,6 +52,7 @@
 #include <linux/userfaultfd.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +84,7 @@ static struct {
 	ssize_t (*write)(int, const void *, size_t);
 	off_t (*lseek)(int, off_t, int);
 	off64_t (*lseek64)(int, off64_t, int);
+	int (*ioctl)(int, unsigned long, ...);
 } real;
 
 static void forked_child(void);
@@ -89,6 +96,7 @@ __attribute__((constructor)) static void resolve(void) {
 	real.write = (__typeof__(real.write))dlsym(RTLD_NEXT, "write");
 	real.lseek = (__typeof__(real.lseek))dlsym(RTLD_NEXT, "lseek");
 	real.lseek64 = (__typeof__(real.lseek64))dlsym(RTLD_NEXT, "lseek64");
+	real.ioctl = (__typeof__(real.ioctl))dlsym(RTLD_NEXT, "ioctl");
 }
 
 __attribute__((constructor)) static void watch_fork(void) {
@@ -580,4 +588,82 @@ EXPORT off64_t lseek64(int fd, off64_t off, int whence) {
 		return pos;
 	errno = err;
 	return r;
+}
+
+/* Nodes a pan was made on, by device and inode, and whether each is a devns framebuffer. */
+static struct {
+	dev_t rdev;
+	ino_t ino;
+	bool devns_fb;
+} pan_nodes[MAX_WRITERS];
+static unsigned int n_pan_nodes, next_pan_node;
+static pthread_mutex_t pan_nodes_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A devns framebuffer for sure: one that answers DEVNS_FBIO_TELL, which no kernel driver knows. */
+static bool is_devns_fb(int fd) {
+	return maybe_devns_fb(fd) && (REAL(ioctl)(fd, DEVNS_FBIO_TELL, 0UL) >= 0 || errno == EOVERFLOW);
+}
+
+static bool pan_node_is_devns_fb(int fd, const struct stat *st) {
+	bool known = false, yes = false;
+
+	/* A pan from a signal handler, or from another thread meanwhile, looks the node up again. */
+	if (pthread_mutex_trylock(&pan_nodes_lock) != 0)
+		return is_devns_fb(fd);
+	for (unsigned int i = 0; i < n_pan_nodes && !known; i++)
+		if (pan_nodes[i].rdev == st->st_rdev && pan_nodes[i].ino == st->st_ino) {
+			known = true;
+			yes = pan_nodes[i].devns_fb;
+		}
+	if (!known) {
+		unsigned int i = n_pan_nodes < MAX_WRITERS ? n_pan_nodes++ : next_pan_node++ % MAX_WRITERS;
+
+		yes = is_devns_fb(fd);
+		pan_nodes[i].rdev = st->st_rdev;
+		pan_nodes[i].ino = st->st_ino;
+		pan_nodes[i].devns_fb = yes;
+	}
+	pthread_mutex_unlock(&pan_nodes_lock);
+	return yes;
+}
+
+/*
+ * FBIOPAN_DISPLAY of a devns framebuffer, by value: 1 with the result in
+ * *ret, 0 to leave the ioctl to the node (not a devns framebuffer, a
+ * devnsd that does not know DEVNS_FBIO_PAN_AT, FB_VMODE_YWRAP, or a
+ * struct that cannot be read, which the node answers with EFAULT).
+ */
+static int pan_devns_fb(int fd, const void *arg, int *ret) {
+	struct fb_var_screeninfo var;
+	struct iovec local = { &var, sizeof(var) }, remote = { (void *)arg, sizeof(var) };
+	struct stat st;
+	int saved = errno;
+
+	if (sizeof(unsigned long) != sizeof(uint64_t) || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+		goto not_ours;
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(var) ||
+	    (var.vmode & FB_VMODE_YWRAP) || !pan_node_is_devns_fb(fd, &st))
+		goto not_ours;
+	*ret = REAL(ioctl)(fd, DEVNS_FBIO_PAN_AT, (unsigned long)DEVNS_FB_PAN_AT_ARG(var.xoffset, var.yoffset));
+	if (*ret < 0 && errno == ENOTTY)
+		goto not_ours;
+	if (*ret == 0)
+		errno = saved;
+	return 1;
+not_ours:
+	errno = saved;
+	return 0;
+}
+
+EXPORT int ioctl(int fd, unsigned long request, ...) {
+	va_list ap;
+	void *arg;
+	int r;
+
+	va_start(ap, request);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	if (request == FBIOPAN_DISPLAY && pan_devns_fb(fd, arg, &r))
+		return r;
+	return REAL(ioctl)(fd, request, arg);
 }

@@ -167,6 +167,38 @@ static void test_pan(void **state) {
 	assert_int_equal(fb_state_pan(&n->state, &v), -EINVAL);
 }
 
+/* The offsets by value: the same checks and effect as FBIOPAN_DISPLAY, in one step. */
+static void test_pan_at(void **state) {
+	struct fb_node *n = *state;
+	struct fb_var_screeninfo v = n->state.var;
+	static struct fb_ioctl_step step;
+	uint64_t pos = 0;
+	struct fb_ioctl_file file = { .pos = &pos };
+
+	v.yres_virtual = 2 * H;
+	assert_int_equal(fb_state_put_var(&n->state, &v), 0);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_PAN_AT, (void *)(uintptr_t)DEVNS_FB_PAN_AT_ARG(0, H), NULL, 0, 0, &step);
+	assert_false(step.retry);
+	assert_int_equal(step.result, 0);
+	assert_int_equal(step.effect, FB_EFFECT_VIEW);
+	assert_int_equal(fb_state_visible_offset(&n->state), (size_t)H * W * 4);
+	/* Past the virtual frame, either way, or with the halves swapped: refused, the view stays. */
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_PAN_AT, (void *)(uintptr_t)DEVNS_FB_PAN_AT_ARG(0, H + 1), NULL, 0, 0,
+		 &step);
+	assert_int_equal(step.result, -EINVAL);
+	assert_int_equal(step.effect, FB_EFFECT_NONE);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_PAN_AT, (void *)(uintptr_t)DEVNS_FB_PAN_AT_ARG(1, 0), NULL, 0, 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_PAN_AT, (void *)(uintptr_t)DEVNS_FB_PAN_AT_ARG(H, 0), NULL, 0, 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_PAN_AT, (void *)(uintptr_t)UINT64_MAX, NULL, 0, 0, &step);
+	assert_int_equal(step.result, -EINVAL);
+	assert_int_equal(fb_state_visible_offset(&n->state), (size_t)H * W * 4);
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_PAN_AT, NULL, NULL, 0, 0, &step);
+	assert_int_equal(step.result, 0);
+	assert_int_equal(fb_state_visible_offset(&n->state), 0);
+}
+
 static void test_cmap(void **state) {
 	struct fb_node *n = *state;
 	uint16_t r[4] = { 1, 2, 3, 4 }, g[4] = { 5, 6, 7, 8 }, b[4] = { 9, 10, 11, 12 }, out[3][4] = { { 0 } };
@@ -486,6 +518,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_screen_info, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_put_var_checks, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_pan, node_setup, node_teardown),
+		cmocka_unit_test_setup_teardown(test_pan_at, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_cmap, node_setup, node_teardown),
 		cmocka_unit_test_setup_teardown(test_cmap_null_array, node_setup, node_teardown),
 		cmocka_unit_test(test_stream_bounds),

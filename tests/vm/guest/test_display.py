@@ -174,6 +174,42 @@ class FramebufferPersonas(rig.PersonaTestCase):
         self.assert_screen(first, "panned back")
         fbrig.put_var(fd, dict(fbrig.get_var(fd), yres_virtual=self.h))
 
+    def test_pan_through_preload(self):
+        """Under libdevns-fbmmap.so FBIOPAN_DISPLAY passes its offsets by value: the same view, the same
+        errors (EINVAL out of range or with FB_VMODE_YWRAP, EFAULT for a bad pointer), on the routed node too."""
+        fd = self.open_fb("work")
+        var = fbrig.put_var(fd, dict(fbrig.get_var(fd), yres_virtual=2 * self.h))
+        first = fbrig.frame(self.w, self.h, (0, 60, 0))
+        second = fbrig.frame(self.w, self.h, (60, 60, 0), band=(500, 540))
+        fbrig.write_all(fd, first + second)
+        self.assert_screen(first, "yoffset 0")
+        code = ("import ctypes, fcntl, os, sys\n"
+                "sys.path.insert(0, %r)\n"
+                "import fbrig\n"
+                "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+                "var = fbrig.get_var(fd)\n"
+                "def pan(**changes):\n"
+                "    try:\n"
+                "        fcntl.ioctl(fd, fbrig.FBIOPAN_DISPLAY, bytes(fbrig.VAR.pack(\n"
+                "            *(dict(var, **changes)[k] for k in fbrig.VAR_FIELDS))))\n"
+                "        return 0\n"
+                "    except OSError as err:\n"
+                "        return err.errno\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "bad = libc.ioctl(fd, ctypes.c_ulong(fbrig.FBIOPAN_DISPLAY), ctypes.c_void_p(8))\n"
+                "print(pan(yoffset=var['yres'] + 1), pan(xoffset=1), pan(yoffset=0, vmode=1 << 8),\n"
+                "      bad and ctypes.get_errno(), pan(yoffset=int(sys.argv[2])))\n"
+                % os.path.dirname(os.path.abspath(__file__)))
+        for node, yoffset, shown in ((fbrig.fb_node("work"), self.h, second),
+                                     ("/dev/devns/fb0", 0, first)):
+            p = subprocess.run(["/usr/bin/python3", "-c", code, node, str(yoffset)],
+                               env=dict(os.environ, LD_PRELOAD=PRELOAD), capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            self.assertEqual(p.stdout.split(), [str(errno.EINVAL)] * 3 + [str(errno.EFAULT), "0"], node)
+            self.assert_screen(shown, "panned to yoffset %d through %s under the preload library" % (yoffset, node))
+        self.assertEqual(fbrig.get_var(fd)["yoffset"], 0)
+        fbrig.put_var(fd, dict(fbrig.get_var(fd), yres_virtual=self.h))
+
     def test_blank(self):
         data = fbrig.frame(self.w, self.h, (0, 200, 200))
         fd = self.draw("work", data)
