@@ -2,7 +2,7 @@
 """Framebuffer benchmark: persona fb0 against the kernel's /dev/fb0 (bochs DRM
 fbdev emulation), in one QEMU guest run. Writes its section of bench/RESULTS.md.
 
-Usage: bench/fb-bench.py [--frames N] [--switches N]
+Usage: bench/fb-bench.py [--frames N] [--switches N] [--smp N] [--no-write]
 (run from the source tree after `ninja -C build`; needs the VM rig of tests/vm)."""
 
 import argparse
@@ -237,7 +237,7 @@ def report(r, frames, switches):
         "Run of %s, devns %s, written by `bench/fb-bench.py` (rerun: `ninja -C build && bench/fb-bench.py`)." % (
             now, git_describe()),
         "",
-        "One QEMU guest (TCG, `-vga std`, bochs DRM driver, XRGB8888 frames of %.0f KiB, devnsd with "
+        "One QEMU guest (TCG, `-smp %d`, `-vga std`, bochs DRM driver, XRGB8888 frames of %.0f KiB, devnsd with "
         "%d display buffers). The kernel's `/dev/fb0` (bochs' DRM fbdev emulation) is measured before "
         "devnsd becomes DRM master and again after it exits, devns' write and mmap figures at the start "
         "and at the end of the 2-persona run; the table shows the means (spread between the two: kernel "
@@ -251,7 +251,7 @@ def report(r, frames, switches):
         "(untimed), so each switch shows a frame the screen has not shown. The switches alternate between "
         "two personas, except in the rows that go round four and five. The display's buffers take "
         "%.1f MiB of video memory (%d spares, the default `SpareFrames=3`)." % (
-            frame_kib, r.get("buffers_2", 0), 100 * r["native_write_spread"], 100 * r["native_mmap_spread"],
+            r.get("smp", 2), frame_kib, r.get("buffers_2", 0), 100 * r["native_write_spread"], 100 * r["native_mmap_spread"],
             100 * r["devns_write_spread"], 100 * r["devns_mmap_spread"], frames, switches,
             r.get("video_memory_kib", 0) / 1024, r.get("spares", 0)),
         "",
@@ -346,12 +346,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--switches", type=int, default=40)
+    ap.add_argument("--smp", type=int, default=2, help="the guest's virtual CPUs")
+    ap.add_argument("--no-write", action="store_true", help="print the section, leave RESULTS.md as it is")
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.guest:
         return guest(args.frames, args.switches)
     compile_bench()
-    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "1200", "--share", BUILD, "--share", TOP,
+    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "1200", "--smp", str(args.smp),
+           "--share", BUILD, "--share", TOP,
            "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP, "--env", "DEVNS_FB_BENCH=" + BIN,
            "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--frames", str(args.frames),
            "--switches", str(args.switches)]
@@ -364,8 +367,10 @@ def main():
     if out.returncode != 0 or not res:
         sys.stderr.write(out.stdout + out.stderr)
         return 1
+    res["smp"] = args.smp
     text = report(res, args.frames, args.switches)
-    write_section(text)
+    if not args.no_write:
+        write_section(text)
     print(text)
     return 0
 

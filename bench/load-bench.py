@@ -4,7 +4,8 @@ take turns being active, against the kernel delivering the same flood to a
 direct reader, in one QEMU guest run. Writes the "## Input under load"
 section of bench/RESULTS.md.
 
-Usage: bench/load-bench.py [--rates N,M] [--seconds N] [--switch-ms N] [--personas N] [--no-write]
+Usage: bench/load-bench.py [--rates N,M] [--seconds N] [--switch-ms N] [--personas N] [--devnsd-nice N]
+                           [--smp N] [--no-write]
 (run from the source tree after `ninja -C build`; needs the VM rig of tests/vm)."""
 
 import argparse
@@ -88,6 +89,9 @@ def flood(rig, args, rate):
     res = {}
     try:
         pid = daemon.proc.pid
+        if args.devnsd_nice:
+            # Its event loop's thread, as a unit's Nice= would set it.
+            os.setpriority(os.PRIO_PROCESS, pid, args.devnsd_nice)
         nodes = ["%s:%s" % (p, rig.persona_node(p, hw["devns"])) for p in personas]
         cmd = [BIN, "--rate", str(rate), "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms),
                "--devns-uinput", str(devs["devns"].fd), "--direct-uinput", str(devs["direct"].fd),
@@ -184,7 +188,7 @@ def report(r, args):
         "Run of %s, devns %s, written by `bench/load-bench.py` (rerun: `ninja -C build && bench/load-bench.py`)." % (
             now, git_describe()),
         "",
-        "One QEMU guest (TCG). Two identical uinput touchscreens (ten slots, so the kernel gives each "
+        "One QEMU guest (TCG, `-smp %d`%s). Two identical uinput touchscreens (ten slots, so the kernel gives each "
         "reader a 512-event buffer): devnsd owns one and serves it to %d personas, the other is read "
         "directly from its own `/dev/input/eventN`. Every millisecond `bench/load-bench.c` writes the "
         "same packets (`EV_MSC MSC_SCAN` carrying a sequence number, then `SYN_REPORT`) to both "
@@ -195,6 +199,7 @@ def report(r, args):
         "one in turn. Each packet goes to the persona active when devnsd forwards it: the readers together "
         "must see every sequence number once. Latency runs from the tick's `write()` to the `read()` that "
         "returned the packet. Each rate gets a devnsd of its own." % (
+            args.smp, ", devnsd's event loop at nice %d" % args.devnsd_nice if args.devnsd_nice else "",
             args.personas, args.seconds, args.switch_ms),
         "",
         "**Absolute times are meaningless** under TCG; compare paths of the same run. The writer's own CPU "
@@ -235,6 +240,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--switch-ms", type=int, default=100)
     ap.add_argument("--personas", type=int, default=32)
+    ap.add_argument("--devnsd-nice", type=int, default=0, help="nice value of devnsd's event loop")
+    ap.add_argument("--smp", type=int, default=2, help="the guest's virtual CPUs")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -242,10 +249,12 @@ def main():
     if args.guest:
         return guest(args)
     compile_bench()
-    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "600", "--share", BUILD, "--share", TOP,
+    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "600", "--smp", str(args.smp),
+           "--share", BUILD, "--share", TOP,
            "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP, "--env", "DEVNS_LOAD_BENCH=" + BIN,
            "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--rates", ",".join(map(str, args.rates)),
-           "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms), "--personas", str(args.personas)]
+           "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms), "--personas", str(args.personas),
+           "--devnsd-nice", str(args.devnsd_nice)]
     out = subprocess.run(cmd, capture_output=True, text=True)
     res = {}
     for line in out.stdout.splitlines():
