@@ -16,8 +16,9 @@
  * instead of one per 128 KiB. The data is copied into a mapping of the
  * memfd the library keeps per node, with process_vm_readv() from the
  * program's own buffer, so that a bad buffer gets EFAULT as from write()
- * and not a SIGSEGV; where that fails (a seccomp filter, a fault) the
- * copy is made again with pwrite(). DEVNS_FBIO_TELL names the memory the library
+ * and not a SIGSEGV; where that fails (a seccomp filter, a fault, a memfd
+ * open only for writing, which cannot be mapped) the bytes are stored
+ * with pwrite(). DEVNS_FBIO_TELL names the memory the library
  * holds, so memory that is no longer the node's (the persona got fresh
  * memory, or a routed node leads elsewhere) is fetched again before
  * anything is stored. Same bounds and errors as the node's own write();
@@ -41,7 +42,9 @@
  * FBIOPAN_DISPLAY of such an fd passes its offsets by value
  * (DEVNS_FBIO_PAN_AT): one round trip where CUSE needs two to fetch the
  * struct the ioctl points at. The struct is read with process_vm_readv(),
- * so a bad pointer still gets the node's own EFAULT.
+ * so a bad pointer still gets the node's own EFAULT; pans of any other
+ * device make no call beyond an fstat() and, once per node, a look at
+ * sysfs.
  */
 /* Both mmap and mmap64 are defined below, so the headers must not rename one into the other. */
 #undef _FILE_OFFSET_BITS
@@ -126,7 +129,7 @@ static struct writer {
 	ino_t memfd_ino;
 	uint64_t size;
 	uint64_t serial;
-	/* The memfd mapped for stores, NULL until the first. */
+	/* The memfd mapped for stores: NULL until the first, MAP_FAILED when it cannot be. */
 	void *map;
 } writers[MAX_WRITERS];
 static unsigned int n_writers, next_writer;
@@ -358,10 +361,13 @@ static bool writer_memfd_is(const struct writer *w, int fd, struct stat *ret) {
 }
 
 static void writer_unmap(struct writer *w) {
-	if (w->map)
+	if (w->map && w->map != MAP_FAILED)
 		REAL(munmap)(w->map, w->size);
 	w->map = NULL;
 }
+
+/* process_vm_readv() refused to this process (a seccomp filter): stores go by pwrite() from then on. */
+static bool copy_refused;
 
 /*
  * The writer entry for the node fd is open on, set up on first use, or
@@ -435,16 +441,23 @@ static int writer_tell(int fd, const struct stat *st, struct writer **w) {
  * pwrite(), whose answer is write()'s: EFAULT for a bad buffer.
  */
 static ssize_t writer_store(struct writer *w, const void *buf, size_t len, uint64_t pos) {
-	if (!w->map) {
-		void *m = REAL(mmap)(NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
+	int saved = errno;
 
-		w->map = m == MAP_FAILED ? NULL : m;
+	/* A memfd open only for writing cannot be mapped: tried once. */
+	if (!w->map && !copy_refused) {
+		w->map = REAL(mmap)(NULL, w->size, PROT_READ | PROT_WRITE, MAP_SHARED, w->memfd, 0);
+		/* The screen's memory stays out of the program's core dumps. */
+		if (w->map != MAP_FAILED)
+			(void)madvise(w->map, w->size, MADV_DONTDUMP);
 	}
-	if (w->map) {
+	if (w->map && w->map != MAP_FAILED && !copy_refused) {
 		struct iovec local = { (char *)w->map + pos, len }, remote = { (void *)buf, len };
 
 		if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == (ssize_t)len)
 			return (ssize_t)len;
+		if (errno == EPERM || errno == ENOSYS)
+			copy_refused = true;
+		errno = saved;
 	}
 	return pwrite(w->memfd, buf, len, (off_t)pos);
 }
@@ -521,7 +534,7 @@ static int seek_devns_fb(int fd, int64_t off, int whence, int64_t *ret) {
 	int saved = errno;
 
 	if (whence == SEEK_CUR) {
-		base = ioctl(fd, DEVNS_FBIO_TELL);
+		base = ioctl(fd, DEVNS_FBIO_TELL, 0UL);
 		if (base < 0 && errno != EOVERFLOW)
 			goto not_ours;
 	} else if (whence == SEEK_END) {
@@ -599,26 +612,35 @@ static struct {
 static unsigned int n_pan_nodes, next_pan_node;
 static pthread_mutex_t pan_nodes_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A devns framebuffer for sure: one that answers DEVNS_FBIO_TELL, which no kernel driver knows. */
-static bool is_devns_fb(int fd) {
-	return maybe_devns_fb(fd) && (REAL(ioctl)(fd, DEVNS_FBIO_TELL, 0UL) >= 0 || errno == EOVERFLOW);
+/*
+ * 1: a devns framebuffer for sure, one that answers DEVNS_FBIO_TELL, which
+ * no kernel driver knows; 0: not one (not a CUSE framebuffer, or ENOTTY);
+ * -1: cannot tell now (the node failed otherwise), asked again next time.
+ */
+static int is_devns_fb(int fd) {
+	if (!maybe_devns_fb(fd))
+		return 0;
+	if (REAL(ioctl)(fd, DEVNS_FBIO_TELL, 0UL) >= 0 || errno == EOVERFLOW)
+		return 1;
+	return errno == ENOTTY ? 0 : -1;
 }
 
 static bool pan_node_is_devns_fb(int fd, const struct stat *st) {
 	bool known = false, yes = false;
+	int r;
 
 	/* A pan from a signal handler, or from another thread meanwhile, looks the node up again. */
 	if (pthread_mutex_trylock(&pan_nodes_lock) != 0)
-		return is_devns_fb(fd);
+		return is_devns_fb(fd) > 0;
 	for (unsigned int i = 0; i < n_pan_nodes && !known; i++)
 		if (pan_nodes[i].rdev == st->st_rdev && pan_nodes[i].ino == st->st_ino) {
 			known = true;
 			yes = pan_nodes[i].devns_fb;
 		}
-	if (!known) {
+	if (!known && (r = is_devns_fb(fd)) >= 0) {
 		unsigned int i = n_pan_nodes < MAX_WRITERS ? n_pan_nodes++ : next_pan_node++ % MAX_WRITERS;
 
-		yes = is_devns_fb(fd);
+		yes = r > 0;
 		pan_nodes[i].rdev = st->st_rdev;
 		pan_nodes[i].ino = st->st_ino;
 		pan_nodes[i].devns_fb = yes;
@@ -639,10 +661,12 @@ static int pan_devns_fb(int fd, const void *arg, int *ret) {
 	struct stat st;
 	int saved = errno;
 
-	if (sizeof(unsigned long) != sizeof(uint64_t) || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+	/* Only a devns framebuffer's pan makes a system call the program did not make. */
+	if (sizeof(unsigned long) != sizeof(uint64_t) || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) ||
+	    !pan_node_is_devns_fb(fd, &st))
 		goto not_ours;
 	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(var) ||
-	    (var.vmode & FB_VMODE_YWRAP) || !pan_node_is_devns_fb(fd, &st))
+	    (var.vmode & FB_VMODE_YWRAP))
 		goto not_ours;
 	*ret = REAL(ioctl)(fd, DEVNS_FBIO_PAN_AT, (unsigned long)DEVNS_FB_PAN_AT_ARG(var.xoffset, var.yoffset));
 	if (*ret < 0 && errno == ENOTTY)

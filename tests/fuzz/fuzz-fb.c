@@ -106,7 +106,8 @@ static unsigned int pick_cmd(struct fuzz_input *in) {
 		FBIOGET_VSCREENINFO, FBIOPUT_VSCREENINFO, FBIOGET_FSCREENINFO, FBIOPAN_DISPLAY,
 		FBIOGETCMAP, FBIOPUTCMAP, FBIOBLANK, FBIO_WAITFORVSYNC,
 		DEVNS_FBIOGET_POS, DEVNS_FBIOSET_POS, DEVNS_FBIO_TELL, DEVNS_FBIO_SEEK,
-		DEVNS_FBIO_WROTE, DEVNS_FBIOGET_SOCKET, DEVNS_FBIOGET_TICKET,
+		DEVNS_FBIO_WROTE, DEVNS_FBIOGET_SOCKET, DEVNS_FBIOGET_TICKET, DEVNS_FBIO_WROTE_AT,
+		DEVNS_FBIO_PAN_AT,
 	};
 	uint8_t how = fuzz_u8(in);
 
@@ -115,7 +116,7 @@ static unsigned int pick_cmd(struct fuzz_input *in) {
 
 static void file_ioctl(struct rig *r, struct file *f, struct fuzz_input *in) {
 	struct ioctl_call call = { .rig = r, .file = f, .cmd = pick_cmd(in) };
-	/* FBIOBLANK, DEVNS_FBIO_SEEK and DEVNS_FBIO_TELL take a value. */
+	/* FBIOBLANK, DEVNS_FBIO_SEEK, DEVNS_FBIO_TELL, DEVNS_FBIO_WROTE_AT and DEVNS_FBIO_PAN_AT take a value. */
 	void *arg = fuzz_ioctl_arg(in, true);
 	int k;
 

@@ -5,8 +5,8 @@ lseek() with --seek) and writes FILE's bytes with one write() (with
 --bad-buffer, as many bytes from an address nothing is mapped at). Prints one
 line per write ("n N" or "errno E"), then "pos P" (the stream position at
 the end), "memfd yes|no" (whether it holds a persona's framebuffer memfd:
-libdevns-fbmmap.so took its write() path), and with --seek "end E"
-(lseek(0, SEEK_END))."""
+libdevns-fbmmap.so took its write() path), and with --seek "cur C"
+(lseek(0, SEEK_CUR)) and "end E" (lseek(0, SEEK_END))."""
 
 import ctypes
 import mmap
@@ -48,6 +48,7 @@ def main():
             print("errno", e.errno)
     print("pos", fbrig.get_pos(fd))
     if seek:
+        print("cur", os.lseek(fd, 0, os.SEEK_CUR))
         print("end", os.lseek(fd, 0, os.SEEK_END))
     links = []
     for n in os.listdir("/proc/self/fd"):

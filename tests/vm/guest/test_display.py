@@ -18,6 +18,8 @@ BUILD = rig.BUILD
 FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
+# _IOW('F', 0xD4, struct devns_fb_wrote), the form that passes its range through memory.
+DEVNS_FBIO_WROTE = 0x401046D4
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
 
@@ -208,6 +210,20 @@ class FramebufferPersonas(rig.PersonaTestCase):
             self.assertEqual(p.stdout.split(), [str(errno.EINVAL)] * 3 + [str(errno.EFAULT), "0"], node)
             self.assert_screen(shown, "panned to yoffset %d through %s under the preload library" % (yoffset, node))
         self.assertEqual(fbrig.get_var(fd)["yoffset"], 0)
+        # The offsets go by value: with FBIOPAN_DISPLAY itself refused by a seccomp filter, the pan
+        # still works under the library, and fails without it.
+        pan = ("import os, sys\nsys.path.insert(0, %r)\nimport fbrig\n"
+               "fd = os.open(sys.argv[1], os.O_RDWR)\nvar = fbrig.get_var(fd)\n"
+               "try:\n    fbrig.pan(fd, var, int(sys.argv[2]))\n    print(0)\n"
+               "except OSError as err:\n    print(err.errno)\n" % os.path.dirname(os.path.abspath(__file__)))
+        for preload, want in ((False, errno.EPERM), (True, 0)):
+            env = dict(os.environ, LD_PRELOAD=PRELOAD) if preload else dict(os.environ)
+            p = subprocess.run([SECCOMP_DENY, "ioctl=%#x" % fbrig.FBIOPAN_DISPLAY, "/usr/bin/python3", "-c", pan,
+                                fbrig.fb_node("work"), str(self.h)], env=env, capture_output=True, text=True,
+                               timeout=60)
+            self.assertEqual((p.returncode, p.stdout.strip()), (0, str(want)), "preload=%s: %s" % (preload, p.stderr))
+        self.assert_screen(second, "panned by value with FBIOPAN_DISPLAY refused")
+        fbrig.pan(fd, var, 0)
         fbrig.put_var(fd, dict(fbrig.get_var(fd), yres_virtual=self.h))
 
     def test_blank(self):
@@ -287,7 +303,8 @@ class FramebufferPersonas(rig.PersonaTestCase):
         band2 = fbrig.pixel((99, 0, 99)) * (big // 4)
         expected = expected[:10 * row] + band2 + expected[10 * row + big:]
         r = self.run_fbwrite("work", [(10 * row, band2)], seek=True)
-        self.assertEqual((r["n"], r["pos"], r["end"]), ([str(big)], [str(10 * row + big)], [str(size)]))
+        self.assertEqual((r["n"], r["pos"], r["cur"], r["end"]),
+                         ([str(big)], [str(10 * row + big)], [str(10 * row + big)], [str(size)]))
         self.assert_screen(expected, "a band of rows written after lseek()")
 
         # The kernel's bounds: cut short across the end, ENOSPC at the end, EFBIG past it.
@@ -305,6 +322,13 @@ class FramebufferPersonas(rig.PersonaTestCase):
             r = self.run_fbwrite("work", [(row, bytes(big))], preload=preload, bad_buffer=True)
             self.assertEqual((r.get("errno"), r["pos"]), ([str(errno.EFAULT)], [str(row)]), "preload=%s" % preload)
         self.assert_screen(expected, "after writes that failed")
+
+        # The library's own path, seen: a frame written with pwrite() and DEVNS_FBIO_WROTE refused by a
+        # seccomp filter still arrives (copied into the mapping, reported by value).
+        d = fbrig.frame(self.w, self.h, (200, 130, 20), band=(600, 640), band_color=(0, 0, 250))
+        r = self.run_fbwrite("work", [(0, d)], wrap=(SECCOMP_DENY, "pwrite64,ioctl=%#x" % DEVNS_FBIO_WROTE))
+        self.assertEqual((r["n"], r["memfd"]), ([str(len(d))], ["yes"]))
+        self.assert_screen(d, "a whole frame written through the library's mapping, reported by value")
 
         # Where the library cannot copy with process_vm_readv() (a seccomp filter), it stores with pwrite().
         c = fbrig.frame(self.w, self.h, (12, 130, 240), band=(100, 120), band_color=(250, 250, 0))
