@@ -76,6 +76,7 @@
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_MAPPINGS 64
 #define MAX_WRITERS 16
+#define MAX_PAN_NODES 16
 /* CUSE hands a write to devnsd in requests of at most 128 KiB. */
 #define DEVNS_FB_FAST_WRITE_MIN (128u * 1024u + 1u)
 
@@ -608,7 +609,7 @@ static struct {
 	dev_t rdev;
 	ino_t ino;
 	bool devns_fb;
-} pan_nodes[MAX_WRITERS];
+} pan_nodes[MAX_PAN_NODES];
 static unsigned int n_pan_nodes, next_pan_node;
 static pthread_mutex_t pan_nodes_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -638,7 +639,7 @@ static bool pan_node_is_devns_fb(int fd, const struct stat *st) {
 			yes = pan_nodes[i].devns_fb;
 		}
 	if (!known && (r = is_devns_fb(fd)) >= 0) {
-		unsigned int i = n_pan_nodes < MAX_WRITERS ? n_pan_nodes++ : next_pan_node++ % MAX_WRITERS;
+		unsigned int i = n_pan_nodes < MAX_PAN_NODES ? n_pan_nodes++ : next_pan_node++ % MAX_PAN_NODES;
 
 		yes = r > 0;
 		pan_nodes[i].rdev = st->st_rdev;
