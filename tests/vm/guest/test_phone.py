@@ -6,7 +6,9 @@ the two personas, each with its own /dev and /run and the persona's LED
 and backlight views bound at /sys/class as a container manager does.
 Attach must answer with every class configured, and each container gets
 its own screen, input, LEDs and backlight, following the active persona.
-A keyboard plugged in meanwhile reaches both containers and leaves them."""
+A keyboard plugged in meanwhile reaches both containers and leaves them.
+Programs under libdevns-fbmmap.so in both containers take the library's
+own paths (a write() copied into the memfd, a pan passed by value)."""
 
 import glob
 import os
@@ -24,6 +26,10 @@ import fbrig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
+PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
+FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
+SECCOMP_DENY = os.path.join(rig.BUILD, "tests", "vm", "seccomp-deny")
+DEVNS_FBIO_WROTE = 0x401046D4
 I8042 = "/dev/input/event0"
 PERSONAS = ("work", "personal")
 COLORS = {"work": (200, 30, 30), "personal": (30, 30, 200)}
@@ -230,6 +236,38 @@ class Phone(rig.PersonaTestCase):
                             "%s stayed in %s's container" % (node, p))
         # The rest of the phone is as it was: the first keyboard still reaches the active persona.
         self.test_input_follows_the_active_persona()
+
+    def test_preloaded_programs_take_the_librarys_paths(self):
+        """Under libdevns-fbmmap.so, with the calls the library replaces refused by a seccomp filter so
+        that only its own paths can work: the active container maps, draws and pans (the offsets go by
+        value), and the screen shows it; the background container writes a whole frame (copied into its
+        memfd, reported by value), which stays off the screen until its persona is switched to."""
+        rig.devnsctl("switch", "work")
+        p = self.inside("work", "env", "LD_PRELOAD=" + PRELOAD, SECCOMP_DENY, "ioctl=%#x" % fbrig.FBIOPAN_DISPLAY,
+                        FBDRAW, "/dev/fb0", "41", check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        drawn = fbrig.pattern_frame(self.w, self.h, 41)
+        ok, diff = fbrig.screen_shows("phone-preload", self.w, self.h, drawn)
+        self.assertTrue(ok, "work's mapped and panned frame is not shown (%s pixels differ)" % diff)
+
+        written = fbrig.frame(self.w, self.h, (20, 160, 90), band=(100, 140))
+        path = os.path.join(tempfile.mkdtemp(), "frame")
+        with open(path, "wb") as f:
+            f.write(written)
+        p = self.inside("personal", "env", "LD_PRELOAD=" + PRELOAD, "PYTHONPATH=" + HERE, SECCOMP_DENY,
+                        "pwrite64,ioctl=%#x" % DEVNS_FBIO_WROTE, sys.executable, os.path.join(HERE, "fbwrite.py"),
+                        "/dev/fb0", "0", path, check=False)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.split()[:2] + p.stdout.split()[-2:], ["n", str(len(written)), "memfd", "yes"],
+                         p.stdout)
+        time.sleep(0.5)
+        ok, diff = fbrig.screen_shows("phone-preload", self.w, self.h, drawn, timeout=0)
+        self.assertTrue(ok, "the background persona's write reached the screen (%s pixels differ)" % diff)
+
+        for active, shown in (("personal", written), ("work", drawn)):
+            rig.devnsctl("switch", active)
+            ok, diff = fbrig.screen_shows("phone-preload", self.w, self.h, shown)
+            self.assertTrue(ok, "the screen does not show %s's frame (%s pixels differ)" % (active, diff))
 
     def test_views_in_the_container_are_the_personas(self):
         bl = os.path.basename(self.bl_dir)
