@@ -26,10 +26,11 @@
  * the position to its argument, passed by value: one round trip each.
  * DEVNS_FBIO_WROTE says that count bytes at pos changed, as a write()
  * there would have: they are shown, and the stream position moves past
- * them (-EINVAL past the end). It passes its range through memory, which
- * costs CUSE a second round trip; DEVNS_FBIO_WROTE_AT says the same in one,
- * with pos and count below 2^32 packed into its argument, passed by value
- * (DEVNS_FB_WROTE_AT_ARG; an unsigned long of 64 bits only).
+ * them (-EINVAL past the end, -EBADF on a file open only for reading). It
+ * passes its range through memory, which costs CUSE a second round trip;
+ * DEVNS_FBIO_WROTE_AT says the same in one, with pos and count below 2^32
+ * packed into its argument, passed by value (DEVNS_FB_WROTE_AT_ARG; an
+ * unsigned long of 64 bits only).
  */
 struct devns_fb_wrote {
 	__u64 pos;

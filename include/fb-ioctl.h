@@ -46,6 +46,7 @@ struct fb_ioctl_file {
 	uint64_t *pos;
 	const char *socket_path; /* for DEVNS_FBIOGET_SOCKET; NULL: ENOTTY */
 	uint64_t serial;         /* the serial of the framebuffer's memory, for DEVNS_FBIO_TELL */
+	bool read_only;          /* opened O_RDONLY: DEVNS_FBIO_WROTE(_AT) get EBADF, as write() does */
 	/* DEVNS_FBIOGET_TICKET: issues a ticket for this open file (0 or a negative errno); NULL: ENOTTY. */
 	int (*ticket)(void *userdata, struct devns_fb_ticket *ret);
 	void *userdata;

@@ -257,6 +257,7 @@ static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_in
 		.pos = &file_of(fi)->pos,
 		.socket_path = cf->socket_path,
 		.serial = cf->node->serial,
+		.read_only = file_of(fi)->access_mode == O_RDONLY,
 		.ticket = cf->socket_path ? issue_ticket : NULL,
 		.userdata = file_of(fi),
 	};

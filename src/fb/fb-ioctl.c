@@ -146,6 +146,8 @@ static void wrote(struct fb_ioctl_step *s, const struct fb_state *st, const stru
 		  uint64_t pos, uint64_t count) {
 	uint64_t size = fb_state_mem_size(st), line = st->fix.line_length;
 
+	if (file->read_only)
+		return done(s, -EBADF, NULL, 0);
 	if (pos > size || count > size - pos)
 		return done(s, -EINVAL, NULL, 0);
 	if (count > 0) {

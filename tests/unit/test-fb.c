@@ -338,6 +338,17 @@ static void test_memfd_writer_ioctls(void **state) {
 	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE_AT, (void *)(uintptr_t)UINT64_MAX, NULL, 0, 0, &step);
 	assert_int_equal(step.result, -EINVAL);
 	assert_int_equal(pos, line * 2 + 4);
+	/* A file open only for reading changes nothing, as its write() would not. */
+	file.read_only = true;
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE_AT, (void *)(uintptr_t)DEVNS_FB_WROTE_AT_ARG(0, line), NULL, 0, 0,
+		 &step);
+	assert_int_equal(step.result, -EBADF);
+	assert_int_equal(step.effect, FB_EFFECT_NONE);
+	w = (struct devns_fb_wrote){ .pos = 0, .count = line };
+	fb_ioctl(&n->state, &file, DEVNS_FBIO_WROTE, &w, &w, sizeof(w), 0, &step);
+	assert_int_equal(step.result, -EBADF);
+	assert_int_equal(pos, line * 2 + 4);
+	file.read_only = false;
 	pos = line * 5 + 8;
 	/* Told with the serial of the memory the caller holds: only the node's memory now will do. */
 	file.serial = n->serial;

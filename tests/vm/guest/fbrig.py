@@ -227,6 +227,7 @@ def pattern_frame(width, height, seed):
 
 DEVNS_FBIOGET_SOCKET = (2 << 30) | (108 << 16) | (ord("F") << 8) | 0xD2
 DEVNS_FBIOGET_TICKET = (2 << 30) | (16 << 16) | (ord("F") << 8) | 0xD6
+DEVNS_FBIO_WROTE_AT = (ord("F") << 8) | 0xD7
 REQUEST = struct.Struct("=IB3x16s")  # struct devns_fb_request
 REQUEST_MAGIC = 0x64667271
 GRANT = struct.Struct("=IIQQ")  # struct devns_fb_grant
@@ -320,6 +321,11 @@ def probe(args):
             name = args[i]
             i += 1
             attempt("write " + name, lambda: os.write(files[name], b"\xff" * 4))
+        elif step == "wrote":
+            # DEVNS_FBIO_WROTE_AT: the first 4096 bytes changed.
+            name = args[i]
+            i += 1
+            attempt("wrote " + name, lambda: fcntl.ioctl(files[name], DEVNS_FBIO_WROTE_AT, 4096))
         elif step == "blank":
             name, level = args[i:i + 2]
             i += 2
@@ -373,7 +379,7 @@ def probe(args):
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] != "probe":
         raise SystemExit("""usage: fbrig.py probe STEP...
-  open NAME PATH r|w|rw     info NAME     write NAME     blank NAME LEVEL     close NAME
+  open NAME PATH r|w|rw     info NAME     write NAME     wrote NAME     blank NAME LEVEL     close NAME
   ticket NAME TAG           forge TAG     redeem SOCKET TAG m|w
   legacy SOCKET             raw SOCKET HEX
   mapwrite | reopen-rw      (on the last memfd received)

@@ -26,7 +26,7 @@ PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
 PERSONAS = ("work", "personal", "tickets", "appuid", "limits", "reattach", "owned")
-EACCES, EMFILE, ENODEV = 13, 24, 19
+EACCES, EBADF, EMFILE, ENODEV = 13, 9, 24, 19
 APP_UID = 1000
 # Tickets live 5 s (devns-fb.h).
 TICKET_LIFETIME = 5.0
@@ -236,9 +236,11 @@ class AttackDisplay(rig.PersonaTestCase):
             gid = self.assert_private(node).st_gid
             self.assertEqual(self.assert_private(sock).st_gid, gid, "the node and its socket have different groups")
             lines = self.probe("open", "r", "/dev/fb0", "r", "ticket", "r", "t", "redeem", sock, "t", "m",
-                               "reopen-rw", "mapwrite", user=as_user(APP_UID, [gid]), container=c)
-            self.assertEqual(lines[-3:], ["redeem t memfd ro", "reopen-rw errno %d" % EACCES,
-                                          "mapwrite errno %d" % EACCES], "\n".join(lines))
+                               "reopen-rw", "mapwrite", "wrote", "r", user=as_user(APP_UID, [gid]), container=c)
+            # Nor can it say it wrote: a read-only file's DEVNS_FBIO_WROTE_AT is write()'s EBADF.
+            self.assertEqual(lines[-4:], ["redeem t memfd ro", "reopen-rw errno %d" % EACCES,
+                                          "mapwrite errno %d" % EACCES, "wrote r errno %d" % EBADF],
+                             "\n".join(lines))
         finally:
             c.stop()
         self.assert_untouched()
