@@ -9,6 +9,8 @@
 
 /* Groups of a caller looked at; more are not considered. */
 #define BUS_PEER_MAX_GROUPS 256
+/* Connections whose credentials are kept between their calls; the least recently used goes first. */
+#define BUS_PEER_CACHE_SIZE 32
 
 /*
  * The process that sent a bus message. The user id and groups are what the
@@ -21,8 +23,14 @@ struct bus_peer {
 	pid_t pid;          /* as devnsd's pid namespace numbers it */
 	uid_t euid;
 	int pidfd;
-	/* The bus handed over the pidfd it took at connect (ProcessFD). */
-	bool pinned_by_bus;
+	/*
+	 * The pidfd is known to pin the process that connected: the bus handed
+	 * over its own (ProcessFD), or an earlier call of this connection was
+	 * confirmed with it.
+	 */
+	bool pinned;
+	/* The bus reports no groups: they are read from /proc/PID/status at every call. */
+	bool gids_from_proc;
 	gid_t gids[BUS_PEER_MAX_GROUPS];
 	size_t n_gids;
 };
@@ -30,20 +38,36 @@ struct bus_peer {
 #define BUS_PEER_NULL ((struct bus_peer){ .pidfd = -1 })
 
 /*
- * Asks the bus who sent msg and pins that process: with the bus's own
- * pidfd (ProcessFD) when it gives one, otherwise with pidfd_open() of the
- * pid it reports. -ESRCH when the process is gone.
+ * What the bus reported for connections that called before, with the
+ * pidfd that pinned each caller's process. The bus never gives a unique
+ * name twice and records a connection's credentials once, when it
+ * connects, so a connection's later calls need no question to the bus:
+ * only the pidfd's liveness is checked again, and everything read from
+ * /proc (namespaces, persona, groups the bus does not report) is read anew.
  */
-int bus_peer_get(sd_bus_message *msg, struct bus_peer *ret);
+struct bus_peer_cache;
+
+int bus_peer_cache_new(struct bus_peer_cache **ret);
+struct bus_peer_cache *bus_peer_cache_free(struct bus_peer_cache *c);
+
+/*
+ * Tells who sent msg and pins that process: from the cache for a
+ * connection confirmed before, otherwise from the bus, with its own pidfd
+ * (ProcessFD) when it gives one, or with pidfd_open() of the pid it
+ * reports. cache may be NULL. -ESRCH when the process is gone.
+ */
+int bus_peer_get(sd_bus_message *msg, struct bus_peer_cache *cache, struct bus_peer *ret);
 void bus_peer_done(struct bus_peer *peer);
 
 /*
  * Confirms that what was read from /proc/PID since bus_peer_get() was the
  * caller's: the pinned process still has its pid (it may have exited but
- * not been reaped), and, when the pid came from the bus as a number, the
- * sender's connection still exists and still reports it. -ESRCH otherwise.
+ * not been reaped), and, unless the pidfd is known to pin the process that
+ * connected, the sender's connection still exists and still reports that
+ * pid. Then the peer is kept in cache (may be NULL) for the connection's
+ * later calls; a peer whose process is gone leaves it. -ESRCH otherwise.
  */
-int bus_peer_confirm(sd_bus_message *msg, const struct bus_peer *peer);
+int bus_peer_confirm(sd_bus_message *msg, struct bus_peer_cache *cache, const struct bus_peer *peer);
 
 /* The peer's /proc/PID directory, as a directory fd. */
 int bus_peer_proc(const struct bus_peer *peer, int *ret_fd);

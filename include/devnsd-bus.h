@@ -8,6 +8,7 @@
 #include "pidns.h"
 #include "ratelimit.h"
 
+struct bus_peer_cache;
 struct display_class;
 struct leds_class;
 
@@ -27,6 +28,8 @@ struct bus {
 	gid_t switch_gid;
 	/* Refused calls are logged at this rate at most. */
 	struct ratelimit refusal_log;
+	/* Callers the bus told devnsd about, for their next calls. */
+	struct bus_peer_cache *peers;
 	struct listener active_changed;
 };
 

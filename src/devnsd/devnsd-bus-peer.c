@@ -15,6 +15,8 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
 
@@ -23,6 +25,93 @@
 
 #define DBUS_NAME "org.freedesktop.DBus"
 #define DBUS_PATH "/org/freedesktop/DBus"
+
+struct cached_peer {
+	char *sender; /* NULL: a free slot */
+	pid_t pid;
+	uid_t euid;
+	int pidfd;
+	bool gids_from_proc;
+	gid_t gids[BUS_PEER_MAX_GROUPS];
+	size_t n_gids;
+	uint64_t used;
+};
+
+struct bus_peer_cache {
+	struct cached_peer entries[BUS_PEER_CACHE_SIZE];
+	uint64_t clock;
+};
+
+int bus_peer_cache_new(struct bus_peer_cache **ret) {
+	struct bus_peer_cache *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < BUS_PEER_CACHE_SIZE; i++)
+		c->entries[i].pidfd = -1;
+	*ret = c;
+	return 0;
+}
+
+static void cached_peer_clear(struct cached_peer *e) {
+	free(e->sender);
+	closep(&e->pidfd);
+	*e = (struct cached_peer){ .pidfd = -1 };
+}
+
+struct bus_peer_cache *bus_peer_cache_free(struct bus_peer_cache *c) {
+	if (!c)
+		return NULL;
+	for (size_t i = 0; i < BUS_PEER_CACHE_SIZE; i++)
+		cached_peer_clear(&c->entries[i]);
+	free(c);
+	return NULL;
+}
+
+static struct cached_peer *cache_find(struct bus_peer_cache *c, const char *sender) {
+	if (!c)
+		return NULL;
+	for (size_t i = 0; i < BUS_PEER_CACHE_SIZE; i++)
+		if (c->entries[i].sender && streq(c->entries[i].sender, sender))
+			return &c->entries[i];
+	return NULL;
+}
+
+/* Keeps a confirmed peer, in a free slot or in place of the least recently used. */
+static void cache_store(struct bus_peer_cache *c, const struct bus_peer *peer) {
+	struct cached_peer *e = cache_find(c, peer->sender);
+	char *sender;
+	int pidfd;
+
+	if (!c)
+		return;
+	if (e) {
+		e->used = ++c->clock;
+		return;
+	}
+	sender = strdup(peer->sender);
+	pidfd = fcntl(peer->pidfd, F_DUPFD_CLOEXEC, 3);
+	if (!sender || pidfd < 0) {
+		free(sender);
+		closep(&pidfd);
+		return;
+	}
+	e = &c->entries[0];
+	for (size_t i = 0; i < BUS_PEER_CACHE_SIZE && e->sender; i++)
+		if (!c->entries[i].sender || c->entries[i].used < e->used)
+			e = &c->entries[i];
+	cached_peer_clear(e);
+	*e = (struct cached_peer){
+		.sender = sender,
+		.pid = peer->pid,
+		.euid = peer->euid,
+		.pidfd = pidfd,
+		.gids_from_proc = peer->gids_from_proc,
+		.n_gids = peer->gids_from_proc ? 0 : peer->n_gids,
+		.used = ++c->clock,
+	};
+	memcpy(e->gids, peer->gids, e->n_gids * sizeof(gid_t));
+}
 
 static int read_gids(sd_bus_message *reply, struct bus_peer *peer) {
 	uint32_t gid;
@@ -72,7 +161,7 @@ static int read_credentials(sd_bus_message *reply, struct bus_peer *peer, bool *
 			r = sd_bus_message_read(reply, "v", "h", &fd);
 			if (r >= 0) {
 				peer->pidfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-				peer->pinned_by_bus = peer->pidfd >= 0;
+				peer->pinned = peer->pidfd >= 0;
 			}
 		} else
 			r = sd_bus_message_skip(reply, "v");
@@ -146,17 +235,32 @@ static int read_proc_gids(struct bus_peer *peer) {
 	return 0;
 }
 
-int bus_peer_get(sd_bus_message *msg, struct bus_peer *ret) {
+int bus_peer_get(sd_bus_message *msg, struct bus_peer_cache *cache, struct bus_peer *ret) {
 	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
 	const char *sender = sd_bus_message_get_sender(msg);
+	struct cached_peer *e;
 	bool have_uid = false;
 	uint32_t pid = 0;
 	int r;
 
 	if (!sender)
 		return -EPERM;
+	e = cache_find(cache, sender);
+	if (e) {
+		peer.pidfd = fcntl(e->pidfd, F_DUPFD_CLOEXEC, 3);
+		if (peer.pidfd < 0)
+			return -errno;
+		peer.pinned = true;
+		peer.pid = e->pid;
+		peer.euid = e->euid;
+		peer.gids_from_proc = e->gids_from_proc;
+		peer.n_gids = e->n_gids;
+		memcpy(peer.gids, e->gids, e->n_gids * sizeof(gid_t));
+		e->used = ++cache->clock;
+		goto found;
+	}
 	r = sd_bus_call_method(sd_bus_message_get_bus(msg), DBUS_NAME, DBUS_PATH, DBUS_NAME,
 			       "GetConnectionCredentials", &error, &reply, "s", sender);
 	if (r < 0)
@@ -178,8 +282,10 @@ int bus_peer_get(sd_bus_message *msg, struct bus_peer *ret) {
 		if (peer.pidfd < 0)
 			return -errno;
 	}
+	peer.gids_from_proc = peer.n_gids == 0;
+found:
 	peer.sender = sender;
-	if (peer.n_gids == 0) {
+	if (peer.gids_from_proc) {
 		r = read_proc_gids(&peer);
 		if (r < 0)
 			return r;
@@ -194,24 +300,33 @@ void bus_peer_done(struct bus_peer *peer) {
 	*peer = BUS_PEER_NULL;
 }
 
-int bus_peer_confirm(sd_bus_message *msg, const struct bus_peer *peer) {
+int bus_peer_confirm(sd_bus_message *msg, struct bus_peer_cache *cache, const struct bus_peer *peer) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
 	uint32_t pid;
 	int r;
 
 	/* EPERM: it exists, devnsd just may not signal it. */
-	if (pidfd_send_signal(peer->pidfd, 0, NULL, 0) < 0 && errno != EPERM)
+	if (pidfd_send_signal(peer->pidfd, 0, NULL, 0) < 0 && errno != EPERM) {
+		struct cached_peer *e = cache_find(cache, peer->sender);
+
+		/* The process that connected is gone: whoever holds the connection now is asked about anew. */
+		if (e)
+			cached_peer_clear(e);
 		return -ESRCH;
-	if (peer->pinned_by_bus)
-		return 0;
-	r = sd_bus_call_method(sd_bus_message_get_bus(msg), DBUS_NAME, DBUS_PATH, DBUS_NAME,
-			       "GetConnectionUnixProcessID", NULL, &reply, "s", peer->sender);
-	if (r < 0)
-		return -ESRCH;
-	r = sd_bus_message_read(reply, "u", &pid);
-	if (r < 0)
-		return r;
-	return pid == (uint32_t)peer->pid ? 0 : -ESRCH;
+	}
+	if (!peer->pinned) {
+		r = sd_bus_call_method(sd_bus_message_get_bus(msg), DBUS_NAME, DBUS_PATH, DBUS_NAME,
+				       "GetConnectionUnixProcessID", NULL, &reply, "s", peer->sender);
+		if (r < 0)
+			return -ESRCH;
+		r = sd_bus_message_read(reply, "u", &pid);
+		if (r < 0)
+			return r;
+		if (pid != (uint32_t)peer->pid)
+			return -ESRCH;
+	}
+	cache_store(cache, peer);
+	return 0;
 }
 
 int bus_peer_proc(const struct bus_peer *peer, int *ret_fd) {

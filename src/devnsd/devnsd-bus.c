@@ -53,10 +53,10 @@ static int check_caller(sd_bus_message *msg, bool group, const char *what, struc
 	bool member = group && b->switch_gid != (gid_t)-1;
 	int r;
 
-	r = bus_peer_get(msg, &peer);
+	r = bus_peer_get(msg, b->peers, &peer);
 	if (r >= 0 && (peer.euid == 0 || (member && bus_peer_in_group(&peer, b->switch_gid)))) {
 		r = bus_peer_in_namespaces(&peer, &b->self_userns, &m->self_ns);
-		if (r > 0 && bus_peer_confirm(msg, &peer) == 0)
+		if (r > 0 && bus_peer_confirm(msg, b->peers, &peer) == 0)
 			return 0;
 		log_refusal(b, what, &peer, "not root in devnsd's namespaces");
 	}
@@ -79,12 +79,12 @@ struct scope {
 	struct persona *own;
 };
 
-static struct scope caller_scope(sd_bus_message *msg, struct manager *m) {
+static struct scope caller_scope(sd_bus_message *msg, struct bus *b) {
 	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
 	struct persona *p = NULL;
 
-	if (bus_peer_get(msg, &peer) < 0 || manager_persona_of_pid(m, peer.pid, &p) < 0 ||
-	    bus_peer_confirm(msg, &peer) < 0)
+	if (bus_peer_get(msg, b->peers, &peer) < 0 || manager_persona_of_pid(b->manager, peer.pid, &p) < 0 ||
+	    bus_peer_confirm(msg, b->peers, &peer) < 0)
 		return (struct scope){ 0 };
 	return (struct scope){ .all = !p, .own = p };
 }
@@ -174,7 +174,7 @@ static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_erro
 	struct manager *m = b->manager;
 	struct persona *p;
 	struct node_writer w = { 0 };
-	struct scope sc = caller_scope(msg, m);
+	struct scope sc = caller_scope(msg, b);
 	int r;
 
 	(void)error;
@@ -219,7 +219,7 @@ static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *
 	struct manager *m = b->manager;
 	struct persona *p;
 	struct node_writer w = { .detailed = true };
-	struct scope sc = caller_scope(msg, m);
+	struct scope sc = caller_scope(msg, b);
 	int r;
 
 	(void)error;
@@ -265,7 +265,7 @@ static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error 
 	struct bus *b = userdata;
 	struct manager *m = b->manager;
 	struct light_writer w = { 0 };
-	struct scope sc = caller_scope(msg, m);
+	struct scope sc = caller_scope(msg, b);
 	struct persona *p;
 
 	(void)error;
@@ -563,7 +563,7 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 	bool granted;
 	int r;
 
-	r = bus_peer_get(msg, &peer);
+	r = bus_peer_get(msg, b->peers, &peer);
 	if (r < 0)
 		return r;
 	r = manager_persona_of_pid(m, peer.pid, &p);
@@ -573,7 +573,7 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 	r = check_request_user(b, p, &peer, error);
 	if (r < 0)
 		return r;
-	r = bus_peer_confirm(msg, &peer);
+	r = bus_peer_confirm(msg, b->peers, &peer);
 	if (r < 0)
 		return r;
 	if (!ratelimit_take(&p->request_limit, now_usec(m)))
@@ -609,13 +609,12 @@ static int property_frames_shown(sd_bus *bus, const char *path, const char *inte
 				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
 	sd_bus_message *call = sd_bus_get_current_message(bus);
 	struct bus *b = userdata;
-	struct manager *m = b->manager;
 
 	(void)path;
 	(void)interface;
 	(void)property;
 	(void)error;
-	if (!call || !caller_scope(call, m).all)
+	if (!call || !caller_scope(call, b).all)
 		return sd_bus_message_append(reply, "t", (uint64_t)0);
 	return sd_bus_message_append(reply, "t", display_frames_shown(b->display));
 }
@@ -639,7 +638,7 @@ static int property_display_buffers(sd_bus *bus, const char *path, const char *i
 	(void)interface;
 	(void)property;
 	(void)error;
-	if (call && caller_scope(call, b->manager).all && b->display) {
+	if (call && caller_scope(call, b).all && b->display) {
 		n = display_buffers(b->display, &bytes);
 		n_kept = display_kept_frames(b->display, kept, ELEMENTSOF(kept));
 	}
@@ -674,7 +673,7 @@ static int property_switches_shown(sd_bus *bus, const char *path, const char *in
 	(void)interface;
 	(void)property;
 	(void)error;
-	if (call && caller_scope(call, b->manager).all)
+	if (call && caller_scope(call, b).all)
 		display_switches_shown(b->display, &kept, &copied);
 	return sd_bus_message_append(reply, "(tt)", kept, copied);
 }
@@ -692,7 +691,7 @@ static int property_restart_notes(sd_bus *bus, const char *path, const char *int
 	(void)property;
 	(void)error;
 	r = sd_bus_message_open_container(reply, 'a', "s");
-	for (size_t i = 0; r >= 0 && call && caller_scope(call, b->manager).all &&
+	for (size_t i = 0; r >= 0 && call && caller_scope(call, b).all &&
 			   (note = state_restart_note(b->manager, i));
 	     i++)
 		r = sd_bus_message_append(reply, "s", note);
@@ -774,6 +773,9 @@ int bus_new(struct bus **ret, struct manager *m, struct display_class *display, 
 	b->self_userns = PIDNS_NULL;
 	b->switch_gid = (gid_t)-1;
 	b->refusal_log = RATELIMIT_INIT(10 * 1000000ull, 20);
+	r = bus_peer_cache_new(&b->peers);
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
 	self = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	r = self < 0 ? -errno : ns_open_at(self, "user", &b->self_userns);
 	if (r < 0)
@@ -810,6 +812,7 @@ struct bus *bus_free(struct bus *b) {
 	listener_remove(&b->active_changed);
 	sd_bus_flush_close_unref(b->bus);
 	pidns_close(&b->self_userns);
+	bus_peer_cache_free(b->peers);
 	free(b);
 	return NULL;
 }

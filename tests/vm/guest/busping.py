@@ -24,15 +24,23 @@ def _field(buf, code, sig, value):
     buf.extend(struct.pack("<I", len(data)) + data + b"\0")
 
 
-def _call(serial, dest, path, iface, member):
+def _call(serial, dest, path, iface, member, arg=None):
+    """A method call; arg: None, or one string argument."""
     fields = bytearray()
     _field(fields, 1, "o", path)
     _field(fields, 2, "s", iface)
     _field(fields, 3, "s", member)
     _field(fields, 6, "s", dest)
-    msg = bytearray(b"l\x01\x00\x01" + struct.pack("<III", 0, serial, len(fields)))
+    body = b""
+    if arg is not None:
+        _pad(fields, 8)
+        fields.extend(bytes([8, 1, ord("g"), 0, 1, ord("s"), 0]))
+        data = arg.encode()
+        body = struct.pack("<I", len(data)) + data + b"\0"
+    msg = bytearray(b"l\x01\x00\x01" + struct.pack("<III", len(body), serial, len(fields)))
     msg.extend(fields)
     _pad(msg, 8)
+    msg.extend(body)
     return bytes(msg)
 
 
@@ -93,10 +101,10 @@ class Connection:
                 reply_serial = value
         return mtype, reply_serial
 
-    def call(self, dest, path, iface, member):
-        """Sends a call with no arguments; returns True for a reply, False for an error."""
+    def call(self, dest, path, iface, member, arg=None):
+        """Sends a call with no arguments or one string; returns True for a reply, False for an error."""
         self.serial += 1
-        self.sock.sendall(_call(self.serial, dest, path, iface, member))
+        self.sock.sendall(_call(self.serial, dest, path, iface, member, arg))
         while True:
             mtype, reply_serial = self._message()
             if reply_serial == self.serial and mtype in (2, 3):
@@ -107,6 +115,13 @@ class Connection:
         ok = self.call("org.devns1", "/org/devns1", "org.devns1.Manager", "RequestActive")
         if ok:
             return "granted" if struct.unpack_from("<I", self.body)[0] else "refused"
+        (n,) = struct.unpack_from("<I", self.body)
+        return self.body[4:4 + n].decode()
+
+    def switch_to(self, persona):
+        """SwitchTo: "ok", or the error's message."""
+        if self.call("org.devns1", "/org/devns1", "org.devns1.Manager", "SwitchTo", persona):
+            return "ok"
         (n,) = struct.unpack_from("<I", self.body)
         return self.body[4:4 + n].decode()
 

@@ -146,6 +146,27 @@ class BusAttacks(rig.PersonaTestCase):
         rig.devnsctl("remove", "spare")
         self.assertNotIn("spare", self.answers_within_a_second())
 
+    def test_a_connection_is_judged_at_each_of_its_calls(self):
+        """devnsd keeps what the bus told it about a connection, but a connection's rights are still
+        judged at each call: host root switches, moves into a user namespace of its own on the same
+        connection, and its next switch is refused; its first answer was no licence for later ones."""
+        code = ("import ctypes, sys\nsys.path.insert(0, sys.argv[1])\nimport busping\n"
+                "c = busping.Connection()\nprint(c.switch_to('personal'))\n"
+                "libc = ctypes.CDLL(None, use_errno=True)\n"
+                "if libc.unshare(0x10000000) != 0:\n    sys.exit('unshare: errno %d' % ctypes.get_errno())\n"
+                "print(c.switch_to('work'))\nprint(c.switch_to('burst'))\n")
+        try:
+            p = run([sys.executable, "-c", code, HERE])
+            self.assertEqual(p.returncode, 0, p.stderr)
+            lines = p.stdout.splitlines()
+            self.assertEqual(lines[0], "ok")
+            for line in lines[1:]:
+                self.assertIn(PRIVILEGED_DENIED, line)
+            self.assertEqual(len(lines), 3, p.stdout)
+            self.assertEqual(self.active(), "personal")
+        finally:
+            rig.devnsctl("switch", "work")
+
     # --- host users ----------------------------------------------------------------
 
     def test_host_user_lists_but_gets_no_frame(self):
