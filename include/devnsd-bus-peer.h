@@ -24,9 +24,11 @@ struct bus_peer {
 	uid_t euid;
 	int pidfd;
 	/*
-	 * The pidfd is known to pin the process that connected: the bus handed
-	 * over its own (ProcessFD), or an earlier call of this connection was
-	 * confirmed with it.
+	 * No need to ask the bus again whether the connection reports this
+	 * pid: the bus handed over its own pidfd (ProcessFD), or an earlier
+	 * call of this connection was confirmed with this pidfd. (Without
+	 * ProcessFD, that confirmation shows only that the pidfd's process had
+	 * the pid the bus reported: see bus_peer_confirm().)
 	 */
 	bool pinned;
 	/* The bus reports no groups: they are read from /proc/PID/status at every call. */
@@ -38,12 +40,14 @@ struct bus_peer {
 #define BUS_PEER_NULL ((struct bus_peer){ .pidfd = -1 })
 
 /*
- * What the bus reported for connections that called before, with the
- * pidfd that pinned each caller's process. The bus never gives a unique
- * name twice and records a connection's credentials once, when it
- * connects, so a connection's later calls need no question to the bus:
- * only the pidfd's liveness is checked again, and everything read from
- * /proc (namespaces, persona, groups the bus does not report) is read anew.
+ * What the bus reported for connections whose calls passed
+ * bus_peer_confirm() before (any call, listings included), with the pidfd
+ * that pinned each caller's process. The bus never gives a unique name
+ * twice and records a connection's credentials once, when it connects, so
+ * a connection's later calls need no question to the bus: the pidfd must
+ * still be alive, and everything read from /proc (namespaces, persona,
+ * groups the bus does not report) is read anew. An entry whose process is
+ * gone is dropped, and the connection is asked about anew.
  */
 struct bus_peer_cache;
 

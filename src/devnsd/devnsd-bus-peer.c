@@ -10,7 +10,9 @@
  * which needs SO_PEERPIDFD, Linux 6.5). Otherwise the pid is pinned here
  * with pidfd_open() as soon as it is known, every /proc lookup is made
  * while it is pinned, and bus_peer_confirm() then checks that the process
- * was not reaped meanwhile and that the connection still reports that pid.
+ * was not reaped meanwhile and, at the connection's first call, that the
+ * connection still reports that pid. What the bus said is kept for the
+ * connection's later calls, with the pidfd, while that process lives.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -248,6 +250,11 @@ int bus_peer_get(sd_bus_message *msg, struct bus_peer_cache *cache, struct bus_p
 	if (!sender)
 		return -EPERM;
 	e = cache_find(cache, sender);
+	if (e && pidfd_exited(e->pidfd)) {
+		/* The process that connected is gone: whoever holds the connection now is asked about anew. */
+		cached_peer_clear(e);
+		e = NULL;
+	}
 	if (e) {
 		peer.pidfd = fcntl(e->pidfd, F_DUPFD_CLOEXEC, 3);
 		if (peer.pidfd < 0)
@@ -309,7 +316,6 @@ int bus_peer_confirm(sd_bus_message *msg, struct bus_peer_cache *cache, const st
 	if (pidfd_send_signal(peer->pidfd, 0, NULL, 0) < 0 && errno != EPERM) {
 		struct cached_peer *e = cache_find(cache, peer->sender);
 
-		/* The process that connected is gone: whoever holds the connection now is asked about anew. */
 		if (e)
 			cached_peer_clear(e);
 		return -ESRCH;

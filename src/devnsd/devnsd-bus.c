@@ -691,10 +691,10 @@ static int property_restart_notes(sd_bus *bus, const char *path, const char *int
 	(void)property;
 	(void)error;
 	r = sd_bus_message_open_container(reply, 'a', "s");
-	for (size_t i = 0; r >= 0 && call && caller_scope(call, b).all &&
-			   (note = state_restart_note(b->manager, i));
-	     i++)
-		r = sd_bus_message_append(reply, "s", note);
+	/* The notes are devnsd's own: for callers in its pid namespace. */
+	if (call && caller_scope(call, b).all)
+		for (size_t i = 0; r >= 0 && (note = state_restart_note(b->manager, i)); i++)
+			r = sd_bus_message_append(reply, "s", note);
 	return r < 0 ? r : sd_bus_message_close_container(reply);
 }
 

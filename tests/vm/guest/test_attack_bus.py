@@ -167,6 +167,26 @@ class BusAttacks(rig.PersonaTestCase):
         finally:
             rig.devnsctl("switch", "work")
 
+    def test_a_connection_outliving_its_process_is_refused(self):
+        """A connection devnsd knows from an allowed call, kept by a child once the process that connected
+        has exited and been reaped, is refused: the bus's record names a process that is gone."""
+        code = ("import os, sys, time\nsys.path.insert(0, sys.argv[1])\nimport busping\n"
+                "c = busping.Connection()\nprint(c.switch_to('personal'), flush=True)\nparent = os.getpid()\n"
+                "if os.fork() == 0:\n"
+                "    while os.path.exists('/proc/%d' % parent):\n        time.sleep(0.05)\n"
+                "    print(c.switch_to('work'), flush=True)\n    os._exit(0)\n")
+        try:
+            p = subprocess.Popen([sys.executable, "-c", code, HERE], stdout=subprocess.PIPE, text=True)
+            self.assertEqual(p.wait(timeout=60), 0)
+            lines = p.stdout.read().splitlines()
+            p.stdout.close()
+            self.assertEqual(len(lines), 2, lines)
+            self.assertEqual(lines[0], "ok")
+            self.assertIn(PRIVILEGED_DENIED, lines[1])
+            self.assertEqual(self.active(), "personal")
+        finally:
+            rig.devnsctl("switch", "work")
+
     # --- host users ----------------------------------------------------------------
 
     def test_host_user_lists_but_gets_no_frame(self):
