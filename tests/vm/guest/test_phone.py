@@ -66,6 +66,14 @@ def read_file(path):
         return f.read()
 
 
+def switches_by_flip():
+    """How many switches the display showed by a flip to a kept frame (devnsctl status)."""
+    for line in rig.devnsctl("status").stdout.splitlines():
+        if line.startswith("Switches shown: "):
+            return int(line.split()[2])
+    return 0
+
+
 class PhoneContainer(rig.Container):
     """A container as a manager makes it: its own /dev and /run, the
     persona's views bound at /sys/class/leds and /sys/class/backlight, and
@@ -185,8 +193,10 @@ class Phone(rig.PersonaTestCase):
             self.inside(p, "sh", "-c", "echo %d > /sys/class/backlight/%s/brightness" % (levels[p], bl))
             self.inside(p, "sh", "-c", "echo %d > /sys/class/leds/%s/brightness" % (1 if p == "personal" else 0,
                                                                                    led))
+        flips = []
         for active in ("personal", "work", "personal"):
             rig.devnsctl("switch", active)
+            flips.append(switches_by_flip())
             ok, diff = fbrig.screen_shows("phone-" + active, self.w, self.h,
                                           fbrig.frame(self.w, self.h, COLORS[active]))
             self.assertTrue(ok, "the screen does not show %s's frame (%s pixels differ)" % (active, diff))
@@ -195,6 +205,10 @@ class Phone(rig.PersonaTestCase):
             for p in PERSONAS:
                 self.assertEqual(self.inside(p, "cat", "/sys/class/backlight/%s/brightness" % bl).stdout.strip(),
                                  str(levels[p]))
+        # Both frames were shown before the last two switches and did not change since: each was a flip to
+        # a frame kept in video memory, and the one not shown is kept for the next switch.
+        self.assertEqual([flips[1] - flips[0], flips[2] - flips[1]], [1, 1], flips)
+        self.assertIn("Frames kept for a switch (most recent first): work", rig.devnsctl("status").stdout)
 
     def test_routed_nodes_give_each_container_its_persona(self):
         routed = "/dev/input/routed0"
