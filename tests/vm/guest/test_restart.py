@@ -10,7 +10,8 @@ state, the active persona, the created persona, the attachment and device
 numbers are what they were; the nodes never leave /dev, an old reader or
 poller gets ENODEV (on a routed node too), a program that opens a node
 while devnsd is down waits and then gets a working handle, and reopening at
-the same path works, in the container too. The same through an emulated
+the same path works, in the container too; programs under the library pan
+by value and write through the memfd on the new devnsd. The same through an emulated
 systemd fd store, and a corrupt state file gives a clean start."""
 
 import errno
@@ -23,6 +24,7 @@ import signal
 import socket
 import array
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -36,7 +38,10 @@ from test_phone import PhoneContainer
 
 BUILD = rig.BUILD
 FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
+SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
+FBWRITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fbwrite.py")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
+DEVNS_FBIO_WROTE = 0x401046D4
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 I8042 = "/dev/input/event0"
 STATE = "/run/devnsd/state"
@@ -487,6 +492,28 @@ class Restart(unittest.TestCase):
                         "work's caps lock does not reach the LED")
         self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(LEVELS["work"]))
         rig.devnsctl("switch", "personal")
+
+        # Programs under libdevns-fbmmap.so draw on the new devnsd by the library's own paths, with the
+        # calls it stands in for refused: a pan by value, then a write() copied into the memfd.
+        env = dict(os.environ, LD_PRELOAD=PRELOAD, PYTHONPATH=os.path.dirname(FBWRITE))
+        p = subprocess.run([SECCOMP_DENY, "ioctl=%#x" % fbrig.FBIOPAN_DISPLAY, FBDRAW, fbrig.fb_node("personal"),
+                            "13"], env=env, capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(fbrig.pattern_frame(w, h, 13))), "preload-pan"),
+                         0, "a program mapping and panning through the library after the restart is not shown")
+        frame = fbrig.frame(w, h, (200, 120, 40), band=(10, 50))
+        raw = os.path.join(tempfile.mkdtemp(), "frame")
+        with open(raw, "wb") as f:
+            f.write(frame)
+        pos = fbrig.get_fix(fd)["line_length"] * fbrig.get_var(fd)["yoffset"]
+        p = subprocess.run([SECCOMP_DENY, "pwrite64,ioctl=%#x" % DEVNS_FBIO_WROTE, sys.executable, FBWRITE,
+                            fbrig.fb_node("personal"), str(pos), raw], env=env, capture_output=True, text=True,
+                           timeout=120)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(p.stdout.split()[:2] + p.stdout.split()[-2:], ["n", str(len(frame)), "memfd", "yes"],
+                         p.stdout)
+        self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(frame)), "preload-write"), 0,
+                         "a write() through the library after the restart is not shown")
 
     def test_2_systemd_fd_store(self):
         """The same memory and record through systemd's fd store, with no holder and no state file."""
