@@ -66,10 +66,10 @@ void bus_peer_done(struct bus_peer *peer);
 /*
  * Confirms that what was read from /proc/PID since bus_peer_get() was the
  * caller's: the pinned process still has its pid (it may have exited but
- * not been reaped), and, unless the pidfd is known to pin the process that
- * connected, the sender's connection still exists and still reports that
- * pid. Then the peer is kept in cache (may be NULL) for the connection's
- * later calls; a peer whose process is gone leaves it. -ESRCH otherwise.
+ * not been reaped), and, unless peer->pinned, that the sender's connection
+ * still exists and still reports that pid. Then the peer is kept in cache
+ * (may be NULL) for the connection's later calls; a peer whose process is
+ * gone leaves it. -ESRCH otherwise.
  */
 int bus_peer_confirm(sd_bus_message *msg, struct bus_peer_cache *cache, const struct bus_peer *peer);
 
