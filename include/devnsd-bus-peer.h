@@ -47,12 +47,15 @@ struct bus_peer {
  * a connection's later calls need no question to the bus: the pidfd must
  * still be alive, and everything read from /proc (namespaces, persona,
  * groups the bus does not report) is read anew. An entry whose process is
- * gone is dropped, and the connection is asked about anew.
+ * gone is dropped, and the connection is asked about anew; an entry whose
+ * connection left the bus is dropped when the bus says so.
  */
 struct bus_peer_cache;
 
 int bus_peer_cache_new(struct bus_peer_cache **ret);
 struct bus_peer_cache *bus_peer_cache_free(struct bus_peer_cache *c);
+/* The connection sender left the bus: its entry goes. */
+void bus_peer_cache_forget(struct bus_peer_cache *c, const char *sender);
 
 /*
  * Tells who sent msg and pins that process: from the cache for a

@@ -79,6 +79,13 @@ static struct cached_peer *cache_find(struct bus_peer_cache *c, const char *send
 	return NULL;
 }
 
+void bus_peer_cache_forget(struct bus_peer_cache *c, const char *sender) {
+	struct cached_peer *e = cache_find(c, sender);
+
+	if (e)
+		cached_peer_clear(e);
+}
+
 /* Keeps a confirmed peer, in a free slot or in place of the least recently used. */
 static void cache_store(struct bus_peer_cache *c, const struct bus_peer *peer) {
 	struct cached_peer *e = cache_find(c, peer->sender);

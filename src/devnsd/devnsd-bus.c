@@ -752,6 +752,17 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
+/* A connection left the bus: what devnsd kept about it goes, with the pidfd that pinned its process. */
+static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	const char *name, *old_owner, *new_owner;
+
+	(void)error;
+	if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) >= 0 && name[0] == ':' && !new_owner[0])
+		bus_peer_cache_forget(b->peers, name);
+	return 0;
+}
+
 static void on_active_changed(struct listener *l, void *data) {
 	struct bus *b = container_of(l, struct bus, active_changed);
 
@@ -797,6 +808,10 @@ int bus_new(struct bus **ret, struct manager *m, struct display_class *display, 
 	r = sd_bus_request_name(b->bus, BUS_NAME, 0);
 	if (r < 0)
 		return log_error_errno(r, "Cannot own the name %s (is the bus policy installed?): %m", BUS_NAME);
+	r = sd_bus_match_signal_async(b->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
+				      "NameOwnerChanged", on_name_owner_changed, NULL, b);
+	if (r < 0)
+		return log_error_errno(r, "Cannot follow the bus's connections: %m");
 	r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
 	if (r < 0)
 		return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
