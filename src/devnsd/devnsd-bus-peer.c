@@ -321,10 +321,7 @@ int bus_peer_confirm(sd_bus_message *msg, struct bus_peer_cache *cache, const st
 
 	/* EPERM: it exists, devnsd just may not signal it. */
 	if (pidfd_send_signal(peer->pidfd, 0, NULL, 0) < 0 && errno != EPERM) {
-		struct cached_peer *e = cache_find(cache, peer->sender);
-
-		if (e)
-			cached_peer_clear(e);
+		bus_peer_cache_forget(cache, peer->sender);
 		return -ESRCH;
 	}
 	if (!peer->pinned) {
