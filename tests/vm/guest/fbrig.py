@@ -227,6 +227,7 @@ def pattern_frame(width, height, seed):
 
 DEVNS_FBIOGET_SOCKET = (2 << 30) | (108 << 16) | (ord("F") << 8) | 0xD2
 DEVNS_FBIOGET_TICKET = (2 << 30) | (16 << 16) | (ord("F") << 8) | 0xD6
+DEVNS_FBIO_WROTE = (1 << 30) | (16 << 16) | (ord("F") << 8) | 0xD4  # _IOW, struct devns_fb_wrote
 DEVNS_FBIO_WROTE_AT = (ord("F") << 8) | 0xD7
 REQUEST = struct.Struct("=IB3x16s")  # struct devns_fb_request
 REQUEST_MAGIC = 0x64667271

@@ -19,7 +19,6 @@ FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
 # _IOW('F', 0xD4, struct devns_fb_wrote), the form that passes its range through memory.
-DEVNS_FBIO_WROTE = 0x401046D4
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
 
@@ -326,7 +325,7 @@ class FramebufferPersonas(rig.PersonaTestCase):
         # The library's own path, seen: a frame written with pwrite() and DEVNS_FBIO_WROTE refused by a
         # seccomp filter still arrives (copied into the mapping, reported by value).
         d = fbrig.frame(self.w, self.h, (200, 130, 20), band=(600, 640), band_color=(0, 0, 250))
-        r = self.run_fbwrite("work", [(0, d)], wrap=(SECCOMP_DENY, "pwrite64,ioctl=%#x" % DEVNS_FBIO_WROTE))
+        r = self.run_fbwrite("work", [(0, d)], wrap=(SECCOMP_DENY, "pwrite64,ioctl=%#x" % fbrig.DEVNS_FBIO_WROTE))
         self.assertEqual((r["n"], r["memfd"]), ([str(len(d))], ["yes"]))
         self.assert_screen(d, "a whole frame written through the library's mapping, reported by value")
 

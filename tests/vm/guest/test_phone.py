@@ -29,7 +29,6 @@ PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
 PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
 FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
 SECCOMP_DENY = os.path.join(rig.BUILD, "tests", "vm", "seccomp-deny")
-DEVNS_FBIO_WROTE = 0x401046D4
 I8042 = "/dev/input/event0"
 PERSONAS = ("work", "personal")
 COLORS = {"work": (200, 30, 30), "personal": (30, 30, 200)}
@@ -269,7 +268,7 @@ class Phone(rig.PersonaTestCase):
         with open(path, "wb") as f:
             f.write(written)
         p = self.inside("personal", "env", "LD_PRELOAD=" + PRELOAD, "PYTHONPATH=" + HERE, SECCOMP_DENY,
-                        "pwrite64,ioctl=%#x" % DEVNS_FBIO_WROTE, sys.executable, os.path.join(HERE, "fbwrite.py"),
+                        "pwrite64,ioctl=%#x" % fbrig.DEVNS_FBIO_WROTE, sys.executable, os.path.join(HERE, "fbwrite.py"),
                         "/dev/fb0", "0", path, check=False)
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(p.stdout.split()[:2] + p.stdout.split()[-2:], ["n", str(len(written)), "memfd", "yes"],

@@ -41,7 +41,6 @@ FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
 SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
 FBWRITE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fbwrite.py")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
-DEVNS_FBIO_WROTE = 0x401046D4
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 I8042 = "/dev/input/event0"
 STATE = "/run/devnsd/state"
@@ -506,7 +505,7 @@ class Restart(unittest.TestCase):
         with open(raw, "wb") as f:
             f.write(frame)
         pos = fbrig.get_fix(fd)["line_length"] * fbrig.get_var(fd)["yoffset"]
-        p = subprocess.run([SECCOMP_DENY, "pwrite64,ioctl=%#x" % DEVNS_FBIO_WROTE, sys.executable, FBWRITE,
+        p = subprocess.run([SECCOMP_DENY, "pwrite64,ioctl=%#x" % fbrig.DEVNS_FBIO_WROTE, sys.executable, FBWRITE,
                             fbrig.fb_node("personal"), str(pos), raw], env=env, capture_output=True, text=True,
                            timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
