@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """Guest side of the input latency benchmark (run by bench/run through vm-run).
 
-Sets up three identical uinput keyboards and the three paths, runs
-input-latency over all of them interleaved, then profiles the two forwarding
-daemons (devnsd, and interception-tools' interception | uinput) with perf stat
-and strace while each alone carries events. Writes DIR/input-latency.json
-and the raw samples and profiler outputs next to it.
+Sets up six identical uinput keyboards and the six paths, runs
+input-latency over all of them interleaved, then profiles the forwarders
+(devnsd, interception-tools' interception | uinput, input-relay and
+cuse-relay) with perf stat and strace while each alone carries events. Writes
+DIR/input-latency.json and the raw samples and profiler outputs next to it.
 
-Usage: input_latency_guest.py --bin PATH --out DIR [--samples N] [--warmup N]
-                              [--gap-us N] [--profile-samples N]
+Usage: input_latency_guest.py --bin PATH --relay PATH --cuse-relay PATH --out DIR
+                              [--samples N] [--warmup N] [--gap-us N]
+                              [--profile-samples N]
 """
 
 import argparse
@@ -29,7 +30,7 @@ from evdev import ecodes as e  # noqa: E402
 
 import devnsrig as rig  # noqa: E402
 
-PATHS = ("direct", "devnsd", "interception")
+PATHS = ("direct", "devnsd", "interception", "relay", "cuse", "cuse-epoll")
 
 
 def log(msg):
@@ -98,6 +99,60 @@ class Pipeline:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
+
+
+def stop_process(p):
+    if p.poll() is None:
+        p.terminate()
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+
+
+class Relay:
+    """input-relay HW OUT: one blocking read() and one write() into a second uinput keyboard."""
+
+    def __init__(self, binary, hw):
+        self.out = make_keyboard("relay out")
+        self.mirror = rig.event_node(self.out)
+        self.proc = subprocess.Popen([binary, hw, str(self.out.fd)], pass_fds=[self.out.fd],
+                                     stdout=subprocess.PIPE, universal_newlines=True)
+        if self.proc.stdout.readline().strip() != "ready":
+            self.stop()
+            raise RuntimeError("input-relay did not start")
+
+    def pids(self):
+        return [self.proc.pid]
+
+    def stop(self):
+        stop_process(self.proc)
+        self.out.close()
+
+
+class CuseRelay:
+    """cuse-relay HW NAME: one blocking read() of HW, answered to the read parked on /dev/NAME;
+    with epoll, one thread waiting in epoll_wait() on both."""
+
+    def __init__(self, binary, hw, epoll=False):
+        self.mirror = "/dev/devns-bench-relay" + ("-epoll" if epoll else "")
+        self.proc = subprocess.Popen([binary] + (["--epoll"] if epoll else []) + [hw, os.path.basename(self.mirror)],
+                                     stdout=subprocess.PIPE, universal_newlines=True)
+        ok = self.proc.stdout.readline().strip() == "ready"
+        for _ in range(200):
+            if not ok or os.path.exists(self.mirror):
+                break
+            time.sleep(0.05)
+        if not ok or not os.path.exists(self.mirror):
+            self.stop()
+            raise RuntimeError("cuse-relay did not start")
+
+    def pids(self):
+        return [self.proc.pid]
+
+    def stop(self):
+        stop_process(self.proc)
 
 
 def parse_stats(text):
@@ -251,10 +306,11 @@ def guest_facts():
     }
 
 
-def profile(args, res, specs_by_name, fds_by_name, devnsd_pid, pipeline):
+def profile(args, res, specs_by_name, fds_by_name, devnsd_pid, pipeline, relay, cuse, cuse_epoll):
     """Each forwarding path alone under perf stat, perf record, strace -c, then a short trace."""
     n = args.profile_samples
-    targets = {"devnsd": [devnsd_pid], "interception": pipeline.pids()}
+    targets = {"devnsd": [devnsd_pid], "interception": pipeline.pids(), "relay": relay.pids(),
+               "cuse": cuse.pids(), "cuse-epoll": cuse_epoll.pids()}
     for name, pids in targets.items():
         spec, fds = [specs_by_name[name]], [fds_by_name[name]]
         entry = {"samples": n, "events_per_sample": 2}
@@ -289,6 +345,8 @@ def profile(args, res, specs_by_name, fds_by_name, devnsd_pid, pipeline):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bin", required=True)
+    ap.add_argument("--relay", required=True)
+    ap.add_argument("--cuse-relay", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--samples", type=int, default=3000)
     ap.add_argument("--warmup", type=int, default=300)
@@ -310,16 +368,25 @@ def main():
     bus = rig.Bus()
     daemon = None
     pipeline = None
+    relay = None
+    cuse = None
+    cuse_epoll = None
     try:
         daemon = rig.Daemon(rig.conf_for([hw["devnsd"]], personas=("work", "personal"), active="work"))
         pipeline = Pipeline(hw["interception"])
+        relay = Relay(args.relay, hw["relay"])
+        cuse = CuseRelay(args.cuse_relay, hw["cuse"])
+        cuse_epoll = CuseRelay(args.cuse_relay, hw["cuse-epoll"], epoll=True)
         nodes = {
             "direct": hw["direct"],
             "devnsd": rig.persona_node("work", hw["devnsd"]),
             "interception": pipeline.mirror,
+            "relay": relay.mirror,
+            "cuse": cuse.mirror,
+            "cuse-epoll": cuse_epoll.mirror,
         }
         res["nodes"] = {name: {"uinput_node": hw[name], "read_from": nodes[name],
-                               "read_from_name": node_name(nodes[name]) if name != "devnsd" else "persona work"}
+                               "read_from_name": node_name(nodes[name]) if name not in ("devnsd", "cuse", "cuse-epoll") else name}
                         for name in PATHS}
         res["interception_command"] = "%s -g %s | uinput -d %s" % (
             os.path.basename(pipeline.tool), hw["interception"], hw["interception"])
@@ -336,10 +403,16 @@ def main():
             res["inline"] = measure(args, specs, fds, "inline", args.inline_samples, args.warmup // 3,
                                     os.path.join(args.out, "raw-inline.txt"))
         if args.profile_samples > 0:
-            profile(args, res, specs_by_name, fds_by_name, daemon.proc.pid, pipeline)
+            profile(args, res, specs_by_name, fds_by_name, daemon.proc.pid, pipeline, relay, cuse, cuse_epoll)
         if not daemon.alive():
             raise RuntimeError("devnsd died during the benchmark:\n" + daemon.output())
     finally:
+        if cuse_epoll:
+            cuse_epoll.stop()
+        if cuse:
+            cuse.stop()
+        if relay:
+            relay.stop()
         if pipeline:
             pipeline.stop()
         if daemon:

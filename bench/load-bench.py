@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """Input load benchmark: a flood of input through devnsd to 32 personas that
 take turns being active, against the kernel delivering the same flood to a
-direct reader, in one QEMU guest run. Writes the "## Input under load"
-section of bench/RESULTS.md.
+direct reader, in one QEMU guest run; then the same flood through the leanest
+userspace forwarder (bench/input-relay.c), the floor of any broker. Writes the
+"## Input under load" section of bench/RESULTS.md.
 
 Usage: bench/load-bench.py [--rates N,M] [--seconds N] [--switch-ms N] [--personas N] [--devnsd-nice N]
-                           [--smp N] [--no-write]
+                           [--smp N] [--no-floors] [--no-write]
 (run from the source tree after `ninja -C build`; needs the VM rig of tests/vm)."""
 
 import argparse
@@ -20,6 +21,8 @@ HERE = os.path.dirname(os.path.realpath(__file__))
 TOP = os.path.dirname(HERE)
 BUILD = os.environ.get("DEVNS_BUILD", os.path.join(TOP, "build"))
 BIN = os.environ.get("DEVNS_LOAD_BENCH") or os.path.join(BUILD, "bench-load", "load-bench")
+RELAY = os.environ.get("DEVNS_INPUT_RELAY") or os.path.join(BUILD, "bench-load", "input-relay")
+CUSE_RELAY = os.environ.get("DEVNS_CUSE_RELAY") or os.path.join(BUILD, "bench-load", "cuse-relay")
 SECTION = "## Input under load"
 
 
@@ -29,6 +32,12 @@ def compile_bench():
                            check=True).stdout.split()
     subprocess.run(["cc", "-std=c11", "-O2", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-pthread", "-o", BIN, os.path.join(HERE, "load-bench.c")] + flags,
                    check=True)
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-o", RELAY, os.path.join(HERE, "input-relay.c")],
+                   check=True)
+    fuse = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True,
+                          check=True).stdout.split()
+    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-pthread", "-o", CUSE_RELAY,
+                    os.path.join(HERE, "cuse-relay.c")] + fuse, check=True)
 
 
 def proc_stat(pid):
@@ -73,6 +82,9 @@ def guest(args):
         for rate in args.rates:
             for k, v in flood(rig, args, rate).items():
                 res["r%d_%s" % (rate, k)] = v
+            for kind in FLOORS if args.floors else ():
+                for k, v in flood_relay(args, rate, kind).items():
+                    res["r%d_%s_%s" % (rate, kind, k)] = v
     finally:
         bus.stop()
     for k, v in sorted(res.items()):
@@ -138,6 +150,75 @@ def flood(rig, args, rate):
         for dev in devs.values():
             dev.close()
     return res
+
+
+# The floors: the same flood through the leanest forwarders, to one reader, no switching.
+#   floor      input-relay: one blocking read(), one write() into a second uinput device
+#   cusefloor  cuse-relay: one blocking read(), one reply to the read parked on its CUSE node
+FLOORS = ("floor", "cusefloor")
+
+
+def flood_relay(args, rate, kind):
+    """The flood through one of the FLOORS: what one hop through userspace costs."""
+    sys.path.insert(0, os.path.join(TOP, "tests", "vm", "guest"))
+    import devnsrig as rig
+
+    devs = {name: make_device(name) for name in ("source", "direct", "out")}
+    hw = {name: rig.event_node(dev) for name, dev in devs.items()}
+    if kind == "floor":
+        node = hw["out"]
+        relay = subprocess.Popen([RELAY, hw["source"], str(devs["out"].fd)], pass_fds=[devs["out"].fd],
+                                 stdout=subprocess.PIPE, text=True)
+    else:
+        node = "/dev/devns-bench-relay"
+        relay = subprocess.Popen([CUSE_RELAY, hw["source"], os.path.basename(node)], stdout=subprocess.PIPE,
+                                 text=True)
+    res = {}
+    try:
+        if relay.stdout.readline().strip() != "ready":
+            raise RuntimeError("%s did not start" % os.path.basename(relay.args[0]))
+        for _ in range(200):
+            if os.path.exists(node):
+                break
+            time.sleep(0.05)
+        cmd = [BIN, "--rate", str(rate), "--seconds", str(args.seconds), "--switch-ms", "0",
+               "--devns-uinput", str(devs["source"].fd), "--direct-uinput", str(devs["direct"].fd),
+               "--direct", hw["direct"], "--stalled", node, "relay:" + node]
+        cpu0, _ = proc_stat(relay.pid)
+        out = subprocess.run(cmd, pass_fds=[devs["source"].fd, devs["direct"].fd], capture_output=True, text=True)
+        cpu1, _ = proc_stat(relay.pid)
+        sys.stdout.write(out.stderr)
+        if out.returncode != 0:
+            raise RuntimeError("load-bench (%s) failed (%d): %s" % (kind, out.returncode, out.stderr))
+        for line in out.stdout.splitlines():
+            k, v = line.split()
+            res[k.replace("devns_", "relay_")] = float(v)
+        res["relay_cpu_ms"] = cpu1 - cpu0
+    finally:
+        relay.terminate()
+        relay.wait()
+        for dev in devs.values():
+            dev.close()
+    return res
+
+
+def floor_rows(r, rate, kind):
+    """A floor's rows at one rate: (measurement, relay, kernel)."""
+    g = lambda k: r["r%d_%s_%s" % (rate, kind, k)]  # noqa: E731
+    events = g("written") * 2
+    return [
+        ("packets lost (read by nobody)", "%d (%.1f%%)" % (g("relay_lost"), 100 * g("relay_lost") / g("written")),
+         "%d (%.1f%%)" % (g("direct_lost"), 100 * g("direct_lost") / g("written"))),
+        ("SYN_DROPPED seen by the readers", "%d" % g("relay_dropped"), "%d" % g("direct_dropped")),
+        ("latency p50", "%.0f µs (%.2f×)" % (g("relay_p50_us"), g("relay_p50_us") / max(g("direct_p50_us"), 1)),
+         "%.0f µs" % g("direct_p50_us")),
+        ("latency p99", "%.0f µs (%.2f×)" % (g("relay_p99_us"), g("relay_p99_us") / max(g("direct_p99_us"), 1)),
+         "%.0f µs" % g("direct_p99_us")),
+        ("CPU per 1,000 events: the relay and its reader, against the direct reader",
+         "%.2f ms" % ((g("relay_cpu_ms") + g("relay_reader_cpu_ms")) * 1000 / events),
+         "%.2f ms" % (g("direct_reader_cpu_ms") * 1000 / events)),
+        ("CPU per 1,000 events: the relay alone", "%.2f ms" % (g("relay_cpu_ms") * 1000 / events), ""),
+    ]
 
 
 def git_describe():
@@ -211,6 +292,19 @@ def report(r, args):
                   "| measurement | devns (persona readers) | kernel (direct reader) | target | met? |",
                   "|---|---:|---:|---|---|"]
         lines += ["| %s | %s | %s | %s | %s |" % row for row in rows_for(r, rate, args)]
+        if all("r%d_%s_written" % (rate, kind) in r for kind in FLOORS):
+            lines += ["", "The floors at %d events a second: the same flood, with no personas and no switching, "
+                      "to one reader through the leanest forwarders, each in a run of its own with its own "
+                      "direct reader: `bench/input-relay.c` (a blocking `read()` of up to 512 events, then one "
+                      "`write()` into a second uinput touchscreen, whose node the reader reads) and "
+                      "`bench/cuse-relay.c` (the same `read()`, answered to the read request parked on its "
+                      "CUSE node, as devnsd answers). What one hop through userspace costs before any "
+                      "broker's work." % rate, "",
+                      "| measurement | leanest relay (its reader) | kernel (direct reader) "
+                      "| leanest CUSE relay (its reader) | kernel (direct reader) |",
+                      "|---|---:|---:|---:|---:|"]
+            for row, cuse in zip(floor_rows(r, rate, "floor"), floor_rows(r, rate, "cusefloor")):
+                lines.append("| %s | %s | %s | %s | %s |" % (row + cuse[1:]))
     lines += [
         "",
         "Raw figures: " + ", ".join("%s=%s" % (k, ("%.1f" % v) if isinstance(v, float) else v)
@@ -242,6 +336,8 @@ def main():
     ap.add_argument("--personas", type=int, default=32)
     ap.add_argument("--devnsd-nice", type=int, default=0, help="nice value of devnsd's event loop")
     ap.add_argument("--smp", type=int, default=2, help="the guest's virtual CPUs")
+    ap.add_argument("--no-floors", dest="floors", action="store_false",
+                    help="skip the runs through input-relay and cuse-relay")
     ap.add_argument("--no-write", action="store_true")
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -252,9 +348,10 @@ def main():
     cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "600", "--smp", str(args.smp),
            "--share", BUILD, "--share", TOP,
            "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP, "--env", "DEVNS_LOAD_BENCH=" + BIN,
+           "--env", "DEVNS_INPUT_RELAY=" + RELAY, "--env", "DEVNS_CUSE_RELAY=" + CUSE_RELAY,
            "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--rates", ",".join(map(str, args.rates)),
            "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms), "--personas", str(args.personas),
-           "--devnsd-nice", str(args.devnsd_nice)]
+           "--devnsd-nice", str(args.devnsd_nice)] + ([] if args.floors else ["--no-floors"])
     out = subprocess.run(cmd, capture_output=True, text=True)
     res = {}
     for line in out.stdout.splitlines():
