@@ -187,6 +187,53 @@ class BusAttacks(rig.PersonaTestCase):
         finally:
             rig.devnsctl("switch", "work")
 
+    def test_more_callers_than_devnsd_keeps_are_each_judged(self):
+        """devnsd keeps what the bus said of its 32 most recent allowed callers. 40 host-root connections
+        switch in turn, twice over, so that entries are pushed out and come back, and after each pass
+        connections of a container's root ask for a switch: every host call switches, every container call
+        is refused, and once all have closed devnsd holds no more descriptors than before."""
+        n = 40
+        # Few enough refusals to stay within devnsd's budget of logged refusals (20 in 10 s), which
+        # later tests read.
+        n_attackers = 4
+        fds = lambda: len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid))  # noqa: E731
+        before = fds()
+        code = ("import sys\nsys.path.insert(0, sys.argv[1])\nimport busping\n"
+                "cs = [busping.Connection() for _ in range(%d)]\nprint('connected', flush=True)\n"
+                "for line in sys.stdin:\n"
+                "    print('|'.join(c.switch_to(line.strip()) for c in cs), flush=True)\n" % n_attackers)
+        attacker = self.evil.popen(sys.executable, "-c", code, HERE, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+        host = []
+        try:
+            self.assertEqual(attacker.stdout.readline().strip(), "connected")
+            host = [busping.Connection() for _ in range(n)]
+            for rnd in range(2):
+                answers = []
+                for i, c in enumerate(host):
+                    answers.append(c.switch_to(("personal", "work")[(i + rnd) % 2]))
+                self.assertEqual(answers, ["ok"] * n)
+                self.assertEqual(self.active(), ("personal", "work")[(n - 1 + rnd) % 2])
+                attacker.stdin.write("burst\n")
+                attacker.stdin.flush()
+                refused = attacker.stdout.readline().strip().split("|")
+                self.assertEqual(len(refused), n_attackers, refused)
+                for a in refused:
+                    self.assertIn(PRIVILEGED_DENIED, a)
+                self.assertNotEqual(self.active(), "burst")
+        finally:
+            for c in host:
+                c.close()
+            attacker.stdin.close()
+            attacker.wait(timeout=60)
+            attacker.stdout.close()
+            rig.devnsctl("switch", "work")
+        deadline = time.monotonic() + 10
+        while fds() > before and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.assertLessEqual(fds(), before)
+        self.answers_within_a_second()
+
     # --- host users ----------------------------------------------------------------
 
     def test_host_user_lists_but_gets_no_frame(self):
