@@ -12,7 +12,8 @@
  * sleeps in read() on the source and answers the parked request with what it
  * got (or keeps it, up to one buffer, until the next request comes, waking a
  * parked poll()). No event loop, no clock read, no persona: one blocking
- * read() and one reply per wakeup.
+ * read() and one reply per wakeup. It serves one reader at a time: a read
+ * that comes while another is parked gets EBUSY.
  *
  * With --epoll one thread does both, waiting in epoll_wait() on the source
  * and on the CUSE channel, as a daemon with one event loop does.

@@ -2,8 +2,9 @@
 """Input load benchmark: a flood of input through devnsd to 32 personas that
 take turns being active, against the kernel delivering the same flood to a
 direct reader, in one QEMU guest run; then the same flood through the leanest
-userspace forwarder (bench/input-relay.c), the floor of any broker. Writes the
-"## Input under load" section of bench/RESULTS.md.
+userspace forwarders (bench/input-relay.c through uinput, bench/cuse-relay.c
+through CUSE), the floor of any broker. Writes the "## Input under load"
+section of bench/RESULTS.md.
 
 Usage: bench/load-bench.py [--rates N,M] [--seconds N] [--switch-ms N] [--personas N] [--devnsd-nice N]
                            [--smp N] [--no-floors] [--no-write]
