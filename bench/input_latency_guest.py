@@ -385,8 +385,9 @@ def main():
             "cuse": cuse.mirror,
             "cuse-epoll": cuse_epoll.mirror,
         }
+        served = ("devnsd", "cuse", "cuse-epoll")  # CUSE nodes: no name in /sys/class/input
         res["nodes"] = {name: {"uinput_node": hw[name], "read_from": nodes[name],
-                               "read_from_name": node_name(nodes[name]) if name not in ("devnsd", "cuse", "cuse-epoll") else name}
+                               "read_from_name": name if name in served else node_name(nodes[name])}
                         for name in PATHS}
         res["interception_command"] = "%s -g %s | uinput -d %s" % (
             os.path.basename(pipeline.tool), hw["interception"], hw["interception"])
