@@ -26,6 +26,7 @@ VIEWS = "/run/devns"
 NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 # The limits devnsd(8) names.
 NODE_CLIENTS_PER_UID = 16
+PENDING_READS_PER_HANDLE = 16
 VIEW_FILES_PER_UID = 64
 
 # Tries a write() of argv[2] to argv[1]; prints "ok" or "errno N".
@@ -53,6 +54,35 @@ while len(fds) < int(sys.argv[2]):
         break
 print("opened %d errno %d" % (len(fds), err), flush=True)
 sys.stdin.read()
+"""
+
+# Opens argv[1] once and starts argv[2] threads blocked in read() on that one
+# handle. After 2 s prints "early" and what the reads answered so far, then,
+# once stdin gets a line and 1 s later, "late" and what they answered by then:
+# "E<errno>" for an error, "D<bytes>" for data, in order.
+READERS = r"""
+import os, sys, threading, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+lock = threading.Lock()
+answers = []
+
+def reader():
+    try:
+        a = "D%d" % len(os.read(fd, 24 * 64))
+    except OSError as err:
+        a = "E%d" % err.errno
+    with lock:
+        answers.append(a)
+
+for _ in range(int(sys.argv[2])):
+    threading.Thread(target=reader, daemon=True).start()
+time.sleep(2)
+with lock:
+    print("early", *sorted(answers), flush=True)
+sys.stdin.readline()
+time.sleep(1)
+with lock:
+    print("late", *sorted(answers), flush=True)
 """
 
 # A container's program holding a persona's event node: a blocking reader
@@ -373,6 +403,34 @@ class InputAndViewAttacks(rig.PersonaTestCase):
             self.assertEqual(self.fill(routed, 1, 10052, gid, c), (1, 0))
         finally:
             os.chmod(routed, 0o600)
+
+    def test_one_handle_cannot_park_unbounded_reads(self):
+        """A container's program with 40 threads blocked in read() on one handle: devnsd keeps 16 of the
+        reads waiting and answers the other 24 EBUSY at once, and the ones kept still get the persona's
+        input once it is shown."""
+        c = self.box(userns=True)
+        self.attach("spare", c)
+        p = c.popen(sys.executable, "-c", READERS, self.node("spare"), "40", stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, text=True)
+        self.procs.append(p)
+        early = p.stdout.readline().split()
+        self.assertEqual(early, ["early"] + ["E%d" % errno.EBUSY] * (40 - PENDING_READS_PER_HANDLE))
+        self.assertTrue(rig.answers_within(1.0))
+        rig.devnsctl("switch", "spare")
+        try:
+            self.tap(e.KEY_A)
+            p.stdin.write("\n")
+            p.stdin.flush()
+            late = p.stdout.readline().split()
+        finally:
+            rig.devnsctl("switch", "work")
+        self.assertEqual(late[0], "late")
+        data = [a for a in late[1:] if a.startswith("D")]
+        self.assertEqual(late[1:].count("E%d" % errno.EBUSY), 40 - PENDING_READS_PER_HANDLE, late)
+        self.assertTrue(1 <= len(data) <= 2, late)
+        self.assertEqual(len(late) - 1, 40 - PENDING_READS_PER_HANDLE + len(data), late)
+        for a in data:
+            self.assertEqual(int(a[1:]) % 24, 0, a)
 
     def test_one_uid_cannot_take_every_view_file(self):
         c = self.box(userns=True)
