@@ -59,7 +59,7 @@ sys.stdin.read()
 # Opens argv[1] once and starts argv[2] threads blocked in read() on that one
 # handle. After 2 s prints "early" and what the reads answered so far, then,
 # once stdin gets a line and 1 s later, "late" and what they answered by then:
-# "E<errno>" for an error, "D<bytes>" for data, in order.
+# "E<errno>" for an error, "D<bytes>" for data, sorted.
 READERS = r"""
 import os, sys, threading, time
 fd = os.open(sys.argv[1], os.O_RDONLY)
