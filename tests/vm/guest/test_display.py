@@ -18,7 +18,6 @@ BUILD = rig.BUILD
 FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
-# _IOW('F', 0xD4, struct devns_fb_wrote), the form that passes its range through memory.
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
 

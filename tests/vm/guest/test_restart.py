@@ -501,13 +501,13 @@ class Restart(unittest.TestCase):
         self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(fbrig.pattern_frame(w, h, 13))), "preload-pan"),
                          0, "a program mapping and panning through the library after the restart is not shown")
         frame = fbrig.frame(w, h, (200, 120, 40), band=(10, 50))
-        raw = os.path.join(tempfile.mkdtemp(), "frame")
-        with open(raw, "wb") as f:
-            f.write(frame)
         pos = fbrig.get_fix(fd)["line_length"] * fbrig.get_var(fd)["yoffset"]
-        p = subprocess.run([SECCOMP_DENY, "pwrite64,ioctl=%#x" % fbrig.DEVNS_FBIO_WROTE, sys.executable, FBWRITE,
-                            fbrig.fb_node("personal"), str(pos), raw], env=env, capture_output=True, text=True,
-                           timeout=120)
+        with tempfile.NamedTemporaryFile() as raw:
+            raw.write(frame)
+            raw.flush()
+            p = subprocess.run([SECCOMP_DENY, "pwrite64,ioctl=%#x" % fbrig.DEVNS_FBIO_WROTE, sys.executable, FBWRITE,
+                                fbrig.fb_node("personal"), str(pos), raw.name], env=env, capture_output=True,
+                               text=True, timeout=120)
         self.assertEqual(p.returncode, 0, p.stderr)
         self.assertEqual(p.stdout.split()[:2] + p.stdout.split()[-2:], ["n", str(len(frame)), "memfd", "yes"],
                          p.stdout)
