@@ -29,6 +29,7 @@ import evdev  # noqa: E402
 from evdev import ecodes as e  # noqa: E402
 
 import devnsrig as rig  # noqa: E402
+import forwarders  # noqa: E402
 
 PATHS = ("direct", "devnsd", "interception", "relay", "cuse", "cuse-epoll")
 
@@ -99,60 +100,6 @@ class Pipeline:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-
-
-def stop_process(p):
-    if p.poll() is None:
-        p.terminate()
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
-
-
-class Relay:
-    """input-relay HW OUT: one blocking read() and one write() into a second uinput keyboard."""
-
-    def __init__(self, binary, hw):
-        self.out = make_keyboard("relay out")
-        self.mirror = rig.event_node(self.out)
-        self.proc = subprocess.Popen([binary, hw, str(self.out.fd)], pass_fds=[self.out.fd],
-                                     stdout=subprocess.PIPE, universal_newlines=True)
-        if self.proc.stdout.readline().strip() != "ready":
-            self.stop()
-            raise RuntimeError("input-relay did not start")
-
-    def pids(self):
-        return [self.proc.pid]
-
-    def stop(self):
-        stop_process(self.proc)
-        self.out.close()
-
-
-class CuseRelay:
-    """cuse-relay HW NAME: one blocking read() of HW, answered to the read parked on /dev/NAME;
-    with epoll, one thread waiting in epoll_wait() on both."""
-
-    def __init__(self, binary, hw, epoll=False):
-        self.mirror = "/dev/devns-bench-relay" + ("-epoll" if epoll else "")
-        self.proc = subprocess.Popen([binary] + (["--epoll"] if epoll else []) + [hw, os.path.basename(self.mirror)],
-                                     stdout=subprocess.PIPE, universal_newlines=True)
-        ok = self.proc.stdout.readline().strip() == "ready"
-        for _ in range(200):
-            if not ok or os.path.exists(self.mirror):
-                break
-            time.sleep(0.05)
-        if not ok or not os.path.exists(self.mirror):
-            self.stop()
-            raise RuntimeError("cuse-relay did not start")
-
-    def pids(self):
-        return [self.proc.pid]
-
-    def stop(self):
-        stop_process(self.proc)
 
 
 def parse_stats(text):
@@ -368,22 +315,23 @@ def main():
     bus = rig.Bus()
     daemon = None
     pipeline = None
+    relay_out = make_keyboard("relay out")
     relay = None
     cuse = None
     cuse_epoll = None
     try:
         daemon = rig.Daemon(rig.conf_for([hw["devnsd"]], personas=("work", "personal"), active="work"))
         pipeline = Pipeline(hw["interception"])
-        relay = Relay(args.relay, hw["relay"])
-        cuse = CuseRelay(args.cuse_relay, hw["cuse"])
-        cuse_epoll = CuseRelay(args.cuse_relay, hw["cuse-epoll"], epoll=True)
+        relay = forwarders.input_relay(args.relay, hw["relay"], relay_out.fd, rig.event_node(relay_out))
+        cuse = forwarders.cuse_relay(args.cuse_relay, hw["cuse"], "devns-bench-relay")
+        cuse_epoll = forwarders.cuse_relay(args.cuse_relay, hw["cuse-epoll"], "devns-bench-relay-epoll", epoll=True)
         nodes = {
             "direct": hw["direct"],
             "devnsd": rig.persona_node("work", hw["devnsd"]),
             "interception": pipeline.mirror,
-            "relay": relay.mirror,
-            "cuse": cuse.mirror,
-            "cuse-epoll": cuse_epoll.mirror,
+            "relay": relay.node,
+            "cuse": cuse.node,
+            "cuse-epoll": cuse_epoll.node,
         }
         served = ("devnsd", "cuse", "cuse-epoll")  # CUSE nodes: no name in /sys/class/input
         res["nodes"] = {name: {"uinput_node": hw[name], "read_from": nodes[name],
@@ -408,12 +356,10 @@ def main():
         if not daemon.alive():
             raise RuntimeError("devnsd died during the benchmark:\n" + daemon.output())
     finally:
-        if cuse_epoll:
-            cuse_epoll.stop()
-        if cuse:
-            cuse.stop()
-        if relay:
-            relay.stop()
+        for fwd in (cuse_epoll, cuse, relay):
+            if fwd:
+                fwd.stop()
+        relay_out.close()
         if pipeline:
             pipeline.stop()
         if daemon:

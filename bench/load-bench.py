@@ -18,12 +18,15 @@ import sys
 import threading
 import time
 
+import forwarders
+
 HERE = os.path.dirname(os.path.realpath(__file__))
 TOP = os.path.dirname(HERE)
 BUILD = os.environ.get("DEVNS_BUILD", os.path.join(TOP, "build"))
 BIN = os.environ.get("DEVNS_LOAD_BENCH") or os.path.join(BUILD, "bench-load", "load-bench")
-RELAY = os.environ.get("DEVNS_INPUT_RELAY") or os.path.join(BUILD, "bench-load", "input-relay")
-CUSE_RELAY = os.environ.get("DEVNS_CUSE_RELAY") or os.path.join(BUILD, "bench-load", "cuse-relay")
+# Where forwarders.build() puts them beside BIN.
+RELAY = os.path.join(os.path.dirname(BIN), "input-relay")
+CUSE_RELAY = os.path.join(os.path.dirname(BIN), "cuse-relay")
 SECTION = "## Input under load"
 
 
@@ -33,12 +36,7 @@ def compile_bench():
                            check=True).stdout.split()
     subprocess.run(["cc", "-std=c11", "-O2", "-D_GNU_SOURCE", "-Wall", "-Wextra", "-pthread", "-o", BIN, os.path.join(HERE, "load-bench.c")] + flags,
                    check=True)
-    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-o", RELAY, os.path.join(HERE, "input-relay.c")],
-                   check=True)
-    fuse = subprocess.run(["pkg-config", "--cflags", "--libs", "fuse3"], capture_output=True, text=True,
-                          check=True).stdout.split()
-    subprocess.run(["cc", "-std=c11", "-O2", "-Wall", "-Wextra", "-pthread", "-o", CUSE_RELAY,
-                    os.path.join(HERE, "cuse-relay.c")] + fuse, check=True)
+    forwarders.build("cc", os.path.dirname(BIN))
 
 
 def proc_stat(pid):
@@ -166,28 +164,20 @@ def flood_relay(args, rate, kind):
 
     devs = {name: make_device(name) for name in ("source", "direct", "out")}
     hw = {name: rig.event_node(dev) for name, dev in devs.items()}
-    if kind == "floor":
-        node = hw["out"]
-        relay = subprocess.Popen([RELAY, hw["source"], str(devs["out"].fd)], pass_fds=[devs["out"].fd],
-                                 stdout=subprocess.PIPE, text=True)
-    else:
-        node = "/dev/devns-bench-relay"
-        relay = subprocess.Popen([CUSE_RELAY, hw["source"], os.path.basename(node)], stdout=subprocess.PIPE,
-                                 text=True)
+    relay = None
     res = {}
     try:
-        if relay.stdout.readline().strip() != "ready":
-            raise RuntimeError("%s did not start" % os.path.basename(relay.args[0]))
-        for _ in range(200):
-            if os.path.exists(node):
-                break
-            time.sleep(0.05)
+        if kind == "floor":
+            relay = forwarders.input_relay(RELAY, hw["source"], devs["out"].fd, hw["out"])
+        else:
+            relay = forwarders.cuse_relay(CUSE_RELAY, hw["source"], "devns-bench-relay")
+        node = relay.node
         cmd = [BIN, "--rate", str(rate), "--seconds", str(args.seconds), "--switch-ms", "0",
                "--devns-uinput", str(devs["source"].fd), "--direct-uinput", str(devs["direct"].fd),
                "--direct", hw["direct"], "--stalled", node, "relay:" + node]
-        cpu0, _ = proc_stat(relay.pid)
+        cpu0, _ = proc_stat(relay.proc.pid)
         out = subprocess.run(cmd, pass_fds=[devs["source"].fd, devs["direct"].fd], capture_output=True, text=True)
-        cpu1, _ = proc_stat(relay.pid)
+        cpu1, _ = proc_stat(relay.proc.pid)
         sys.stdout.write(out.stderr)
         if out.returncode != 0:
             raise RuntimeError("load-bench (%s) failed (%d): %s" % (kind, out.returncode, out.stderr))
@@ -196,8 +186,8 @@ def flood_relay(args, rate, kind):
             res[k.replace("devns_", "relay_")] = float(v)
         res["relay_cpu_ms"] = cpu1 - cpu0
     finally:
-        relay.terminate()
-        relay.wait()
+        if relay:
+            relay.stop()
         for dev in devs.values():
             dev.close()
     return res
@@ -349,7 +339,6 @@ def main():
     cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "600", "--smp", str(args.smp),
            "--share", BUILD, "--share", TOP,
            "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP, "--env", "DEVNS_LOAD_BENCH=" + BIN,
-           "--env", "DEVNS_INPUT_RELAY=" + RELAY, "--env", "DEVNS_CUSE_RELAY=" + CUSE_RELAY,
            "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--rates", ",".join(map(str, args.rates)),
            "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms), "--personas", str(args.personas),
            "--devnsd-nice", str(args.devnsd_nice)] + ([] if args.floors else ["--no-floors"])
