@@ -808,8 +808,11 @@ int bus_new(struct bus **ret, struct manager *m, struct display_class *display, 
 	r = sd_bus_request_name(b->bus, BUS_NAME, 0);
 	if (r < 0)
 		return log_error_errno(r, "Cannot own the name %s (is the bus policy installed?): %m", BUS_NAME);
-	r = sd_bus_match_signal_async(b->bus, NULL, "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-				      "NameOwnerChanged", on_name_owner_changed, NULL, b);
+	/* Only names that lost their owner (arg2 empty): devnsd is not woken by every connection that comes. */
+	r = sd_bus_add_match_async(b->bus, NULL,
+				   "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+				   "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''",
+				   on_name_owner_changed, NULL, b);
 	if (r < 0)
 		return log_error_errno(r, "Cannot follow the bus's connections: %m");
 	r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
