@@ -85,8 +85,17 @@ void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c) {
 		if (!answer_read(req, c, size))
 			fuse_reply_err(req, EAGAIN);
 	}
-	if (f->ph && evdev_client_ready(c))
+	/*
+	 * One notification per poll request: whoever it wakes polls again, and
+	 * the kernel then asks for the next one. A handle kept past its
+	 * notification would cost a write to the kernel per batch delivered
+	 * while nobody waits.
+	 */
+	if (f->ph && evdev_client_ready(c)) {
 		fuse_lowlevel_notify_poll(f->ph);
+		fuse_pollhandle_destroy(f->ph);
+		f->ph = NULL;
+	}
 }
 
 /* Answers what waits on the handle with ENODEV and lets go of its evdev client. */
