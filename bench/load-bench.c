@@ -13,8 +13,8 @@
  * /dev/input/eventN, --direct). Every tick (1 ms) the writer sends the same
  * packets to both devices in one write() each, in an order that alternates:
  * EV_MSC MSC_SCAN carrying a sequence number, then SYN_REPORT. Every
- * persona node has a reader thread that reads as fast as it can; the
- * direct node has one too. --stalled is opened on a persona node as well and
+ * persona node has a reader thread that waits in poll() with no timeout, as
+ * a program does, and reads as fast as it can; the direct node has one too. --stalled is opened on a persona node as well and
  * never read. A switcher calls SwitchTo over D-Bus every --switch-ms,
  * going round the personas in order, so each of them is active in turn.
  *
@@ -30,8 +30,9 @@
  *
  * Output on stdout, "key value" lines: written, the achieved rate, and for
  * each of "devns" and "direct": read, lost, duplicated, dropped (SYN_DROPPED
- * seen), p50_us, p99_us, max_us, reader_cpu_ms; switches and
- * switch_failures.
+ * seen), p50_us, p99_us, max_us, reader_cpu_ms; switches,
+ * switch_failures, and switch_avg_us and switch_max_us (how long a SwitchTo
+ * call took, as its caller waited for the answer).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -46,6 +47,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <systemd/sd-bus.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,17 +83,20 @@ static struct {
 	int devns_uinput, direct_uinput;
 	_Atomic(double) *tick_us; /* when each tick's write began */
 	atomic_bool stop;
+	int stop_fd; /* an eventfd, readable once the readers are to end */
 	atomic_uint_fast64_t written;
 	struct sink devns, direct;
 	struct reader readers[MAX_PERSONAS + 1];
 	size_t n_personas;
 	unsigned switches, switch_failures;
+	double switch_us_total, switch_us_max;
 } B = {
 	.rate = 100000,
 	.seconds = 10,
 	.switch_ms = 100,
 	.devns_uinput = -1,
 	.direct_uinput = -1,
+	.stop_fd = -1,
 };
 
 static uint64_t thread_cpu_ns(void) {
@@ -119,15 +124,17 @@ static void *read_loop(void *arg) {
 	uint64_t cpu0 = thread_cpu_ns();
 
 	for (;;) {
-		struct pollfd p = { .fd = r->fd, .events = POLLIN };
+		/* As a program's reader waits: no timeout, woken only by its node (or the end). */
+		struct pollfd p[2] = { { .fd = r->fd, .events = POLLIN }, { .fd = B.stop_fd, .events = POLLIN } };
 		ssize_t n;
 		double now;
 
-		if (poll(&p, 1, 100) <= 0) {
-			if (atomic_load(&B.stop))
-				break;
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!p[0].revents)
 			continue;
-		}
 		n = read(r->fd, ev, sizeof(ev));
 		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
@@ -192,17 +199,24 @@ static void *switch_loop(void *arg) {
 	while (!atomic_load(&B.stop) && B.switch_ms > 0) {
 		sd_bus_error error = SD_BUS_ERROR_NULL;
 		const char *to = B.readers[++i % B.n_personas].persona;
+		double t0, took;
 		int r;
 
 		usleep((useconds_t)B.switch_ms * 1000);
 		if (atomic_load(&B.stop))
 			break;
+		t0 = now_us();
 		r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.devns1.Manager", "SwitchTo", &error,
 				       NULL, "s", to);
+		took = now_us() - t0;
 		if (r < 0)
 			B.switch_failures++;
-		else
+		else {
 			B.switches++;
+			B.switch_us_total += took;
+			if (took > B.switch_us_max)
+				B.switch_us_max = took;
+		}
 		sd_bus_error_free(&error);
 	}
 	sd_bus_flush_close_unref(bus);
@@ -292,6 +306,9 @@ int main(int argc, char **argv) {
 	B.direct = (struct sink){ .name = "direct", .seen = calloc(B.total, 1) };
 	if (!B.tick_us || !B.devns.seen || !B.direct.seen)
 		return die("calloc");
+	B.stop_fd = eventfd(0, EFD_CLOEXEC);
+	if (B.stop_fd < 0)
+		return die("eventfd");
 
 	for (int i = optind; i < argc; i++) {
 		char *sep = strchr(argv[i], ':');
@@ -321,6 +338,8 @@ int main(int argc, char **argv) {
 	/* What is still on its way. */
 	usleep(1000000);
 	atomic_store(&B.stop, true);
+	if (eventfd_write(B.stop_fd, 1) < 0)
+		return die("eventfd_write");
 	pthread_join(switcher, NULL);
 	for (size_t i = 0; i < B.n_personas; i++)
 		pthread_join(B.readers[i].thread, NULL);
@@ -330,6 +349,8 @@ int main(int argc, char **argv) {
 	printf("written %" PRIuFAST64 "\n", atomic_load(&B.written));
 	printf("events_per_s %.0f\n", (double)atomic_load(&B.written) * 2 * 1e6 / (t1 - t0));
 	printf("personas %zu\nswitches %u\nswitch_failures %u\n", B.n_personas, B.switches, B.switch_failures);
+	printf("switch_avg_us %.0f\nswitch_max_us %.0f\n", B.switches ? B.switch_us_total / B.switches : 0.0,
+	       B.switch_us_max);
 	report(&B.devns, atomic_load(&B.written));
 	report(&B.direct, atomic_load(&B.written));
 	return 0;

@@ -154,7 +154,13 @@ def flood(rig, args, rate):
 # The floors: the same flood through the leanest forwarders, to one reader, no switching.
 #   floor      input-relay: one blocking read(), one write() into a second uinput device
 #   cusefloor  cuse-relay: one blocking read(), one reply to the read parked on its CUSE node
-FLOORS = ("floor", "cusefloor")
+#   cuseloop   cuse-relay --epoll: the same, with one thread waiting on both in epoll_wait()
+FLOORS = ("floor", "cusefloor", "cuseloop")
+FLOOR_NAMES = {
+    "floor": "`input-relay` (through uinput)",
+    "cusefloor": "`cuse-relay` (a thread drains the device)",
+    "cuseloop": "`cuse-relay --epoll` (one loop, as devnsd)",
+}
 
 
 def flood_relay(args, rate, kind):
@@ -170,7 +176,7 @@ def flood_relay(args, rate, kind):
         if kind == "floor":
             relay = forwarders.input_relay(RELAY, hw["source"], devs["out"].fd, hw["out"])
         else:
-            relay = forwarders.cuse_relay(CUSE_RELAY, hw["source"], "devns-bench-relay")
+            relay = forwarders.cuse_relay(CUSE_RELAY, hw["source"], "devns-bench-relay", epoll=kind == "cuseloop")
         node = relay.node
         cmd = [BIN, "--rate", str(rate), "--seconds", str(args.seconds), "--switch-ms", "0",
                "--devns-uinput", str(devs["source"].fd), "--direct-uinput", str(devs["direct"].fd),
@@ -193,23 +199,18 @@ def flood_relay(args, rate, kind):
     return res
 
 
-def floor_rows(r, rate, kind):
-    """A floor's rows at one rate: (measurement, relay, kernel)."""
+def floor_row(r, rate, kind):
+    """A floor's row at one rate: path, then its reader's figures against the direct reader of the same run."""
     g = lambda k: r["r%d_%s_%s" % (rate, kind, k)]  # noqa: E731
     events = g("written") * 2
-    return [
-        ("packets lost (read by nobody)", "%d (%.1f%%)" % (g("relay_lost"), 100 * g("relay_lost") / g("written")),
-         "%d (%.1f%%)" % (g("direct_lost"), 100 * g("direct_lost") / g("written"))),
-        ("SYN_DROPPED seen by the readers", "%d" % g("relay_dropped"), "%d" % g("direct_dropped")),
-        ("latency p50", "%.0f µs (%.2f×)" % (g("relay_p50_us"), g("relay_p50_us") / max(g("direct_p50_us"), 1)),
-         "%.0f µs" % g("direct_p50_us")),
-        ("latency p99", "%.0f µs (%.2f×)" % (g("relay_p99_us"), g("relay_p99_us") / max(g("direct_p99_us"), 1)),
-         "%.0f µs" % g("direct_p99_us")),
-        ("CPU per 1,000 events: the relay and its reader, against the direct reader",
-         "%.2f ms" % ((g("relay_cpu_ms") + g("relay_reader_cpu_ms")) * 1000 / events),
-         "%.2f ms" % (g("direct_reader_cpu_ms") * 1000 / events)),
-        ("CPU per 1,000 events: the relay alone", "%.2f ms" % (g("relay_cpu_ms") * 1000 / events), ""),
-    ]
+    pct = lambda k: "%d (%.1f%%)" % (g(k), 100 * g(k) / g("written"))  # noqa: E731
+    return (FLOOR_NAMES[kind], pct("relay_lost"), pct("direct_lost"),
+            "%d / %d" % (g("relay_dropped"), g("direct_dropped")),
+            "%.0f / %.0f µs (%.2f×)" % (g("relay_p50_us"), g("direct_p50_us"),
+                                       g("relay_p50_us") / max(g("direct_p50_us"), 1)),
+            "%.0f / %.0f µs (%.2f×)" % (g("relay_p99_us"), g("direct_p99_us"),
+                                       g("relay_p99_us") / max(g("direct_p99_us"), 1)),
+            "%.2f ms" % (g("relay_cpu_ms") * 1000 / events))
 
 
 def git_describe():
@@ -248,7 +249,9 @@ def rows_for(r, rate, args):
             g("devnsd_rss_start_kib"), g("devnsd_rss_peak_kib"), g("devnsd_rss_end_kib")), "", "flat",
          yes(g("devnsd_rss_second_half_growth_kib") <= 64)),
         ("switches (failed)", "%d (%d)" % (g("switches"), g("switch_failures")), "",
-         "one every %d ms" % args.switch_ms, "-"),
+         "one every %d ms" % args.switch_ms if args.switch_ms else "none", "-"),
+        ("`SwitchTo` answered in: mean, slowest", "%.1f ms, %.1f ms" % (
+            g("switch_avg_us") / 1000, g("switch_max_us") / 1000) if g("switches") else "-", "", "-", "-"),
         ("devnsd answers `devnsctl list` after the flood", "in %.2f s" % g("devnsctl_after_s"), "", "-", "-"),
     ]
 
@@ -265,14 +268,15 @@ def report(r, args):
         "directly from its own `/dev/input/eventN`. Every millisecond `bench/load-bench.c` writes the "
         "same packets (`EV_MSC MSC_SCAN` carrying a sequence number, then `SYN_REPORT`) to both "
         "devices in one `write()` each, for %d s at each rate below (`SYN_REPORT` counted as an event); "
-        "a late writer catches up without sleeping. Each persona node has a reader thread reading 512 "
-        "events at a time as fast as it can; one more file on the last persona's node is opened and never "
-        "read. `SwitchTo` over D-Bus every %d ms goes round all personas, so every reader is the active "
-        "one in turn. Each packet goes to the persona active when devnsd forwards it: the readers together "
+        "a late writer catches up without sleeping. Each persona node has a reader thread that waits in "
+        "`poll()` with no timeout, as programs do, and reads 512 events at a time as fast as it can; one more file on the last persona's node is opened and never "
+        "read. %s Each packet goes to the persona active when devnsd forwards it: the readers together "
         "must see every sequence number once. Latency runs from the tick's `write()` to the `read()` that "
         "returned the packet. Each rate gets a devnsd of its own." % (
             args.smp, ", devnsd's event loop at nice %d" % args.devnsd_nice if args.devnsd_nice else "",
-            args.personas, args.seconds, args.switch_ms),
+            args.personas, args.seconds,
+            "`SwitchTo` over D-Bus every %d ms goes round all personas, so every reader is the active one in "
+            "turn." % args.switch_ms if args.switch_ms else "No switches: the first persona stays active."),
         "",
         "**Absolute times are meaningless** under TCG; compare paths of the same run. The writer's own CPU "
         "(the kernel's input core runs in its `write()`, for both devices alike) is in neither column. "
@@ -285,17 +289,17 @@ def report(r, args):
         lines += ["| %s | %s | %s | %s | %s |" % row for row in rows_for(r, rate, args)]
         if all("r%d_%s_written" % (rate, kind) in r for kind in FLOORS):
             lines += ["", "The floors at %d events a second: the same flood, with no personas and no switching, "
-                      "to one reader through the leanest forwarders, each in a run of its own with its own "
-                      "direct reader: `bench/input-relay.c` (a blocking `read()` of up to 512 events, then one "
-                      "`write()` into a second uinput touchscreen, whose node the reader reads) and "
+                      "to one reader through the leanest forwarders, each in a run of its own with a direct "
+                      "reader of its own: `bench/input-relay.c` (a blocking `read()` of up to 512 events, then "
+                      "one `write()` into a second uinput touchscreen, whose node the reader reads) and "
                       "`bench/cuse-relay.c` (the same `read()`, answered to the read request parked on its "
-                      "CUSE node, as devnsd answers). What one hop through userspace costs before any "
-                      "broker's work." % rate, "",
-                      "| measurement | leanest relay (its reader) | kernel (direct reader) "
-                      "| leanest CUSE relay (its reader) | kernel (direct reader) |",
-                      "|---|---:|---:|---:|---:|"]
-            for row, cuse in zip(floor_rows(r, rate, "floor"), floor_rows(r, rate, "cusefloor")):
-                lines.append("| %s | %s | %s | %s | %s |" % (row + cuse[1:]))
+                      "CUSE node, as devnsd answers; with `--epoll` one thread waits on the device and the "
+                      "CUSE channel together). What one hop through userspace costs before any broker's "
+                      "work. Each cell: the forwarder's reader / the direct reader." % rate, "",
+                      "| forwarder | packets lost by its reader | by the direct reader | SYN_DROPPED "
+                      "| latency p50 | latency p99 | forwarder's CPU per 1,000 events |",
+                      "|---|---:|---:|---:|---:|---:|---:|"]
+            lines += ["| %s | %s | %s | %s | %s | %s | %s |" % floor_row(r, rate, kind) for kind in FLOORS]
     lines += [
         "",
         "Raw figures: " + ", ".join("%s=%s" % (k, ("%.1f" % v) if isinstance(v, float) else v)
