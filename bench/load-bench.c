@@ -5,7 +5,7 @@
  * to a direct reader, in one run.
  *
  * Usage: load-bench [options] --devns-uinput FD --direct-uinput FD
- *                   --direct NODE --stalled NODE PERSONA:NODE...
+ *                   --direct NODE --stalled NODE [--spin NODE]... PERSONA:NODE...
  *
  * Two identical uinput devices, passed as open file descriptors: devnsd
  * owns the first, whose nodes for each persona are given as PERSONA:NODE,
@@ -27,6 +27,8 @@
  *   --rate N        events a second, SYN_REPORT included (default 100000)
  *   --seconds N     how long the writer writes (default 10)
  *   --switch-ms N   time between switches, 0 for none (default 100)
+ *   --spin NODE     a hostile thread reads NODE non-blocking in a loop (each
+ *                   read one request to devnsd); may be given up to 16 times
  *
  * Output on stdout, "key value" lines: written, the achieved rate, and for
  * each of "devns" and "direct": read, lost, duplicated, dropped (SYN_DROPPED
@@ -57,6 +59,7 @@
 #define MAX_PERSONAS 64
 #define TICK_NS 1000000L
 #define READ_EVENTS 512
+#define MAX_SPINNERS 16
 #define HIST_BUCKETS 200000 /* 10 µs each: 2 s */
 #define HIST_US 10
 
@@ -89,6 +92,9 @@ static struct {
 	struct reader readers[MAX_PERSONAS + 1];
 	size_t n_personas;
 	unsigned switches, switch_failures;
+	const char *spin_nodes[MAX_SPINNERS];
+	size_t n_spinners;
+	atomic_uint_fast64_t spins;
 	double switch_us_total, switch_us_max;
 } B = {
 	.rate = 100000,
@@ -98,6 +104,26 @@ static struct {
 	.direct_uinput = -1,
 	.stop_fd = -1,
 };
+
+/* A hostile program: non-blocking reads of a node as fast as it can, each one a request to devnsd. */
+static void *spin_loop(void *arg) {
+	const char *node = arg;
+	struct input_event ev[READ_EVENTS];
+	uint64_t n = 0;
+	int fd = open(node, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0) {
+		perror(node);
+		return NULL;
+	}
+	while (!atomic_load(&B.stop)) {
+		(void)!read(fd, ev, sizeof(ev));
+		n++;
+	}
+	close(fd);
+	atomic_fetch_add(&B.spins, n);
+	return NULL;
+}
 
 static uint64_t thread_cpu_ns(void) {
 	struct timespec ts;
@@ -274,10 +300,11 @@ int main(int argc, char **argv) {
 		{ "rate", required_argument, NULL, 'r' },	   { "seconds", required_argument, NULL, 's' },
 		{ "switch-ms", required_argument, NULL, 'w' },	   { "devns-uinput", required_argument, NULL, 'u' },
 		{ "direct-uinput", required_argument, NULL, 'U' }, { "direct", required_argument, NULL, 'd' },
-		{ "stalled", required_argument, NULL, 'x' },	   {},
+		{ "stalled", required_argument, NULL, 'x' },	   { "spin", required_argument, NULL, 'S' },
+		{},
 	};
 	const char *direct = NULL, *stalled = NULL;
-	pthread_t writer, switcher;
+	pthread_t writer, switcher, spinners[MAX_SPINNERS];
 	struct reader direct_reader;
 	int stalled_fd, c;
 	double t0, t1;
@@ -291,13 +318,18 @@ int main(int argc, char **argv) {
 		case 'U': B.direct_uinput = atoi(optarg); break;
 		case 'd': direct = optarg; break;
 		case 'x': stalled = optarg; break;
+		case 'S':
+			if (B.n_spinners == MAX_SPINNERS)
+				return 2;
+			B.spin_nodes[B.n_spinners++] = optarg;
+			break;
 		default: return 2;
 		}
 	B.per_tick = B.rate / 2 / 1000;
 	if (B.per_tick < 1 || B.seconds < 1 || B.devns_uinput < 0 || B.direct_uinput < 0 || !direct || !stalled ||
 	    optind == argc || argc - optind > MAX_PERSONAS) {
 		fprintf(stderr, "usage: load-bench [--rate N] [--seconds N] [--switch-ms N] --devns-uinput FD "
-				"--direct-uinput FD --direct NODE --stalled NODE PERSONA:NODE...\n");
+				"--direct-uinput FD --direct NODE --stalled NODE [--spin NODE]... PERSONA:NODE...\n");
 		return 2;
 	}
 	B.total = (uint64_t)B.per_tick * 1000u * (uint64_t)B.seconds;
@@ -329,6 +361,8 @@ int main(int argc, char **argv) {
 		pthread_create(&B.readers[i].thread, NULL, read_loop, &B.readers[i]);
 	pthread_create(&direct_reader.thread, NULL, read_loop, &direct_reader);
 	pthread_create(&switcher, NULL, switch_loop, NULL);
+	for (size_t i = 0; i < B.n_spinners; i++)
+		pthread_create(&spinners[i], NULL, spin_loop, (void *)B.spin_nodes[i]);
 	usleep(200000);
 
 	t0 = now_us();
@@ -341,6 +375,8 @@ int main(int argc, char **argv) {
 	if (eventfd_write(B.stop_fd, 1) < 0)
 		return die("eventfd_write");
 	pthread_join(switcher, NULL);
+	for (size_t i = 0; i < B.n_spinners; i++)
+		pthread_join(spinners[i], NULL);
 	for (size_t i = 0; i < B.n_personas; i++)
 		pthread_join(B.readers[i].thread, NULL);
 	pthread_join(direct_reader.thread, NULL);
@@ -349,6 +385,7 @@ int main(int argc, char **argv) {
 	printf("written %" PRIuFAST64 "\n", atomic_load(&B.written));
 	printf("events_per_s %.0f\n", (double)atomic_load(&B.written) * 2 * 1e6 / (t1 - t0));
 	printf("personas %zu\nswitches %u\nswitch_failures %u\n", B.n_personas, B.switches, B.switch_failures);
+	printf("spinners %zu\nspin_reads %" PRIuFAST64 "\n", B.n_spinners, atomic_load(&B.spins));
 	printf("switch_avg_us %.0f\nswitch_max_us %.0f\n", B.switches ? B.switch_us_total / B.switches : 0.0,
 	       B.switch_us_max);
 	report(&B.devns, atomic_load(&B.written));

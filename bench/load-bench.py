@@ -106,7 +106,9 @@ def flood(rig, args, rate):
         nodes = ["%s:%s" % (p, rig.persona_node(p, hw["devns"])) for p in personas]
         cmd = [BIN, "--rate", str(rate), "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms),
                "--devns-uinput", str(devs["devns"].fd), "--direct-uinput", str(devs["direct"].fd),
-               "--direct", hw["direct"], "--stalled", rig.persona_node(personas[-1], hw["devns"])] + nodes
+               "--direct", hw["direct"], "--stalled", rig.persona_node(personas[-1], hw["devns"])]
+        # The spinners take the second persona's node, in the background except while the switches show it.
+        cmd += ["--spin=" + rig.persona_node(personas[1], hw["devns"])] * args.spinners + nodes
         samples = []
         done = threading.Event()
 
@@ -253,7 +255,8 @@ def rows_for(r, rate, args):
         ("`SwitchTo` answered in: mean, slowest", "%.1f ms, %.1f ms" % (
             g("switch_avg_us") / 1000, g("switch_max_us") / 1000) if g("switches") else "-", "", "-", "-"),
         ("devnsd answers `devnsctl list` after the flood", "in %.2f s" % g("devnsctl_after_s"), "", "-", "-"),
-    ]
+    ] + ([("hostile reads of the second persona's node answered", "%d (%.0f /s)" % (
+        g("spin_reads"), g("spin_reads") / max(g("wall_s"), 0.001)), "", "-", "-")] if g("spinners") else [])
 
 
 def report(r, args):
@@ -272,11 +275,14 @@ def report(r, args):
         "`poll()` with no timeout, as programs do, and reads 512 events at a time as fast as it can; one more file on the last persona's node is opened and never "
         "read. %s Each packet goes to the persona active when devnsd forwards it: the readers together "
         "must see every sequence number once. Latency runs from the tick's `write()` to the `read()` that "
-        "returned the packet. Each rate gets a devnsd of its own." % (
+        "returned the packet. Each rate gets a devnsd of its own.%s" % (
             args.smp, ", devnsd's event loop at nice %d" % args.devnsd_nice if args.devnsd_nice else "",
             args.personas, args.seconds,
             "`SwitchTo` over D-Bus every %d ms goes round all personas, so every reader is the active one in "
-            "turn." % args.switch_ms if args.switch_ms else "No switches: the first persona stays active."),
+            "turn." % args.switch_ms if args.switch_ms else "No switches: the first persona stays active.",
+            " Meanwhile %d hostile threads read the second persona's node non-blocking in a loop, each read "
+            "a request devnsd answers (EAGAIN while that persona is in the background)." % args.spinners
+            if args.spinners else ""),
         "",
         "**Absolute times are meaningless** under TCG; compare paths of the same run. The writer's own CPU "
         "(the kernel's input core runs in its `write()`, for both devices alike) is in neither column. "
@@ -331,6 +337,8 @@ def main():
     ap.add_argument("--personas", type=int, default=32)
     ap.add_argument("--devnsd-nice", type=int, default=0, help="nice value of devnsd's event loop")
     ap.add_argument("--smp", type=int, default=2, help="the guest's virtual CPUs")
+    ap.add_argument("--spinners", type=int, default=0,
+                    help="hostile threads reading the second persona's node non-blocking in a loop")
     ap.add_argument("--no-floors", dest="floors", action="store_false",
                     help="skip the runs through input-relay and cuse-relay")
     ap.add_argument("--no-write", action="store_true")
@@ -345,7 +353,8 @@ def main():
            "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP, "--env", "DEVNS_LOAD_BENCH=" + BIN,
            "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--rates", ",".join(map(str, args.rates)),
            "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms), "--personas", str(args.personas),
-           "--devnsd-nice", str(args.devnsd_nice)] + ([] if args.floors else ["--no-floors"])
+           "--devnsd-nice", str(args.devnsd_nice), "--spinners", str(args.spinners)] + (
+               [] if args.floors else ["--no-floors"])
     out = subprocess.run(cmd, capture_output=True, text=True)
     res = {}
     for line in out.stdout.splitlines():
