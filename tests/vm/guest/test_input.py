@@ -282,6 +282,56 @@ class InputPersonas(rig.PersonaTestCase):
         self.assertTrue(p.poll(1000))
         ep.close()
 
+    def test_every_way_of_waiting_is_woken_every_time(self):
+        """poll(), select() and epoll, level- and edge-triggered, on one handle: each of six
+        waits that start with nothing to read is woken by the next key press, and a wait that
+        starts after a press returns at once."""
+        fd = self.node("work", self.kbd_hw)
+        self.drain(fd)
+
+        def with_poll():
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            return lambda timeout: bool(p.poll(timeout * 1000)), lambda: None
+
+        def with_select():
+            return lambda timeout: bool(select.select([fd], [], [], timeout)[0]), lambda: None
+
+        def with_epoll(flags):
+            def make():
+                ep = select.epoll()
+                ep.register(fd, select.EPOLLIN | flags)
+                return lambda timeout: bool(ep.poll(timeout)), ep.close
+            return make
+
+        ways = [("poll", with_poll), ("select", with_select), ("epoll", with_epoll(0)),
+                ("epoll edge-triggered", with_epoll(select.EPOLLET))]
+        for name, make in ways:
+            wait, close = make()
+            try:
+                for i in range(6):
+                    self.assertFalse(wait(0.05), "%s, wait %d: ready with nothing to read" % (name, i))
+                    woken = []
+                    # poll() and select() look once more when their time is up: a wait that took it all was not woken.
+                    t = threading.Thread(target=lambda: woken.append((wait(20), time.monotonic())))
+                    t.start()
+                    # The waiter is asleep in devnsd's poll by now.
+                    time.sleep(0.2)
+                    rig.press(self.kbd, e.KEY_A, 1)
+                    rig.press(self.kbd, e.KEY_A, 0)
+                    pressed = time.monotonic()
+                    t.join(30)
+                    self.assertEqual([w for w, _ in woken], [True], "%s, wait %d: nothing to read" % (name, i))
+                    self.assertLess(woken[0][1] - pressed, 10, "%s, wait %d: not woken by a key press" % (name, i))
+                    self.assertEqual(len(rig.read_events(fd, timeout=0.2)), 4, "%s, wait %d" % (name, i))
+                rig.press(self.kbd, e.KEY_A, 1)
+                rig.press(self.kbd, e.KEY_A, 0)
+                time.sleep(0.2)
+                self.assertTrue(wait(2), "%s: events already there, but the wait did not return" % name)
+                self.drain(fd)
+            finally:
+                close()
+
     def test_signal_interrupts_a_blocking_read(self):
         fd = self.node("personal", self.kbd_hw, os.O_RDWR)
 
