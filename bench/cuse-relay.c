@@ -71,12 +71,16 @@ static void relay_open(fuse_req_t req, struct fuse_file_info *fi) {
 
 static void relay_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info *fi) {
 	(void)off;
-	(void)fi;
 	if (size < sizeof(struct input_event)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
 	pthread_mutex_lock(&R.lock);
+	if (!R.n_pending && (fi->flags & O_NONBLOCK)) {
+		pthread_mutex_unlock(&R.lock);
+		fuse_reply_err(req, EAGAIN);
+		return;
+	}
 	if (R.parked) {
 		pthread_mutex_unlock(&R.lock);
 		fuse_reply_err(req, EBUSY);

@@ -19,11 +19,15 @@
  *   blocked  a reader thread is already asleep in read() on the node when
  *            the event is written (what a real client does); t1 is taken in
  *            the reader right after read() returns.
+ *   epoll    as a program's event loop reads (libinput's, through libevdev):
+ *            a reader thread waits in epoll_wait() on the node, opened
+ *            non-blocking, and then reads until read() fails with EAGAIN;
+ *            t1 is taken when the read() that returns the SYN_REPORT does.
  *   inline   the same thread writes and then calls read() (no wakeup of a
  *            sleeping reader on the direct path).
  *
  * Options:
- *   --mode blocked|inline   (default blocked)
+ *   --mode blocked|epoll|inline   (default blocked)
  *   --samples N             measured samples per path (default 3000)
  *   --warmup N              discarded samples per path first (default 300)
  *   --gap-us N              pause between the reader falling asleep and the
@@ -48,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,13 +61,17 @@
 #define READ_EVENTS 64
 #define SAMPLE_TIMEOUT_S 10
 
-enum mode { MODE_BLOCKED, MODE_INLINE };
+enum mode { MODE_BLOCKED, MODE_EPOLL, MODE_INLINE };
+
+static const char *const mode_names[] = { "blocked", "epoll", "inline" };
 
 struct path {
 	const char *name;
 	int uinput_fd;
 	int node_fd;
 	const char *node;
+	/* Epoll mode: the reader waits here on node_fd. */
+	int epoll_fd;
 
 	/* Blocked mode: the reader thread and its handshake. */
 	pthread_t thread;
@@ -142,6 +151,56 @@ static int read_packet(struct path *p, int want_value, uint64_t *t1, bool *bad) 
 	}
 }
 
+/* Waits in epoll_wait(), then reads until EAGAIN, as an event loop does; t1 when the SYN_REPORT came. */
+static int read_packet_epoll(struct path *p, int want_value, uint64_t *t1, bool *bad) {
+	struct input_event evs[READ_EVENTS];
+	bool seen_key = false, seen_report = false;
+
+	*bad = false;
+	for (;;) {
+		struct epoll_event ev;
+		int n = epoll_wait(p->epoll_fd, &ev, 1, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		for (;;) {
+			ssize_t len = read(p->node_fd, evs, sizeof(evs));
+			uint64_t t = now_ns();
+
+			if (len < 0 && errno == EINTR)
+				continue;
+			if (len < 0 && errno == EAGAIN)
+				break;
+			if (len < 0)
+				return -errno;
+			if (len == 0 || len % (ssize_t)sizeof(evs[0]) != 0)
+				return -EIO;
+			for (size_t i = 0; i < (size_t)len / sizeof(evs[0]); i++) {
+				const struct input_event *e = &evs[i];
+
+				if (seen_report)
+					*bad = true;
+				else if (e->type == EV_KEY) {
+					if (e->code != KEY_A || e->value != want_value || seen_key)
+						*bad = true;
+					seen_key = true;
+				} else if (e->type == EV_SYN && e->code == SYN_REPORT) {
+					if (!seen_key)
+						*bad = true;
+					seen_report = true;
+					*t1 = t;
+				} else if (e->type != EV_MSC) {
+					*bad = true;
+				}
+			}
+		}
+		if (seen_report)
+			return 0;
+	}
+}
+
 static int write_packet(struct path *p, int value) {
 	struct input_event evs[2] = {
 		{ .type = EV_KEY, .code = KEY_A, .value = value },
@@ -164,7 +223,8 @@ static void *reader_main(void *userdata) {
 		if (atomic_load(&stopping))
 			return NULL;
 		atomic_store(&p->armed, 1);
-		p->error = read_packet(p, p->want_value, &p->t1, &p->bad_event);
+		p->error = mode == MODE_EPOLL ? read_packet_epoll(p, p->want_value, &p->t1, &p->bad_event)
+					      : read_packet(p, p->want_value, &p->t1, &p->bad_event);
 		atomic_store(&p->armed, 0);
 		sem_post(&p->done);
 	}
@@ -321,11 +381,9 @@ int main(int argc, char **argv) {
 
 		if (!strcmp(a, "--mode") && i + 1 < argc) {
 			a = argv[++i];
-			if (!strcmp(a, "blocked"))
-				mode = MODE_BLOCKED;
-			else if (!strcmp(a, "inline"))
-				mode = MODE_INLINE;
-			else
+			for (mode = MODE_BLOCKED; mode <= MODE_INLINE && strcmp(a, mode_names[mode]); mode++)
+				;
+			if (mode > MODE_INLINE)
 				die("unknown mode %s", a, 0);
 		} else if (!strcmp(a, "--samples") && i + 1 < argc) {
 			n_samples = parse_ulong(argv[++i]);
@@ -346,7 +404,7 @@ int main(int argc, char **argv) {
 		}
 	}
 	if (n_paths == 0 || n_samples == 0) {
-		fprintf(stderr, "usage: input-latency [--mode blocked|inline] [--samples N] [--warmup N] "
+		fprintf(stderr, "usage: input-latency [--mode blocked|epoll|inline] [--samples N] [--warmup N] "
 				"[--gap-us N] [--raw FILE] NAME:UINPUT_FD:NODE...\n");
 		return 2;
 	}
@@ -356,13 +414,20 @@ int main(int argc, char **argv) {
 	for (size_t i = 0; i < n_paths; i++) {
 		struct path *p = &paths[i];
 
-		p->node_fd = open(p->node, O_RDONLY | O_CLOEXEC);
+		p->node_fd = open(p->node, O_RDONLY | O_CLOEXEC | (mode == MODE_EPOLL ? O_NONBLOCK : 0));
 		if (p->node_fd < 0)
 			die("cannot open %s", p->node, errno);
+		if (mode == MODE_EPOLL) {
+			p->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+			if (p->epoll_fd < 0 ||
+			    epoll_ctl(p->epoll_fd, EPOLL_CTL_ADD, p->node_fd,
+				      &(struct epoll_event){ .events = EPOLLIN }) < 0)
+				die("%s: epoll", p->name, errno);
+		}
 		p->samples = calloc(n_samples, sizeof(*p->samples));
 		if (!p->samples)
 			die("%s", "out of memory", ENOMEM);
-		if (mode == MODE_BLOCKED) {
+		if (mode != MODE_INLINE) {
 			sem_init(&p->go, 0, 0);
 			sem_init(&p->done, 0, 0);
 			if (pthread_create(&p->thread, NULL, reader_main, p) != 0)
@@ -380,21 +445,21 @@ int main(int argc, char **argv) {
 			size_t idx = (k + r) % n_paths;
 			struct path *p = &paths[(r / 2) % 2 ? n_paths - 1 - idx : idx];
 			bool bad = false;
-			uint64_t ns = mode == MODE_BLOCKED ? sample_blocked(p, value, &bad)
-							   : sample_inline(p, value, &bad);
+			uint64_t ns = mode == MODE_INLINE ? sample_inline(p, value, &bad)
+							  : sample_blocked(p, value, &bad);
 
 			if (r < n_warmup)
 				continue;
 			if (bad)
 				p->bad++;
 			if (rawf)
-				fprintf(rawf, "%s %s %zu %llu\n", mode == MODE_BLOCKED ? "blocked" : "inline", p->name,
+				fprintf(rawf, "%s %s %zu %llu\n", mode_names[mode], p->name,
 					p->n, (unsigned long long)ns);
 			p->samples[p->n++] = ns;
 		}
 	}
 
-	if (mode == MODE_BLOCKED) {
+	if (mode != MODE_INLINE) {
 		atomic_store(&stopping, true);
 		for (size_t i = 0; i < n_paths; i++) {
 			sem_post(&paths[i].go);
@@ -412,7 +477,7 @@ int main(int argc, char **argv) {
 		for (size_t j = 0; j < p->n; j++)
 			sum += p->samples[j];
 		printf("path=%s mode=%s n=%zu min=%llu p50=%llu p90=%llu p99=%llu max=%llu mean=%.0Lf bad=%u\n",
-		       p->name, mode == MODE_BLOCKED ? "blocked" : "inline", p->n,
+		       p->name, mode_names[mode], p->n,
 		       (unsigned long long)p->samples[0], (unsigned long long)percentile(p->samples, p->n, 50),
 		       (unsigned long long)percentile(p->samples, p->n, 90),
 		       (unsigned long long)percentile(p->samples, p->n, 99),

@@ -299,13 +299,15 @@ def main():
     ap.add_argument("--warmup", type=int, default=300)
     ap.add_argument("--gap-us", type=int, default=1000)
     ap.add_argument("--inline-samples", type=int, default=1000)
+    ap.add_argument("--epoll-samples", type=int, default=1000)
     ap.add_argument("--profile-samples", type=int, default=500)
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
 
     res = {"started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "guest": guest_facts(),
            "params": {"samples": args.samples, "warmup": args.warmup, "gap_us": args.gap_us,
-                      "inline_samples": args.inline_samples, "profile_samples": args.profile_samples},
+                      "inline_samples": args.inline_samples, "epoll_samples": args.epoll_samples,
+                      "profile_samples": args.profile_samples},
            "profile": {}}
     cost = subprocess.run([args.bin, "--syscall-cost"], stdout=subprocess.PIPE, universal_newlines=True,
                           check=True).stdout.split()
@@ -348,6 +350,9 @@ def main():
 
         res["blocked"] = measure(args, specs, fds, "blocked", args.samples, args.warmup,
                                  os.path.join(args.out, "raw-blocked.txt"))
+        if args.epoll_samples > 0:
+            res["epoll"] = measure(args, specs, fds, "epoll", args.epoll_samples, args.warmup // 3,
+                                   os.path.join(args.out, "raw-epoll.txt"))
         if args.inline_samples > 0:
             res["inline"] = measure(args, specs, fds, "inline", args.inline_samples, args.warmup // 3,
                                     os.path.join(args.out, "raw-inline.txt"))
