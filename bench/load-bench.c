@@ -14,9 +14,10 @@
  * packets to both devices in one write() each, in an order that alternates:
  * EV_MSC MSC_SCAN carrying a sequence number, then SYN_REPORT. Every
  * persona node has a reader thread that waits in poll() with no timeout, as
- * a program does, and reads as fast as it can; the direct node has one too. --stalled is opened on a persona node as well and
- * never read. A switcher calls SwitchTo over D-Bus every --switch-ms,
- * going round the personas in order, so each of them is active in turn.
+ * a program does, and reads as fast as it can; the direct node has one too.
+ * --stalled is opened on a persona node as well and never read. A switcher
+ * calls SwitchTo over D-Bus every --switch-ms, going round the personas in
+ * order, so each of them is active in turn.
  *
  * Every packet goes to whichever persona is active when devnsd forwards it,
  * so the readers together must see each sequence number exactly once: lost
