@@ -115,90 +115,90 @@ static void die(const char *fmt, const char *arg, int err) {
 	exit(1);
 }
 
-/* Reads until a SYN_REPORT arrives; returns 0, or -errno. Sets *bad if the key event was not the expected one. */
-static int read_packet(struct path *p, int want_value, uint64_t *t1, bool *bad) {
-	struct input_event evs[READ_EVENTS];
-	bool seen_key = false;
+/* What a sample's reads returned so far: the key event written, then its SYN_REPORT, nothing else. */
+struct packet_check {
+	int want_value;
+	bool seen_key, seen_report, bad;
+};
 
-	*bad = false;
-	for (;;) {
-		ssize_t n = read(p->node_fd, evs, sizeof(evs));
-		uint64_t t = now_ns();
+static void check_events(struct packet_check *pc, const struct input_event *evs, size_t n) {
+	for (size_t i = 0; i < n; i++) {
+		const struct input_event *ev = &evs[i];
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0 || n % (ssize_t)sizeof(evs[0]) != 0)
-			return -EIO;
-		for (size_t i = 0; i < (size_t)n / sizeof(evs[0]); i++) {
-			const struct input_event *ev = &evs[i];
-
-			if (ev->type == EV_KEY) {
-				if (ev->code != KEY_A || ev->value != want_value || seen_key)
-					*bad = true;
-				seen_key = true;
-			} else if (ev->type == EV_SYN && ev->code == SYN_REPORT) {
-				if (!seen_key || i + 1 != (size_t)n / sizeof(evs[0]))
-					*bad = true;
-				*t1 = t;
-				return 0;
-			} else if (ev->type != EV_MSC) {
-				*bad = true;
-			}
+		if (pc->seen_report)
+			pc->bad = true;
+		else if (ev->type == EV_KEY) {
+			if (ev->code != KEY_A || ev->value != pc->want_value || pc->seen_key)
+				pc->bad = true;
+			pc->seen_key = true;
+		} else if (ev->type == EV_SYN && ev->code == SYN_REPORT) {
+			if (!pc->seen_key)
+				pc->bad = true;
+			pc->seen_report = true;
+		} else if (ev->type != EV_MSC) {
+			pc->bad = true;
 		}
 	}
+}
+
+/* One read() of whole events: their number, or -errno (-EAGAIN when a non-blocking node has none). */
+static ssize_t read_chunk(struct path *p, struct input_event *evs, size_t max) {
+	ssize_t n;
+
+	do
+		n = read(p->node_fd, evs, max * sizeof(*evs));
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if (n == 0 || n % (ssize_t)sizeof(*evs) != 0)
+		return -EIO;
+	return n / (ssize_t)sizeof(*evs);
+}
+
+/* Reads until a SYN_REPORT arrives; returns 0, or -errno. Sets *bad if the events were not the ones written. */
+static int read_packet(struct path *p, int want_value, uint64_t *t1, bool *bad) {
+	struct input_event evs[READ_EVENTS];
+	struct packet_check pc = { .want_value = want_value };
+
+	while (!pc.seen_report) {
+		ssize_t n = read_chunk(p, evs, READ_EVENTS);
+
+		*t1 = now_ns();
+		if (n < 0)
+			return (int)n;
+		check_events(&pc, evs, (size_t)n);
+	}
+	*bad = pc.bad;
+	return 0;
 }
 
 /* Waits in epoll_wait(), then reads until EAGAIN, as an event loop does; t1 when the SYN_REPORT came. */
 static int read_packet_epoll(struct path *p, int want_value, uint64_t *t1, bool *bad) {
 	struct input_event evs[READ_EVENTS];
-	bool seen_key = false, seen_report = false;
+	struct packet_check pc = { .want_value = want_value };
 
-	*bad = false;
-	for (;;) {
+	while (!pc.seen_report) {
 		struct epoll_event ev;
-		int n = epoll_wait(p->epoll_fd, &ev, 1, -1);
+		ssize_t n;
 
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		for (;;) {
-			ssize_t len = read(p->node_fd, evs, sizeof(evs));
-			uint64_t t = now_ns();
-
-			if (len < 0 && errno == EINTR)
+		if (epoll_wait(p->epoll_fd, &ev, 1, -1) < 0) {
+			if (errno == EINTR)
 				continue;
-			if (len < 0 && errno == EAGAIN)
-				break;
-			if (len < 0)
-				return -errno;
-			if (len == 0 || len % (ssize_t)sizeof(evs[0]) != 0)
-				return -EIO;
-			for (size_t i = 0; i < (size_t)len / sizeof(evs[0]); i++) {
-				const struct input_event *e = &evs[i];
-
-				if (seen_report)
-					*bad = true;
-				else if (e->type == EV_KEY) {
-					if (e->code != KEY_A || e->value != want_value || seen_key)
-						*bad = true;
-					seen_key = true;
-				} else if (e->type == EV_SYN && e->code == SYN_REPORT) {
-					if (!seen_key)
-						*bad = true;
-					seen_report = true;
-					*t1 = t;
-				} else if (e->type != EV_MSC) {
-					*bad = true;
-				}
-			}
+			return -errno;
 		}
-		if (seen_report)
-			return 0;
+		while ((n = read_chunk(p, evs, READ_EVENTS)) > 0) {
+			uint64_t t = now_ns();
+			bool before = pc.seen_report;
+
+			check_events(&pc, evs, (size_t)n);
+			if (!before && pc.seen_report)
+				*t1 = t;
+		}
+		if (n != -EAGAIN)
+			return (int)n;
 	}
+	*bad = pc.bad;
+	return 0;
 }
 
 static int write_packet(struct path *p, int value) {
