@@ -272,8 +272,8 @@ def report(r, args):
         "same packets (`EV_MSC MSC_SCAN` carrying a sequence number, then `SYN_REPORT`) to both "
         "devices in one `write()` each, for %d s at each rate below (`SYN_REPORT` counted as an event); "
         "a late writer catches up without sleeping. Each persona node has a reader thread that waits in "
-        "`poll()` with no timeout, as programs do, and reads 512 events at a time as fast as it can; one more file on the last persona's node is opened and never "
-        "read. %s Each packet goes to the persona active when devnsd forwards it: the readers together "
+        "`poll()` with no timeout, as programs do, and reads 512 events at a time as fast as it can; one "
+        "more file on the last persona's node is opened and never read. %s Each packet goes to the persona active when devnsd forwards it: the readers together "
         "must see every sequence number once. Latency runs from the tick's `write()` to the `read()` that "
         "returned the packet. Each rate gets a devnsd of its own.%s" % (
             args.smp, ", devnsd's event loop at nice %d" % args.devnsd_nice if args.devnsd_nice else "",
