@@ -161,7 +161,8 @@ static int run(const struct conf *conf) {
 	struct leds_class *leds;
 	int r;
 
-	r = sd_event_default(&event);
+	/* A loop of its own: on the thread's default loop sd-event asks for the thread id, a system call, every iteration. */
+	r = sd_event_new(&event);
 	if (r < 0)
 		return log_error_errno(r, "Cannot create the event loop: %m");
 	r = sd_event_add_signal(event, NULL, SIGTERM | SD_EVENT_SIGNAL_PROCMASK, NULL, NULL);
