@@ -7,6 +7,8 @@ and backlight views bound at /sys/class as a container manager does.
 Attach must answer with every class configured, and each container gets
 its own screen, input, LEDs and backlight, following the active persona.
 A keyboard plugged in meanwhile reaches both containers and leaves them.
+A program waiting in epoll_wait() in each container, as a compositor does,
+is woken at each press while its persona is active, through switches.
 Programs under libdevns-fbmmap.so in both containers take the library's
 own paths (a write() copied into the memfd, a pan passed by value)."""
 
@@ -16,6 +18,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import unittest
 
@@ -26,6 +29,7 @@ import fbrig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
+WAITER = [sys.executable, os.path.join(HERE, "nswaiter.py")]
 PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
 FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
 SECCOMP_DENY = os.path.join(rig.BUILD, "tests", "vm", "seccomp-deny")
@@ -63,6 +67,12 @@ def wait_for(check, timeout=10.0):
 def read_file(path):
     with open(path) as f:
         return f.read()
+
+
+def collect(f, out):
+    """Appends each line of f to out as it comes."""
+    for line in f:
+        out.append(line.strip())
 
 
 def switches_by_flip():
@@ -178,6 +188,47 @@ class Phone(rig.PersonaTestCase):
                 out = proc.communicate(timeout=30)[0]
                 saw = "ev %d %d 1" % (e.EV_KEY, e.KEY_A) in out
                 self.assertEqual(saw, p == active, "%s saw %s while %s was active" % (p, out, active))
+
+    def test_waiting_programs_are_woken_at_each_press_across_switches(self):
+        """A program in each container waits in epoll_wait() on its keyboard node, as libinput does,
+        and stays there through six switches: each press while its persona is active wakes it at
+        once with the press; a press while its persona is in the background never reaches it."""
+        node = "/dev/input/" + os.path.basename(self.kbd_hw)
+        keys = [e.KEY_A, e.KEY_B, e.KEY_C, e.KEY_SPACE, e.KEY_ENTER, e.KEY_ESC]
+        waiters, readers, lines = {}, [], {p: [] for p in PERSONAS}
+        try:
+            for p in PERSONAS:
+                waiters[p] = self.containers[p].popen(*WAITER, node, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                      text=True)
+                self.assertEqual(waiters[p].stdout.readline().strip(), "open ok")
+                readers.append(threading.Thread(target=collect, args=(waiters[p].stdout, lines[p]), daemon=True))
+                readers[-1].start()
+            for i, key in enumerate(keys):
+                active = PERSONAS[i % 2]
+                rig.devnsctl("switch", active)
+                time.sleep(0.3)
+                pressed = time.monotonic_ns()
+                rig.press(self.kbd, key, 1)
+                rig.press(self.kbd, key, 0)
+                press = "ev %d %d 1" % (e.EV_KEY, key)
+                # epoll_wait() has no timeout here: without a wake the press is never read at all.
+                self.assertTrue(wait_for(lambda: press in lines[active], timeout=10),
+                                "%s's waiter was not woken by press %d: %s" % (active, i, lines[active]))
+                got = lines[active][:lines[active].index(press)]
+                woke = int([line for line in got if line.startswith("woke ")][-1].split()[1])
+                self.assertLess((woke - pressed) / 1e9, 5, "%s, press %d: woken late" % (active, i))
+        finally:
+            for w in waiters.values():
+                w.stdin.close()
+                w.wait(timeout=30)
+            for r in readers:
+                r.join(30)
+            for w in waiters.values():
+                w.stdout.close()
+        for p in PERSONAS:
+            seen = [key for key in keys if "ev %d %d 1" % (e.EV_KEY, key) in lines[p]]
+            self.assertEqual(seen, keys[PERSONAS.index(p)::2], "%s read %s" % (p, lines[p]))
+            self.assertNotIn("read errno", " ".join(lines[p]))
 
     def test_screen_backlight_and_leds_follow_the_active_persona(self):
         levels = {"work": 120, "personal": 880}
