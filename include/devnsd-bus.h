@@ -31,6 +31,10 @@ struct bus {
 	/* Callers the bus told devnsd about, for their next calls. */
 	struct bus_peer_cache *peers;
 	struct listener active_changed;
+	/* Machine=: the personas whose machines are followed, and the match on systemd-machined's MachineNew. */
+	struct machine_watch *machine_watches;
+	size_t n_machine_watches;
+	sd_bus_slot *machine_new;
 };
 
 /* Connects to the system bus, takes org.devns1 and serves it on m's event loop. Logs what fails. */
@@ -41,5 +45,15 @@ static inline void bus_freep(struct bus **b) {
 	bus_free(*b);
 }
 
-/* Attaches the personas configured with Pid=, or Machine= (through systemd-machined), as Attach does. */
+/*
+ * Attaches the personas configured with Pid=, or Machine= (through
+ * systemd-machined), as Attach does; from then on a Machine= that starts,
+ * or starts again, is attached when systemd-machined announces it.
+ */
 void bus_attach_machines(struct bus *b);
+void bus_machines_free(struct bus *b);
+
+/* Binds p to pid's container and makes its nodes there; msg (if any) is answered once that is done. */
+int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error);
+/* The leader pid of a systemd-machined machine, asked of systemd-machined. */
+int bus_machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_error *error);

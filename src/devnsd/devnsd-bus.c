@@ -379,11 +379,8 @@ static void on_attached(struct persona *p, int r, const struct populate_result *
 	free(call);
 }
 
-/*
- * Binds p to pid's container and makes its nodes there; msg (if any) is
- * answered with the number of nodes made once that is done.
- */
-static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error) {
+/* msg, if any, is answered with the number of nodes made. */
+int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error) {
 	struct attach_call *call;
 	int r;
 
@@ -391,7 +388,7 @@ static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_messag
 	if (!call)
 		return -ENOMEM;
 	*call = (struct attach_call){ .msg = sd_bus_message_ref(msg), .pid = pid };
-	r = manager_attach_container(m, p, pid, on_attached, call);
+	r = manager_attach_container(b->manager, p, pid, on_attached, call);
 	if (r < 0) {
 		sd_bus_message_unref(call->msg);
 		free(call);
@@ -415,7 +412,6 @@ static int attach(struct manager *m, struct persona *p, pid_t pid, sd_bus_messag
 
 static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
-	struct manager *m = b->manager;
 	struct persona *p;
 	const char *name;
 	uint32_t pid;
@@ -429,34 +425,11 @@ static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		return r;
 	if (pid == 0 || pid > INT32_MAX)
 		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %u", pid);
-	return attach(m, p, (pid_t)pid, msg, error);
-}
-
-/* The leader pid of a systemd-machined machine. */
-static int machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_error *error) {
-	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
-	const char *path;
-	uint32_t leader;
-	int r;
-
-	r = sd_bus_call_method(bus, "org.freedesktop.machine1", "/org/freedesktop/machine1",
-			       "org.freedesktop.machine1.Manager", "GetMachine", error, &reply, "s", machine);
-	if (r < 0)
-		return r;
-	r = sd_bus_message_read(reply, "o", &path);
-	if (r < 0)
-		return r;
-	r = sd_bus_get_property_trivial(bus, "org.freedesktop.machine1", path, "org.freedesktop.machine1.Machine",
-					"Leader", error, 'u', &leader);
-	if (r < 0)
-		return r;
-	*ret = (pid_t)leader;
-	return 0;
+	return bus_attach(b, p, (pid_t)pid, msg, error);
 }
 
 static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
-	struct manager *m = b->manager;
 	struct persona *p;
 	const char *name, *machine;
 	pid_t leader;
@@ -468,10 +441,10 @@ static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_err
 	r = sd_bus_message_read(msg, "s", &machine);
 	if (r < 0)
 		return r;
-	r = machine_leader(sd_bus_message_get_bus(msg), machine, &leader, error);
+	r = bus_machine_leader(sd_bus_message_get_bus(msg), machine, &leader, error);
 	if (r < 0)
 		return r;
-	return attach(m, p, leader, msg, error);
+	return bus_attach(b, p, leader, msg, error);
 }
 
 static int method_detach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -828,38 +801,10 @@ struct bus *bus_free(struct bus *b) {
 	if (!b)
 		return NULL;
 	listener_remove(&b->active_changed);
+	bus_machines_free(b);
 	sd_bus_flush_close_unref(b->bus);
 	pidns_close(&b->self_userns);
 	bus_peer_cache_free(b->peers);
 	free(b);
 	return NULL;
-}
-
-void bus_attach_machines(struct bus *b) {
-	struct manager *m = b->manager;
-
-	for (size_t i = 0; i < m->conf->n_personas; i++) {
-		_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
-		const struct conf_persona *cp = &m->conf->personas[i];
-		struct persona *p = manager_find_persona(m, cp->name);
-		pid_t leader;
-		int r;
-
-		if (!p)
-			continue;
-		if (cp->pid > 0) {
-			r = attach(m, p, cp->pid, NULL, &error);
-			if (r < 0)
-				log_warning("[Persona %s] Pid=%d: not attached: %s", cp->name, (int)cp->pid,
-					    error.message ?: strerror(-r));
-		}
-		if (!cp->machine)
-			continue;
-		r = machine_leader(b->bus, cp->machine, &leader, &error);
-		if (r >= 0)
-			r = attach(m, p, leader, NULL, &error);
-		if (r < 0)
-			log_warning("[Persona %s] Machine=%s: not attached: %s", cp->name, cp->machine,
-				    error.message ?: strerror(-r));
-	}
 }

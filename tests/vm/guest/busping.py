@@ -44,6 +44,42 @@ def _call(serial, dest, path, iface, member, arg=None):
     return bytes(msg)
 
 
+def _signal(serial, dest, path, iface, member, name, obj):
+    """A signal to one destination, with a string and an object path (signature "so")."""
+    fields = bytearray()
+    _field(fields, 1, "o", path)
+    _field(fields, 2, "s", iface)
+    _field(fields, 3, "s", member)
+    _field(fields, 6, "s", dest)
+    _pad(fields, 8)
+    fields.extend(bytes([8, 1, ord("g"), 0, 2]) + b"so\0")
+    body = bytearray()
+    for value in (name, obj):
+        _pad(body, 4)
+        data = value.encode()
+        body.extend(struct.pack("<I", len(data)) + data + b"\0")
+    msg = bytearray(b"l\x04\x01\x01" + struct.pack("<III", len(body), serial, len(fields)))
+    msg.extend(fields)
+    _pad(msg, 8)
+    msg.extend(body)
+    return bytes(msg)
+
+
+def _reply(serial, dest, reply_serial, sig, body):
+    """A method return to dest for the call reply_serial, with body of signature sig."""
+    fields = bytearray()
+    _pad(fields, 8)
+    fields.extend(bytes([5, 1, ord("u"), 0]) + struct.pack("<I", reply_serial))
+    _field(fields, 6, "s", dest)
+    _pad(fields, 8)
+    fields.extend(bytes([8, 1, ord("g"), 0, len(sig)]) + sig.encode() + b"\0")
+    msg = bytearray(b"l\x02\x01\x01" + struct.pack("<III", len(body), serial, len(fields)))
+    msg.extend(fields)
+    _pad(msg, 8)
+    msg.extend(body)
+    return bytes(msg)
+
+
 class Connection:
     def __init__(self, address=None):
         address = address or os.environ["DBUS_SYSTEM_BUS_ADDRESS"]
@@ -79,13 +115,12 @@ class Connection:
         data, self.buf = self.buf[:n], self.buf[n:]
         return data
 
-    def _message(self):
+    def _read(self):
+        """The next message: its type, serial, header fields by code and body."""
         head = self._recv(16)
-        mtype = head[1]
-        body_len, _, fields_len = struct.unpack_from("<III", head, 4)
+        body_len, serial, fields_len = struct.unpack_from("<III", head, 4)
         rest = self._recv(fields_len + (-(16 + fields_len) % 8) + body_len)
-        self.body = rest[len(rest) - body_len:]
-        fields, reply_serial, off = rest[:fields_len], None, 0
+        fields, off, values = rest[:fields_len], 0, {}
         while off < len(fields):
             off += -off % 8
             code, siglen = fields[off], fields[off + 1]
@@ -94,12 +129,19 @@ class Connection:
             if sig == "g":
                 off += 2 + fields[off]
                 continue
-            off += -(16 + off) % 4
+            off += -off % 4
             (value,) = struct.unpack_from("<I", fields, off)
-            off += 4 if sig == "u" else 5 + value
-            if code == 5:
-                reply_serial = value
-        return mtype, reply_serial
+            if sig == "u":
+                values[code] = value
+                off += 4
+            else:
+                values[code] = fields[off + 4:off + 4 + value].decode()
+                off += 5 + value
+        return head[1], serial, values, rest[len(rest) - body_len:]
+
+    def _message(self):
+        mtype, _, values, self.body = self._read()
+        return mtype, values.get(5)
 
     def call(self, dest, path, iface, member, arg=None):
         """Sends a call with no arguments or one string; returns True for a reply, False for an error."""
@@ -109,6 +151,34 @@ class Connection:
             mtype, reply_serial = self._message()
             if reply_serial == self.serial and mtype in (2, 3):
                 return mtype == 2
+
+    def signal(self, dest, path, iface, member, name, obj):
+        """Sends a signal (arguments: a string and an object path) to dest; no answer comes."""
+        self.serial += 1
+        self.sock.sendall(_signal(self.serial, dest, path, iface, member, name, obj))
+
+    def serve(self, answer, seconds):
+        """For seconds, answers each method call that comes: answer(member) gives (signature, body) or
+        None to leave it unanswered. Returns the members of the calls that came."""
+        came = []
+        end = time.monotonic() + seconds
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return came
+            self.sock.settimeout(left)
+            try:
+                mtype, serial, values, _ = self._read()
+            except (socket.timeout, BlockingIOError):
+                return came
+            self.sock.settimeout(None)
+            if mtype != 1:
+                continue
+            came.append(values.get(3, ""))
+            out = answer(values.get(3, ""))
+            if out is not None:
+                self.serial += 1
+                self.sock.sendall(_reply(self.serial, values.get(7, ""), serial, *out))
 
     def request_active(self):
         """RequestActive: "granted", "refused", or the error's message."""

@@ -12,12 +12,19 @@ keyboard's node gets what a uinput keyboard types and fb0 is the persona's
 framebuffer; a process of the machine is refused personal's node.
 
 Then a second machine, started with `systemd-nspawn --machine personal`, is
-attached by `Machine=personal` in devnsd.conf when devnsd starts."""
+attached by `Machine=personal` in devnsd.conf when devnsd starts.
+
+Last, `Machine=work` in devnsd.conf, and the work machine started after
+devnsd with no ExecStartPost=: devnsd attaches it when systemd-machined
+announces it, and again when it starts anew. A host user posing as
+systemd-machined (MachineNew signals sent to devnsd, calls answered with a
+leader in the user's own namespaces) gets nothing bound."""
 
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 import unittest
 
@@ -27,7 +34,9 @@ import devnsrig as rig
 import fbrig
 import systemdrig as sd
 
+HERE = os.path.dirname(os.path.abspath(__file__))
 NODEPROBE = os.path.join(rig.BUILD, "tests", "vm", "nodeprobe")
+NOBODY = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
 MACHINES = "/var/lib/machines"
 NSPAWN_SETTINGS = "/etc/systemd/nspawn"
 UNITS = "/etc/systemd/system"
@@ -208,6 +217,65 @@ class Nspawn(unittest.TestCase):
         self.ctl("switch", "personal")
         out = self.keys_reach(leader, node)
         self.assertIn("key %d 1\nkey %d 0" % (e.KEY_A, e.KEY_A), out)
+
+    def start_machine(self, name):
+        """systemd-nspawn --machine name, as a unit of its own with the persona's nodes allowed; returns its leader."""
+        if not os.path.exists(os.path.join(MACHINES, name)):
+            make_tree(name)
+        sd.run("systemctl", "reset-failed", "machine-%s.service" % name, check=False)
+        nodes = ["/dev/devns/%s/%s" % (name, self.kbd_name), "/dev/devns/%s/fb0" % name, "/dev/null"]
+        allow = [arg for n in nodes for arg in ("-p", "DeviceAllow=%s rw" % n)]
+        sd.run("systemd-run", "--unit=machine-" + name, "-p", "DevicePolicy=closed", *allow,
+               "systemd-nspawn", "--quiet", "--keep-unit", "--boot", "--machine=" + name,
+               "--directory=" + os.path.join(MACHINES, name))
+        self.assertTrue(sd.eventually(lambda: sd.run("machinectl", "show", name, check=False).returncode == 0, 60),
+                        sd.journal("machine-%s.service" % name))
+        return self.leader(name)
+
+    def test_3_machine_that_starts_later_is_attached(self):
+        for machine in ("work", "personal"):
+            sd.run("machinectl", "terminate", machine, check=False)
+        self.assertTrue(sd.eventually(lambda: "work" not in sd.run("machinectl", "list").stdout, 60))
+        sd.write_file(self.inst.conf, self.conf.replace("[Persona work]\n", "[Persona work]\nMachine=work\n"))
+        sd.run("systemctl", "restart", sd.UNIT)
+
+        # A host user poses as systemd-machined: its own user, pid and mount namespaces (a /dev of its
+        # own) for a leader, MachineNew signals for "work" sent to devnsd, and its answers to any call.
+        holder = subprocess.Popen(NOBODY + ["unshare", "-Urpm", "--fork", "sh", "-c",
+                                            "mount -t tmpfs tmpfs /dev && exec sleep 1000"])
+        try:
+            self.assertTrue(sd.eventually(lambda: sd.run("pgrep", "-P", str(holder.pid), "-x", "sleep",
+                                                         check=False).returncode == 0, 20))
+            fake = int(sd.run("pgrep", "-P", str(holder.pid), "-x", "sleep").stdout.split()[0])
+            env = dict(os.environ, PYTHONPATH=HERE, DBUS_SYSTEM_BUS_ADDRESS="unix:path=/run/dbus/system_bus_socket")
+            forged = subprocess.run(NOBODY + [sys.executable, os.path.join(HERE, "forge_machine.py"), "work",
+                                              str(fake), "1000", "5"], env=env, capture_output=True, text=True,
+                                    timeout=120)
+            print(forged.stdout + forged.stderr)
+            self.assertIn("sent 1000", forged.stdout, forged.stderr)
+            answered = re.search(r"answered in ([0-9.]+)", forged.stdout)
+            self.assertTrue(answered and float(answered.group(1)) < 1.0,
+                            "devnsd did not answer within a second of the forged signals")
+            self.assertFalse(os.path.exists("/proc/%d/root/dev/fb0" % fake),
+                             "the forged machine got work's nodes:\n" + sd.journal())
+            self.assertNotIn("pid namespace of process %d" % fake, sd.journal())
+        finally:
+            holder.kill()
+            holder.wait()
+
+        node = "/dev/input/" + self.kbd_name
+        for start in ("first", "again"):
+            leader = self.start_machine("work")
+            self.assertTrue(sd.eventually(lambda: os.path.exists("/proc/%d/root/dev/fb0" % leader), 30),
+                            "Machine=work did not attach the machine started %s:\n%s" % (start, sd.journal()))
+            self.assertTrue(self.same_node(leader, node, "/dev/devns/work/" + self.kbd_name))
+            self.ctl("switch", "work")
+            out = self.keys_reach(leader, node)
+            self.assertIn("key %d 1\nkey %d 0" % (e.KEY_A, e.KEY_A), out, start)
+            sd.run("machinectl", "terminate", "work")
+            self.assertTrue(sd.eventually(lambda: sd.run("machinectl", "show", "work", check=False).returncode != 0,
+                                          60))
+
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
