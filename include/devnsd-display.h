@@ -97,6 +97,8 @@ struct display_class {
 	struct fb_rows damage;
 	/* The next present copies in one go (a switch). */
 	bool urgent;
+	/* Powering the display down failed once, or cannot be done: it stays up. */
+	bool stays_up;
 	/*
 	 * The switch under way, held until it is on screen: switch_copy while
 	 * its frame is not submitted yet, switch_flip once the pending flip
@@ -242,6 +244,8 @@ unsigned int display_node_vsync_waiters(struct display_node *dn);
 /* Wakes dn's vsync waiters. */
 void display_node_vsync(struct display_node *dn);
 
+/* The display is powered down: its active persona blanked it. False without a display. */
+bool display_powered_down(const struct display_class *dc);
 /* Frames the display has shown since devnsd started (flips); 0 without a display (dc NULL). */
 uint64_t display_frames_shown(const struct display_class *dc);
 /* The display's buffers and the bytes of (video) memory they take; 0 without a display. */

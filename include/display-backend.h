@@ -48,6 +48,11 @@ struct display_output_ops {
 	int (*flip)(struct display_output *b, unsigned int i);
 	/* Optional. Handles b->fd being readable (flip completions). */
 	int (*dispatch)(struct display_output *b);
+	/*
+	 * Optional. Powers the display down (DPMS off) or up again, showing
+	 * the front buffer. No flip is asked for while it is down.
+	 */
+	int (*set_power)(struct display_output *b, bool on);
 	/* Mandatory. Releases the hardware and frees b. */
 	void (*destroy)(struct display_output *b);
 };
@@ -65,6 +70,8 @@ struct display_output {
 	unsigned int spares[DISPLAY_MAX_SPARES];
 	unsigned int n_spares;
 	bool flip_pending;
+	/* Powered down by display_output_set_power(). */
+	bool powered_down;
 	/* While a flip is pending: the buffer shown until then, which may still be on screen. */
 	unsigned int leaving;
 	/* Between display_output_begin() and display_output_finish(): rows [copy_y, copy_y1) are still to copy. */
@@ -153,6 +160,14 @@ void display_output_init_buffers(struct display_output *b);
 
 /* Handles b->fd becoming readable. */
 int display_output_dispatch(struct display_output *b);
+
+/*
+ * Powers the display down, or up showing the front buffer. -EBUSY while a
+ * flip is pending or a copy is under way; -EOPNOTSUPP for a backend that
+ * cannot, which then stays up. A display that fails to come up is taken to
+ * be up all the same.
+ */
+int display_output_set_power(struct display_output *b, bool on);
 
 struct display_output *display_output_free(struct display_output *b);
 static inline void display_output_freep(struct display_output **b) {

@@ -208,6 +208,22 @@ int display_output_dispatch(struct display_output *b) {
 	return b->ops->dispatch ? b->ops->dispatch(b) : 0;
 }
 
+int display_output_set_power(struct display_output *b, bool on) {
+	int r;
+
+	if (b->powered_down == !on)
+		return 0;
+	if (!b->ops->set_power)
+		return -EOPNOTSUPP;
+	if (b->flip_pending || b->copying)
+		return -EBUSY;
+	r = b->ops->set_power(b, on);
+	/* Up, or taken to be: a display that cannot come up shows it in what fails next. */
+	if (r >= 0 || on)
+		b->powered_down = !on;
+	return r < 0 ? r : 0;
+}
+
 struct display_output *display_output_free(struct display_output *b) {
 	if (b)
 		b->ops->destroy(b);

@@ -9,10 +9,11 @@
 #include "drm-dumb.h"
 #include "util.h"
 
-/* KMS: dumb buffers, legacy page flips with completion events from the DRM fd. */
+/* KMS: dumb buffers, legacy page flips with completion events from the DRM fd, power by the connector's DPMS. */
 struct drm {
 	struct display_output base;
 	uint32_t connector_id, crtc_id;
+	uint32_t dpms_prop; /* 0: the connector has none */
 	drmModeModeInfo mode;
 	drmModeCrtc *saved; /* what the CRTC showed before, restored on exit */
 	struct drm_dumb dumb[DISPLAY_MAX_BUFFERS];
@@ -49,10 +50,41 @@ static int drm_dispatch(struct display_output *b) {
 	return 0;
 }
 
+static int drm_set_power(struct display_output *b, bool on) {
+	struct drm *d = to_drm(b);
+
+	if (!d->dpms_prop)
+		return -EOPNOTSUPP;
+	if (drmModeConnectorSetProperty(b->fd, d->connector_id, d->dpms_prop,
+					on ? DRM_MODE_DPMS_ON : DRM_MODE_DPMS_OFF) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The id of the connector's DPMS property, 0 if it has none. */
+static uint32_t find_dpms(int fd, uint32_t connector_id) {
+	drmModeObjectProperties *props = drmModeObjectGetProperties(fd, connector_id, DRM_MODE_OBJECT_CONNECTOR);
+	uint32_t id = 0;
+
+	if (!props)
+		return 0;
+	for (uint32_t i = 0; i < props->count_props && !id; i++) {
+		drmModePropertyRes *p = drmModeGetProperty(fd, props->props[i]);
+		if (p && streq(p->name, "DPMS"))
+			id = p->prop_id;
+		drmModeFreeProperty(p);
+	}
+	drmModeFreeObjectProperties(props);
+	return id;
+}
+
 static void drm_destroy(struct display_output *b) {
 	struct drm *d = to_drm(b);
 
 	if (b->fd >= 0) {
+		/* What showed before comes back lit. */
+		if (b->powered_down)
+			(void)drm_set_power(b, true);
 		if (d->saved && d->saved->mode_valid)
 			drmModeSetCrtc(b->fd, d->saved->crtc_id, d->saved->buffer_id, d->saved->x, d->saved->y,
 				       &d->connector_id, 1, &d->saved->mode);
@@ -70,6 +102,7 @@ static void drm_destroy(struct display_output *b) {
 static const struct display_output_ops drm_ops = {
 	.flip = drm_flip,
 	.dispatch = drm_dispatch,
+	.set_power = drm_set_power,
 	.destroy = drm_destroy,
 };
 
@@ -192,6 +225,10 @@ int display_drm_open(const char *path, uint32_t width, uint32_t height, const st
 		r = -errno;
 		goto fail;
 	}
+	/* A run that ended with the display down left it so. */
+	d->dpms_prop = find_dpms(d->base.fd, d->connector_id);
+	if (d->dpms_prop)
+		(void)drm_set_power(&d->base, true);
 	*ret = &d->base;
 	return 0;
 fail:

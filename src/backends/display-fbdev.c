@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdlib.h>
+#include <sys/ioctl.h>
 
 #include "display-backend.h"
 #include "fbdev-hw.h"
@@ -30,16 +31,25 @@ static int fbdev_flip(struct display_output *b, unsigned int i) {
 	return 1;
 }
 
+static int fbdev_set_power(struct display_output *b, bool on) {
+	return ioctl(b->fd, FBIOBLANK, on ? FB_BLANK_UNBLANK : FB_BLANK_POWERDOWN) < 0 ? -errno : 0;
+}
+
 static void fbdev_destroy(struct display_output *b) {
 	struct fbdev *f = to_fbdev(b);
 
-	if (b->fd >= 0)
+	if (b->fd >= 0) {
+		/* The console comes back lit. */
+		if (b->powered_down)
+			(void)fbdev_set_power(b, true);
 		fbdev_hw_close(b->fd, &f->hw);
+	}
 	free(f);
 }
 
 static const struct display_output_ops fbdev_ops = {
 	.flip = fbdev_flip,
+	.set_power = fbdev_set_power,
 	.destroy = fbdev_destroy,
 };
 

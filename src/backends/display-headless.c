@@ -18,6 +18,13 @@ static int headless_flip(struct display_output *b, unsigned int i) {
 	return container_of(b, struct headless, base)->hold_flips ? 0 : 1;
 }
 
+/* Nothing to power: what a test sees is b->powered_down. */
+static int headless_set_power(struct display_output *b, bool on) {
+	(void)b;
+	(void)on;
+	return 0;
+}
+
 static void headless_destroy(struct display_output *b) {
 	for (unsigned int i = 0; i < b->n_buffers; i++)
 		free(b->buffers[i].map);
@@ -26,6 +33,7 @@ static void headless_destroy(struct display_output *b) {
 
 static const struct display_output_ops headless_ops = {
 	.flip = headless_flip,
+	.set_power = headless_set_power,
 	.destroy = headless_destroy,
 };
 

@@ -127,6 +127,16 @@ static void print_restart_notes(sd_bus *bus) {
 	free(notes);
 }
 
+/* Whether the display is lit; nothing when devnsd does not say. */
+static void print_display_power(sd_bus *bus) {
+	_cleanup_(freep) char *power = NULL;
+
+	if (sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "DisplayPower", NULL, &power) < 0 ||
+	    !power || !power[0])
+		return;
+	printf("Display: %s\n", streq(power, "off") ? "powered down (the active persona blanked it)" : "on");
+}
+
 /* The display's buffers and whose frames a switch shows at once; nothing when devnsd does not say. */
 static void print_display_buffers(sd_bus *bus) {
 	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
@@ -245,6 +255,7 @@ static int cmd_status(sd_bus *bus) {
 	if (sd_bus_get_property_trivial(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "FramesShown", NULL, 't', &frames) >= 0 &&
 	    frames > 0)
 		printf("Frames shown: %" PRIu64 "\n", frames);
+	print_display_power(bus);
 	print_display_buffers(bus);
 	print_switches_shown(bus);
 	print_restart_notes(bus);

@@ -577,19 +577,39 @@ static int property_active(sd_bus *bus, const char *path, const char *interface,
 	return sd_bus_message_append(reply, "s", m->active->name);
 }
 
+/* Whether whoever reads a property sees every persona: not a process of a container. */
+static bool reader_sees_all(sd_bus *bus, struct bus *b) {
+	sd_bus_message *call = sd_bus_get_current_message(bus);
+
+	return call && caller_scope(call, b).all;
+}
+
 /* 0 for callers in containers: the count moves as the active persona draws. */
 static int property_frames_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
 				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-	sd_bus_message *call = sd_bus_get_current_message(bus);
 	struct bus *b = userdata;
 
 	(void)path;
 	(void)interface;
 	(void)property;
 	(void)error;
-	if (!call || !caller_scope(call, b).all)
+	if (!reader_sees_all(bus, b))
 		return sd_bus_message_append(reply, "t", (uint64_t)0);
 	return sd_bus_message_append(reply, "t", display_frames_shown(b->display));
+}
+
+/* "on", "off" (the active persona blanked it), or "" without a display; "" for callers in containers. */
+static int property_display_power(sd_bus *bus, const char *path, const char *interface, const char *property,
+				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (!reader_sees_all(bus, b) || !b->display)
+		return sd_bus_message_append(reply, "s", "");
+	return sd_bus_message_append(reply, "s", display_powered_down(b->display) ? "off" : "on");
 }
 
 /*
@@ -599,7 +619,6 @@ static int property_frames_shown(sd_bus *bus, const char *path, const char *inte
  */
 static int property_display_buffers(sd_bus *bus, const char *path, const char *interface, const char *property,
 				    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-	sd_bus_message *call = sd_bus_get_current_message(bus);
 	struct persona *kept[DISPLAY_MAX_BUFFERS];
 	struct bus *b = userdata;
 	uint64_t bytes = 0;
@@ -611,7 +630,7 @@ static int property_display_buffers(sd_bus *bus, const char *path, const char *i
 	(void)interface;
 	(void)property;
 	(void)error;
-	if (call && caller_scope(call, b).all && b->display) {
+	if (reader_sees_all(bus, b) && b->display) {
 		n = display_buffers(b->display, &bytes);
 		n_kept = display_kept_frames(b->display, kept, ELEMENTSOF(kept));
 	}
@@ -638,7 +657,6 @@ static int property_display_buffers(sd_bus *bus, const char *path, const char *i
 /* Switches shown from kept frames and by copying; 0 for callers in containers, as FramesShown. */
 static int property_switches_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
 				   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-	sd_bus_message *call = sd_bus_get_current_message(bus);
 	struct bus *b = userdata;
 	uint64_t kept = 0, copied = 0;
 
@@ -646,7 +664,7 @@ static int property_switches_shown(sd_bus *bus, const char *path, const char *in
 	(void)interface;
 	(void)property;
 	(void)error;
-	if (call && caller_scope(call, b).all)
+	if (reader_sees_all(bus, b))
 		display_switches_shown(b->display, &kept, &copied);
 	return sd_bus_message_append(reply, "(tt)", kept, copied);
 }
@@ -654,7 +672,6 @@ static int property_switches_shown(sd_bus *bus, const char *path, const char *in
 /* What the last restart could not take back; none for callers in containers. */
 static int property_restart_notes(sd_bus *bus, const char *path, const char *interface, const char *property,
 				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
-	sd_bus_message *call = sd_bus_get_current_message(bus);
 	struct bus *b = userdata;
 	const char *note;
 	int r;
@@ -665,7 +682,7 @@ static int property_restart_notes(sd_bus *bus, const char *path, const char *int
 	(void)error;
 	r = sd_bus_message_open_container(reply, 'a', "s");
 	/* The notes are devnsd's own: for callers in its pid namespace. */
-	if (call && caller_scope(call, b).all)
+	if (reader_sees_all(bus, b))
 		for (size_t i = 0; r >= 0 && (note = state_restart_note(b->manager, i)); i++)
 			r = sd_bus_message_append(reply, "s", note);
 	return r < 0 ? r : sd_bus_message_close_container(reply);
@@ -695,6 +712,7 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_START(0),
 	SD_BUS_PROPERTY("ActivePersona", "s", property_active, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
 	SD_BUS_PROPERTY("FramesShown", "t", property_frames_shown, 0, 0),
+	SD_BUS_PROPERTY("DisplayPower", "s", property_display_power, 0, 0),
 	SD_BUS_PROPERTY("DisplayBuffers", "(utas)", property_display_buffers, 0, 0),
 	SD_BUS_PROPERTY("SwitchesShown", "(tt)", property_switches_shown, 0, 0),
 	SD_BUS_PROPERTY("RestartNotes", "as", property_restart_notes, 0, 0),

@@ -29,6 +29,12 @@
  * and no flip. A change whose row hashes the same as before (about one in
  * 2^64) waits for the next change of that row or the next pan. Pans
  * present the whole frame without hashing.
+ *
+ * Power follows the active persona's blanking, as DPMS follows FBIOBLANK
+ * on the kernel's own fbdev: once the blanked persona's black frame is on
+ * screen and nothing is under way, the display goes down; nothing is
+ * presented while the active persona stays blanked, and the display comes
+ * up again before anything else is shown.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -278,6 +284,52 @@ size_t display_kept_frames(struct display_class *dc, struct persona **ret, size_
 	return n;
 }
 
+static bool active_dark(struct display_class *dc) {
+	return dc->active && dc->active->fb->state.blank != FB_BLANK_UNBLANK;
+}
+
+/* Down once the blanked persona's black frame is shown and nothing is under way. */
+static void power_settle(struct display_class *dc) {
+	struct display_output *b = dc->backend;
+	int r;
+
+	if (dc->stays_up || b->powered_down || !active_dark(dc) || b->flip_pending || b->copying ||
+	    dc->damage.y0 < dc->damage.y1)
+		return;
+	r = display_output_set_power(b, false);
+	if (r >= 0)
+		return;
+	dc->stays_up = true;
+	if (r != -EOPNOTSUPP)
+		log_warning_errno(r, "%s: cannot power the display down; it stays up, showing black: %m", dc->device);
+}
+
+/*
+ * While the display is down: true if the active persona is blanked still,
+ * so that nothing is to be shown; else powers it up.
+ */
+static bool power_stays_down(struct display_class *dc) {
+	int r;
+
+	if (!dc->backend->powered_down)
+		return false;
+	if (active_dark(dc)) {
+		/* Its frames are black, and nobody sees them: a switch to it is shown already. */
+		dc->damage = (struct fb_rows){ 0, 0 };
+		if (dc->urgent) {
+			dc->urgent = false;
+			display_switch_shown(dc);
+		}
+		return true;
+	}
+	r = display_output_set_power(dc->backend, true);
+	if (r < 0) {
+		log_warning_errno(r, "%s: cannot power the display up; it is no longer powered down: %m", dc->device);
+		dc->stays_up = true;
+	}
+	return false;
+}
+
 /*
  * Starts presenting the active persona's pending rows unless a copy or a
  * flip is under way. An urgent present (a switch) copies in one go, or
@@ -296,8 +348,12 @@ void display_flush(struct display_class *dc) {
 		}
 		return;
 	}
-	if (dc->damage.y0 >= dc->damage.y1 || dc->backend->flip_pending || dc->backend->copying)
+	if (power_stays_down(dc))
 		return;
+	if (dc->damage.y0 >= dc->damage.y1 || dc->backend->flip_pending || dc->backend->copying) {
+		power_settle(dc);
+		return;
+	}
 	dc->copy_owner = dn->serial;
 	dc->copy_gen = dn->gen;
 	held = dc->urgent ? buffer_holding(dc, dn) : DISPLAY_NO_BUFFER;

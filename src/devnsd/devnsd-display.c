@@ -331,6 +331,10 @@ struct display_node *display_node_of(struct display_class *dc, struct persona *p
 	return node_of(dc, p);
 }
 
+bool display_powered_down(const struct display_class *dc) {
+	return dc && dc->backend->powered_down;
+}
+
 uint64_t display_frames_shown(const struct display_class *dc) {
 	return dc ? dc->backend->n_flips : 0;
 }

@@ -346,6 +346,61 @@ static void test_write_while_leaving_is_not_kept(void **state) {
 	assert_true(screen_is(r, 0xa2));
 }
 
+/* p blanks its screen, or unblanks it, through the node. */
+static void blank(struct rig *r, struct persona *p, unsigned long level) {
+	struct display_node *dn = node_of(r, p);
+
+	fb_state_blank(&dn->fb->state, level);
+	display_node_effect(dn, FB_EFFECT_BLANK);
+	core_rig_run(r->core);
+}
+
+static void test_blanking_powers_the_display_down(void **state) {
+	struct rig *r = *state;
+	struct answer a = { 0 };
+	uint64_t flips;
+
+	/* a blanks: its black frame is shown, and then the display goes down. */
+	blank(r, r->a, FB_BLANK_POWERDOWN);
+	assert_false(r->out->powered_down);
+	vblank(r);
+	assert_true(screen_is(r, 0));
+	assert_true(r->out->powered_down);
+	/* What a blanked persona writes is not presented, and the display stays down. */
+	flips = r->out->n_flips;
+	write_frame(r, r->a, 0xa1);
+	display_flush(r->dc);
+	assert_false(r->out->flip_pending);
+	assert_int_equal(r->out->n_flips, flips);
+	assert_true(r->out->powered_down);
+	/* A background persona's blanking changes nothing; a switch to it leaves the display down, answered at once. */
+	blank(r, r->b, FB_BLANK_NORMAL);
+	assert_true(r->out->powered_down);
+	assert_int_equal(manager_switch(r->m, r->b, answered, &a), 1);
+	core_rig_run(r->core);
+	assert_int_equal(a.n, 1);
+	assert_ptr_equal(a.shown, r->b);
+	assert_false(r->out->flip_pending);
+	assert_true(r->out->powered_down);
+	/* b unblanks: the display comes up, and shows b's frame. */
+	blank(r, r->b, FB_BLANK_UNBLANK);
+	assert_false(r->out->powered_down);
+	vblank(r);
+	assert_true(screen_is(r, 0xbb));
+	/* To blanked a: black, then down. Back to b: up, with b's frame. */
+	switch_shown(r, r->a);
+	assert_true(screen_is(r, 0));
+	assert_true(r->out->powered_down);
+	switch_shown(r, r->b);
+	assert_false(r->out->powered_down);
+	assert_true(screen_is(r, 0xbb));
+	/* a unblanks in the background: a switch to it shows what it wrote while blanked. */
+	blank(r, r->a, FB_BLANK_UNBLANK);
+	switch_shown(r, r->a);
+	assert_false(r->out->powered_down);
+	assert_true(screen_is(r, 0xa1));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
 #define TS(name) cmocka_unit_test_setup_teardown(name, rig_setup_spares, rig_teardown)
 
@@ -360,6 +415,8 @@ int main(void) {
 		T(test_free_in_flight),
 		TS(test_switch_to_kept_frames),
 		TS(test_write_while_leaving_is_not_kept),
+		T(test_blanking_powers_the_display_down),
+		TS(test_blanking_powers_the_display_down),
 	};
 
 	return cmocka_run_group_tests_name("switch transaction", tests, NULL, NULL);

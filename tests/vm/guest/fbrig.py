@@ -2,6 +2,7 @@
 comparing what QEMU's screendump saw with what a persona drew."""
 
 import fcntl
+import glob
 import os
 import struct
 import sys
@@ -77,6 +78,17 @@ def get_pos(fd):
 
 def waitforvsync(fd):
     fcntl.ioctl(fd, FBIO_WAITFORVSYNC, struct.pack("I", 0))
+
+
+def dpms():
+    """The display's power as DRM shows it for the connected connector: "On" or "Off"."""
+    for status in sorted(glob.glob("/sys/class/drm/card*-*/status")):
+        with open(status) as f:
+            if f.read().strip() != "connected":
+                continue
+        with open(os.path.join(os.path.dirname(status), "dpms")) as f:
+            return f.read().strip()
+    return None
 
 
 def write_all(fd, data):

@@ -56,6 +56,8 @@ class FramebufferPersonas(rig.PersonaTestCase):
                 "bad_ioctl": errno_of(lambda: fbrig.fcntl.ioctl(fd, 0x46FF, b"\0" * 8)),
                 "huge_var": errno_of(lambda: fbrig.put_var(fd, dict(fbrig.get_var(fd), xres=100000,
                                                                      xres_virtual=100000))),
+                # The display's power after FBIOBLANK to POWERDOWN, then after unblanking.
+                "blank_dpms": blank_dpms(fd),
             }
         finally:
             os.close(fd)
@@ -231,6 +233,38 @@ class FramebufferPersonas(rig.PersonaTestCase):
         self.assert_screen(bytes(self.frame_size), "blanked")
         fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
         self.assert_screen(data, "unblanked")
+
+    def test_blank_powers_the_display_down(self):
+        """As the kernel's own fbdev does, the active persona's blank powers the display down and its
+        unblank up again; a background persona's blank changes nothing, and a switch follows the
+        blanking of the persona switched to. What a persona writes while blanked shows once it unblanks."""
+        self.assertEqual(self.native["blank_dpms"], ("Off", "On"), "the kernel's fbdev")
+        frames = {"work": fbrig.frame(self.w, self.h, (200, 100, 0)),
+                  "personal": fbrig.frame(self.w, self.h, (0, 100, 200))}
+        fds = {p: self.draw(p, frames[p]) for p in frames}
+        rig.devnsctl("switch", "work")
+        self.assertEqual(fbrig.dpms(), "On")
+        fbrig.fcntl.ioctl(fds["personal"], fbrig.FBIOBLANK, 4)
+        time.sleep(0.5)
+        self.assertEqual(fbrig.dpms(), "On", "a background persona's blank")
+        self.assert_screen(frames["work"], "a background persona blanked", timeout=0)
+        fbrig.fcntl.ioctl(fds["work"], fbrig.FBIOBLANK, 4)
+        self.assertTrue(wait_until(lambda: fbrig.dpms() == "Off"), "the active persona blanked")
+        self.assertIn("Display: powered down (the active persona blanked it)\n", rig.devnsctl("status").stdout)
+        frames["work"] = fbrig.frame(self.w, self.h, (250, 250, 0), band=(10, 40))
+        fbrig.set_pos(fds["work"], 0)
+        fbrig.write_all(fds["work"], frames["work"])
+        time.sleep(0.5)
+        self.assertEqual(fbrig.dpms(), "Off", "a blanked persona wrote")
+        for to, fd in (("personal", fds["personal"]), ("work", fds["work"])):
+            rig.devnsctl("switch", to)
+            self.assertEqual(fbrig.dpms(), "Off", "switched to %s, blanked" % to)
+            fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
+            self.assertTrue(wait_until(lambda: fbrig.dpms() == "On"), "%s unblanked" % to)
+            self.assert_screen(frames[to], "%s unblanked" % to)
+        rig.devnsctl("switch", "personal")
+        self.assertEqual(fbrig.dpms(), "On")
+        self.assertIn("Display: on\n", rig.devnsctl("status").stdout)
 
     # --- real clients ---------------------------------------------------------------------
 
@@ -555,6 +589,23 @@ class FramebufferPersonas(rig.PersonaTestCase):
             for _ in range(20):
                 fbrig.waitforvsync(vfd)
             self.assertLess(time.monotonic() - start, 1.0, "20 vsync waits of %s" % persona)
+
+
+def wait_until(check, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def blank_dpms(fd):
+    powers = []
+    for level in (4, 0):
+        fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, level)
+        powers.append(fbrig.dpms())
+    return tuple(powers)
 
 
 def errno_of(fn):

@@ -668,6 +668,35 @@ class Restart(unittest.TestCase):
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
+    def test_7_a_blanked_display_stays_down_across_a_restart(self):
+        """The active persona blanked its screen, so the display is powered down: devnsd killed and
+        started again powers it down again, and the persona's unblank brings up what it wrote."""
+        daemon = rig.Daemon(self.conf)
+        try:
+            fd = self.open_fd(fbrig.fb_node("work"))
+            var = fbrig.get_var(fd)
+            w, h = var["xres"], var["yres"]
+            frame = fbrig.frame(w, h, (90, 200, 90), band=(20, 60))
+            fbrig.write_all(fd, frame)
+            fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 4)
+            self.assertTrue(eventually(lambda: fbrig.dpms() == "Off"), "the blanked display is not down")
+            # The blanking is in the record (saved within 20 ms of a change).
+            time.sleep(0.5)
+            self.kill(daemon)
+            daemon = rig.Daemon(self.conf)
+            self.assertTrue(eventually(lambda: fbrig.dpms() == "Off"), "the display came back up after the restart")
+            self.assertIn("Display: powered down", rig.devnsctl("status").stdout)
+            fd = self.open_fd(fbrig.fb_node("work"))
+            fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
+            self.assertTrue(eventually(lambda: fbrig.dpms() == "On"), "the unblanked display stays down")
+            self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(frame)), "unblanked"), 0,
+                             "the unblanked persona's frame is not shown")
+        except BaseException:
+            print(daemon.output())
+            raise
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
     def test_3_corrupt_state_file_gives_a_clean_start(self):
         good = "devnsd-state 1\nactive personal\npersona work configured\npersona personal configured\n" \
                "persona ghost created\npersona gone configured\nend\n"
