@@ -494,16 +494,36 @@ class Output:
         return self.text
 
 
+# A test still running after this long fails where it waits, instead of the whole run waiting for vm-run's timeout.
+STUCK_SECONDS = 420
+
+
+class Stuck(Exception):
+    pass
+
+
+def _on_stuck(signum, frame):
+    raise Stuck("still running after %d s" % STUCK_SECONDS)
+
+
 class PersonaTestCase(__import__("unittest").TestCase):
     """Tests against one devnsd that setUpClass starts (cls.bus, cls.daemon):
     each test starts with "work" active, and ends with the fds it listed in
-    self.fds closed and devnsd still alive."""
+    self.fds closed and devnsd still alive. A test stuck for STUCK_SECONDS
+    is interrupted (SIGUSR2 to the main thread) and fails with Stuck."""
 
     def setUp(self):
+        import threading
+        signal.signal(signal.SIGUSR2, _on_stuck)
+        self._stuck = threading.Timer(STUCK_SECONDS, signal.pthread_kill,
+                                      (threading.main_thread().ident, signal.SIGUSR2))
+        self._stuck.daemon = True
+        self._stuck.start()
         devnsctl("switch", "work")
         self.fds = []
 
     def tearDown(self):
+        self._stuck.cancel()
         for fd in self.fds:
             os.close(fd)
         self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())

@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -22,6 +23,12 @@ PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
 HOSTCTL = os.environ.get("DEVNS_HOSTCTL")
 SWITCH_GID = 4242
 I8042 = "/dev/input/event0"
+
+
+def collect(f, out):
+    """Appends each line of f to out as it comes."""
+    for line in f:
+        out.append(line)
 
 
 def probe(container, path, seconds=0.0, action=None):
@@ -179,12 +186,15 @@ class Containers(rig.PersonaTestCase):
     def test_request_active_follows_the_policy(self):
         mon = subprocess.Popen(["dbus-monitor", "--system", "type='signal',member='PersonaActivationRequested'"],
                                stdout=subprocess.PIPE, text=True)
+        lines = []
+        reader = threading.Thread(target=collect, args=(mon.stdout, lines), daemon=True)
+        reader.start()
         # dbus-monitor gives its name up once it is a monitor: from then on it sees every signal.
-        seen = ""
-        while "member=NameLost" not in seen:
-            line = mon.stdout.readline()
-            self.assertTrue(line, "dbus-monitor ended: " + seen)
-            seen += line
+        deadline = time.monotonic() + 30
+        while not any("member=NameLost" in line for line in lines):
+            self.assertTrue(reader.is_alive(), "dbus-monitor ended: " + "".join(lines))
+            self.assertLess(time.monotonic(), deadline, "dbus-monitor is no monitor after 30 s: " + "".join(lines))
+            time.sleep(0.05)
         env = dict(os.environ)
         p = self.personal.run(rig.DEVNSCTL, "request-active", check=False, env=env)
         self.assertNotEqual(p.returncode, 0)
@@ -200,7 +210,10 @@ class Containers(rig.PersonaTestCase):
         self.assertIn("not in any persona", p.stderr)
         time.sleep(0.5)
         mon.terminate()
-        out = mon.communicate()[0]
+        mon.wait(timeout=30)
+        reader.join(30)
+        mon.stdout.close()
+        out = "".join(lines)
         self.assertRegex(out, r'string "personal"\s+boolean false')
         self.assertRegex(out, r'string "work"\s+boolean true')
 
