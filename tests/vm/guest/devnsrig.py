@@ -11,6 +11,7 @@ import socket
 import stat
 import struct
 import subprocess
+import sys
 import tempfile
 import time
 
@@ -515,12 +516,17 @@ class PersonaTestCase(__import__("unittest").TestCase):
     def setUp(self):
         import threading
         signal.signal(signal.SIGUSR2, _on_stuck)
-        self._stuck = threading.Timer(STUCK_SECONDS, signal.pthread_kill,
-                                      (threading.main_thread().ident, signal.SIGUSR2))
+        self._stuck = threading.Timer(STUCK_SECONDS, self._interrupt_stuck, (threading.main_thread().ident,))
         self._stuck.daemon = True
         self._stuck.start()
         devnsctl("switch", "work")
         self.fds = []
+
+    def _interrupt_stuck(self, main):
+        """Says what devnsd logged, in case devnsd is what the test waits for, then interrupts the test."""
+        print("%s still running after %d s; devnsd's log:\n%s" % (self.id(), STUCK_SECONDS, self.daemon.output()),
+              file=sys.stderr, flush=True)
+        signal.pthread_kill(main, signal.SIGUSR2)
 
     def tearDown(self):
         self._stuck.cancel()

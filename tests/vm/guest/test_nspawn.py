@@ -241,7 +241,7 @@ class Nspawn(unittest.TestCase):
 
         # A host user poses as systemd-machined: its own user, pid and mount namespaces (a /dev of its
         # own) for a leader, MachineNew signals for "work" sent to devnsd, and its answers to any call.
-        holder = subprocess.Popen(NOBODY + ["unshare", "-Urpm", "--fork", "sh", "-c",
+        holder = subprocess.Popen(NOBODY + ["unshare", "-Urpm", "--fork", "--kill-child", "sh", "-c",
                                             "mount -t tmpfs tmpfs /dev && exec sleep 1000"])
         try:
             self.assertTrue(sd.eventually(lambda: sd.run("pgrep", "-P", str(holder.pid), "-x", "sleep",
