@@ -495,6 +495,22 @@ class Output:
         return self.text
 
 
+def eventually(check, timeout=10.0, step=0.1):
+    """Polls check() until it is true; returns whether it became true in time."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(step)
+    return True
+
+
+def collect(f, out):
+    """Appends each line of f to out, without its line end, as it comes (a reader thread's loop)."""
+    for line in f:
+        out.append(line.rstrip("\n"))
+
+
 # A test still running after this long fails where it waits, instead of the whole run waiting for vm-run's timeout.
 STUCK_SECONDS = 420
 

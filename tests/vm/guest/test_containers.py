@@ -25,12 +25,6 @@ SWITCH_GID = 4242
 I8042 = "/dev/input/event0"
 
 
-def collect(f, out):
-    """Appends each line of f to out as it comes."""
-    for line in f:
-        out.append(line)
-
-
 def probe(container, path, seconds=0.0, action=None):
     """Opens path inside the container; returns (open result, events seen)."""
     p = container.popen(*PROBE, path, str(seconds), stdout=subprocess.PIPE, text=True)
@@ -187,13 +181,13 @@ class Containers(rig.PersonaTestCase):
         mon = subprocess.Popen(["dbus-monitor", "--system", "type='signal',member='PersonaActivationRequested'"],
                                stdout=subprocess.PIPE, text=True)
         lines = []
-        reader = threading.Thread(target=collect, args=(mon.stdout, lines), daemon=True)
+        reader = threading.Thread(target=rig.collect, args=(mon.stdout, lines), daemon=True)
         reader.start()
         # dbus-monitor gives its name up once it is a monitor: from then on it sees every signal.
         deadline = time.monotonic() + 30
         while not any("member=NameLost" in line for line in lines):
-            self.assertTrue(reader.is_alive(), "dbus-monitor ended: " + "".join(lines))
-            self.assertLess(time.monotonic(), deadline, "dbus-monitor is no monitor after 30 s: " + "".join(lines))
+            self.assertTrue(reader.is_alive(), "dbus-monitor ended: " + "\n".join(lines))
+            self.assertLess(time.monotonic(), deadline, "dbus-monitor is no monitor after 30 s: " + "\n".join(lines))
             time.sleep(0.05)
         env = dict(os.environ)
         p = self.personal.run(rig.DEVNSCTL, "request-active", check=False, env=env)
@@ -213,7 +207,7 @@ class Containers(rig.PersonaTestCase):
         mon.wait(timeout=30)
         reader.join(30)
         mon.stdout.close()
-        out = "".join(lines)
+        out = "\n".join(lines)
         self.assertRegex(out, r'string "personal"\s+boolean false')
         self.assertRegex(out, r'string "work"\s+boolean true')
 

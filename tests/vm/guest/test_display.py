@@ -249,7 +249,7 @@ class FramebufferPersonas(rig.PersonaTestCase):
         self.assertEqual(fbrig.dpms(), "On", "a background persona's blank")
         self.assert_screen(frames["work"], "a background persona blanked", timeout=0)
         fbrig.fcntl.ioctl(fds["work"], fbrig.FBIOBLANK, 4)
-        self.assertTrue(wait_until(lambda: fbrig.dpms() == "Off"), "the active persona blanked")
+        self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "the active persona blanked")
         self.assertIn("Display: powered down (the active persona blanked it)\n", rig.devnsctl("status").stdout)
         frames["work"] = fbrig.frame(self.w, self.h, (250, 250, 0), band=(10, 40))
         fbrig.set_pos(fds["work"], 0)
@@ -260,7 +260,7 @@ class FramebufferPersonas(rig.PersonaTestCase):
             rig.devnsctl("switch", to)
             self.assertEqual(fbrig.dpms(), "Off", "switched to %s, blanked" % to)
             fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
-            self.assertTrue(wait_until(lambda: fbrig.dpms() == "On"), "%s unblanked" % to)
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "%s unblanked" % to)
             self.assert_screen(frames[to], "%s unblanked" % to)
         rig.devnsctl("switch", "personal")
         self.assertEqual(fbrig.dpms(), "On")
@@ -589,15 +589,6 @@ class FramebufferPersonas(rig.PersonaTestCase):
             for _ in range(20):
                 fbrig.waitforvsync(vfd)
             self.assertLess(time.monotonic() - start, 1.0, "20 vsync waits of %s" % persona)
-
-
-def wait_until(check, timeout=10.0):
-    end = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def blank_dpms(fd):

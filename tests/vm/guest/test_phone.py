@@ -54,25 +54,9 @@ def write_file(path, text):
         f.write(text)
 
 
-def wait_for(check, timeout=10.0):
-    end = time.monotonic() + timeout
-    while True:
-        if check():
-            return True
-        if time.monotonic() > end:
-            return False
-        time.sleep(0.1)
-
-
 def read_file(path):
     with open(path) as f:
         return f.read()
-
-
-def collect(f, out):
-    """Appends each line of f to out as it comes."""
-    for line in f:
-        out.append(line.strip())
 
 
 def switches_by_flip():
@@ -201,7 +185,7 @@ class Phone(rig.PersonaTestCase):
                 waiters[p] = self.containers[p].popen(*WAITER, node, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                                       text=True)
                 self.assertEqual(waiters[p].stdout.readline().strip(), "open ok")
-                readers.append(threading.Thread(target=collect, args=(waiters[p].stdout, lines[p]), daemon=True))
+                readers.append(threading.Thread(target=rig.collect, args=(waiters[p].stdout, lines[p]), daemon=True))
                 readers[-1].start()
             for i, key in enumerate(keys):
                 active = PERSONAS[i % 2]
@@ -212,7 +196,7 @@ class Phone(rig.PersonaTestCase):
                 rig.press(self.kbd, key, 0)
                 press = "ev %d %d 1" % (e.EV_KEY, key)
                 # epoll_wait() has no timeout here: without a wake the press is never read at all.
-                self.assertTrue(wait_for(lambda: press in lines[active], timeout=10),
+                self.assertTrue(rig.eventually(lambda: press in lines[active], timeout=10),
                                 "%s's waiter was not woken by press %d: %s" % (active, i, lines[active]))
                 got = lines[active][:lines[active].index(press)]
                 woke = int([line for line in got if line.startswith("woke ")][-1].split()[1])
@@ -278,7 +262,7 @@ class Phone(rig.PersonaTestCase):
             name = os.path.basename(rig.event_node(kbd))
             node = "/dev/input/" + name
             for p in PERSONAS:
-                self.assertTrue(wait_for(lambda: self.inside(p, "test", "-c", node, check=False).returncode == 0),
+                self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-c", node, check=False).returncode == 0),
                                 "%s did not appear in %s's container:\n%s" % (node, p, self.daemon.output()))
             for active in ("personal", "work"):
                 rig.devnsctl("switch", active)
@@ -296,7 +280,7 @@ class Phone(rig.PersonaTestCase):
         finally:
             kbd.close()
         for p in PERSONAS:
-            self.assertTrue(wait_for(lambda: self.inside(p, "test", "-e", node, check=False).returncode != 0),
+            self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-e", node, check=False).returncode != 0),
                             "%s stayed in %s's container" % (node, p))
         # The rest of the phone is as it was: the first keyboard still reaches the active persona.
         self.test_input_follows_the_active_persona()

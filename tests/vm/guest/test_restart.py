@@ -33,6 +33,7 @@ import unittest
 from evdev import ecodes as e
 
 import devnsrig as rig
+from devnsrig import eventually
 import fbrig
 from test_phone import PhoneContainer
 
@@ -64,15 +65,6 @@ def read_file(path):
 def write_file(path, text):
     with open(path, "w") as f:
         f.write(text)
-
-
-def eventually(check, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.1)
-    return True
 
 
 def read_in_thread(fd, result, key, size=24):
