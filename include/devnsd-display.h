@@ -8,12 +8,22 @@
 #include "fb-ioctl.h"
 #include "fb-node.h"
 #include "fb-track.h"
+#include "ratelimit.h"
 
 struct display_output;
 struct cuse_fb;
 struct display_socket;
 struct display_track;
 struct track_budget;
+
+/*
+ * How often a blanked active persona may have the display powered down:
+ * each time is a power sequence of the panel, and each one holds the event
+ * loop (a blocking commit). Past the burst the display stays up, showing
+ * black, until the next one is due.
+ */
+#define DISPLAY_POWER_DOWN_BURST 3
+#define DISPLAY_POWER_DOWN_INTERVAL_USEC (2 * 1000000ull)
 
 /* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
 #define DISPLAY_RUN_DIR "/run/devnsd/fb"
@@ -99,6 +109,9 @@ struct display_class {
 	bool urgent;
 	/* Powering the display down failed once, or cannot be done: it stays up. */
 	bool stays_up;
+	/* Power-downs let through, and the timer that tries again once one is due. */
+	struct ratelimit power_downs;
+	sd_event_source *power_due;
 	/*
 	 * The switch under way, held until it is on screen: switch_copy while
 	 * its frame is not submitted yet, switch_flip once the pending flip
@@ -197,6 +210,7 @@ unsigned int display_stage_written(struct display_class *dc, struct display_node
 /* Event sources of the class: copy steps, the refresh timer, the display's flips and fd. */
 int display_on_copy(sd_event_source *s, void *userdata);
 int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata);
+int display_on_power_due(sd_event_source *s, uint64_t usec, void *userdata);
 void display_on_flip_done(void *userdata);
 int display_on_backend(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 

@@ -20,3 +20,6 @@ struct ratelimit {
 
 /* Takes a token at time now (monotonic microseconds): true when the event may happen. */
 bool ratelimit_take(struct ratelimit *rl, uint64_t now_usec);
+
+/* When the next token comes (monotonic microseconds): 0 while one is left. */
+uint64_t ratelimit_next(const struct ratelimit *rl);

@@ -18,3 +18,9 @@ bool ratelimit_take(struct ratelimit *rl, uint64_t now_usec) {
 		rl->last_usec = now_usec;
 	return true;
 }
+
+uint64_t ratelimit_next(const struct ratelimit *rl) {
+	if (rl->spent < rl->burst)
+		return 0;
+	return rl->last_usec + rl->interval_usec;
+}

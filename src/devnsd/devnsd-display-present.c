@@ -288,14 +288,25 @@ static bool active_dark(struct display_class *dc) {
 	return dc->active && dc->active->fb->state.blank != FB_BLANK_UNBLANK;
 }
 
-/* Down once the blanked persona's black frame is shown and nothing is under way. */
+/*
+ * Down once the blanked persona's black frame is shown and nothing is under
+ * way, as often as power_downs lets it.
+ */
 static void power_settle(struct display_class *dc) {
 	struct display_output *b = dc->backend;
+	uint64_t now = 0;
 	int r;
 
 	if (dc->stays_up || b->powered_down || !active_dark(dc) || b->flip_pending || b->copying ||
 	    dc->damage.y0 < dc->damage.y1)
 		return;
+	sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now);
+	if (!ratelimit_take(&dc->power_downs, now)) {
+		/* Black until the next power-down is due. */
+		sd_event_source_set_time(dc->power_due, ratelimit_next(&dc->power_downs));
+		sd_event_source_set_enabled(dc->power_due, SD_EVENT_ONESHOT);
+		return;
+	}
 	r = display_output_set_power(b, false);
 	if (r >= 0)
 		return;
@@ -455,6 +466,13 @@ int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
 		if (!(dn == dc->active && (dc->backend->flip_pending || dc->backend->copying)))
 			display_node_vsync(dn);
 	next_tick(dc, usec);
+	return 0;
+}
+
+int display_on_power_due(sd_event_source *s, uint64_t usec, void *userdata) {
+	(void)s;
+	(void)usec;
+	display_flush(userdata);
 	return 0;
 }
 

@@ -215,6 +215,7 @@ void display_class_free(struct display_class *dc) {
 	while ((dn = LIST_FIRST(&dc->nodes)))
 		display_node_free(dn);
 	sd_event_source_disable_unref(dc->tick);
+	sd_event_source_disable_unref(dc->power_due);
 	sd_event_source_disable_unref(dc->copy);
 	sd_event_source_disable_unref(dc->backend_source);
 	display_output_free(dc->backend);
@@ -302,6 +303,7 @@ int display_class_new_core(struct manager *m, struct display_output *b, const ch
 	b->flip_done = display_on_flip_done;
 	b->userdata = dc;
 	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
+	dc->power_downs = RATELIMIT_INIT(DISPLAY_POWER_DOWN_INTERVAL_USEC, DISPLAY_POWER_DOWN_BURST);
 	dc->device = strdup(device);
 	r = dc->device ? 0 : -ENOMEM;
 	if (r >= 0 && b->fd >= 0 && b->ops->dispatch)
@@ -312,6 +314,10 @@ int display_class_new_core(struct manager *m, struct display_output *b, const ch
 					       display_on_tick, dc);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(dc->tick, SD_EVENT_OFF);
+	if (r >= 0)
+		r = sd_event_add_time(m->event, &dc->power_due, CLOCK_MONOTONIC, 0, 1000, display_on_power_due, dc);
+	if (r >= 0)
+		r = sd_event_source_set_enabled(dc->power_due, SD_EVENT_OFF);
 	/* Copy steps yield to requests: the lowest priority. */
 	if (r >= 0)
 		r = sd_event_add_defer(m->event, &dc->copy, display_on_copy, dc);

@@ -28,6 +28,24 @@ static void test_burst_then_one_an_interval(void **state) {
 	assert_int_equal(count_taken(&rl, 26 * S, S / 10, 600), 6);
 }
 
+static void test_next_token(void **state) {
+	struct ratelimit rl = RATELIMIT_INIT(10 * S, 2);
+
+	(void)state;
+	assert_int_equal(ratelimit_next(&rl), 0);
+	assert_true(ratelimit_take(&rl, 5 * S));
+	assert_int_equal(ratelimit_next(&rl), 0);
+	assert_true(ratelimit_take(&rl, 6 * S));
+	assert_int_equal(ratelimit_next(&rl), 15 * S);
+	assert_false(ratelimit_take(&rl, 14 * S));
+	assert_int_equal(ratelimit_next(&rl), 15 * S);
+	/* The token of 15 s is taken at 17 s: the next one still comes at 25 s. */
+	assert_true(ratelimit_take(&rl, 17 * S));
+	assert_int_equal(ratelimit_next(&rl), 25 * S);
+	assert_false(ratelimit_take(&rl, 25 * S - 1));
+	assert_true(ratelimit_take(&rl, 25 * S));
+}
+
 static void test_refills_after_a_pause(void **state) {
 	struct ratelimit rl = RATELIMIT_INIT(10 * S, 3);
 
@@ -52,6 +70,7 @@ int main(void) {
 		cmocka_unit_test(test_burst_then_one_an_interval),
 		cmocka_unit_test(test_refills_after_a_pause),
 		cmocka_unit_test(test_clock_going_back_gives_nothing),
+		cmocka_unit_test(test_next_token),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

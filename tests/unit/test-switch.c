@@ -401,6 +401,57 @@ static void test_blanking_powers_the_display_down(void **state) {
 	assert_true(screen_is(r, 0xa1));
 }
 
+/* Runs the loop until the display is down, for at most timeout microseconds: the time it took. */
+static uint64_t wait_powered_down(struct rig *r, uint64_t timeout) {
+	uint64_t start = 0, now = 0;
+
+	assert_int_equal(sd_event_now(r->core->event, CLOCK_MONOTONIC, &start) >= 0, 1);
+	for (now = start; !r->out->powered_down && now - start < timeout;) {
+		assert_true(sd_event_run(r->core->event, timeout - (now - start)) >= 0);
+		assert_int_equal(sd_event_now(r->core->event, CLOCK_MONOTONIC, &now) >= 0, 1);
+	}
+	return now - start;
+}
+
+static void test_power_downs_are_bounded(void **state) {
+	struct rig *r = *state;
+	uint64_t took;
+
+	/* A burst of blank and unblank cycles each powers the display down and up. */
+	for (unsigned int i = 0; i < DISPLAY_POWER_DOWN_BURST; i++) {
+		blank(r, r->a, FB_BLANK_POWERDOWN);
+		vblank(r);
+		assert_true(r->out->powered_down);
+		blank(r, r->a, FB_BLANK_UNBLANK);
+		assert_false(r->out->powered_down);
+		vblank(r);
+		assert_true(screen_is(r, 0xaa));
+	}
+	/* Past it, blanking shows black, and the display stays up however often a asks. */
+	for (unsigned int i = 0; i < 20; i++) {
+		blank(r, r->a, FB_BLANK_POWERDOWN);
+		vblank(r);
+		assert_true(screen_is(r, 0));
+		assert_false(r->out->powered_down);
+		blank(r, r->a, FB_BLANK_UNBLANK);
+		vblank(r);
+		assert_true(screen_is(r, 0xaa));
+	}
+	blank(r, r->a, FB_BLANK_POWERDOWN);
+	vblank(r);
+	assert_false(r->out->powered_down);
+	/* It goes down once the next power-down is due, with nothing more asked. */
+	took = wait_powered_down(r, DISPLAY_POWER_DOWN_INTERVAL_USEC + 1000000);
+	assert_true(r->out->powered_down);
+	assert_true(took > 0);
+	assert_true(screen_is(r, 0));
+	/* Unblanking powers it up at once, as ever. */
+	blank(r, r->a, FB_BLANK_UNBLANK);
+	assert_false(r->out->powered_down);
+	vblank(r);
+	assert_true(screen_is(r, 0xaa));
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
 #define TS(name) cmocka_unit_test_setup_teardown(name, rig_setup_spares, rig_teardown)
 
@@ -417,6 +468,7 @@ int main(void) {
 		TS(test_write_while_leaving_is_not_kept),
 		T(test_blanking_powers_the_display_down),
 		TS(test_blanking_powers_the_display_down),
+		T(test_power_downs_are_bounded),
 	};
 
 	return cmocka_run_group_tests_name("switch transaction", tests, NULL, NULL);

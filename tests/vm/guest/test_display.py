@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import threading
 import time
 import unittest
 
@@ -258,13 +259,64 @@ class FramebufferPersonas(rig.PersonaTestCase):
         self.assertEqual(fbrig.dpms(), "Off", "a blanked persona wrote")
         for to, fd in (("personal", fds["personal"]), ("work", fds["work"])):
             rig.devnsctl("switch", to)
-            self.assertEqual(fbrig.dpms(), "Off", "switched to %s, blanked" % to)
+            # Down since work blanked, for personal; down again, once a power-down is due, for work.
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off", timeout=0 if to == "personal" else 5.0),
+                            "switched to %s, blanked" % to)
             fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
             self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "%s unblanked" % to)
             self.assert_screen(frames[to], "%s unblanked" % to)
         rig.devnsctl("switch", "personal")
         self.assertEqual(fbrig.dpms(), "On")
         self.assertIn("Display: on\n", rig.devnsctl("status").stdout)
+
+    def test_blanking_in_a_loop_powers_the_display_down_a_bounded_number_of_times(self):
+        """An active persona that blanks and unblanks in a loop has the display powered down a few
+        times at first, then at most once per interval; it goes down once due after the loop, and
+        unblanking brings the frame back at once."""
+        frame = fbrig.frame(self.w, self.h, (200, 100, 0))
+        fd = self.draw("work", frame)
+        rig.devnsctl("switch", "work")
+        self.assertEqual(fbrig.dpms(), "On")
+        downs, stop = [0], threading.Event()
+
+        def watch():
+            last = "On"
+            while not stop.is_set():
+                now = fbrig.dpms()
+                if now == "Off" and last != "Off":
+                    downs[0] += 1
+                last = now
+                time.sleep(0.001)
+
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+        start, cycles = time.monotonic(), 0
+        try:
+            while time.monotonic() - start < 4.0:
+                fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 4)
+                time.sleep(0.03)
+                fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
+                time.sleep(0.03)
+                cycles += 1
+        finally:
+            stop.set()
+            watcher.join()
+        took = time.monotonic() - start
+        # A burst of 3, then one every 2 s.
+        bound = 3 + int(took / 2.0) + 1
+        print("%d blank cycles in %.1f s: the display went down %d times (at most %d)"
+              % (cycles, took, downs[0], bound))
+        self.assertGreater(cycles, 2 * bound, "the loop was too slow to tell")
+        self.assertGreater(downs[0], 0, "the display was never powered down")
+        self.assertLessEqual(downs[0], bound, "powered down once per blank")
+        self.assertEqual(fbrig.dpms(), "On")
+        self.assert_screen(frame, "unblanked after the loop")
+        fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 4)
+        self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off", timeout=5.0),
+                        "blanked after the loop: down once the next power-down is due")
+        fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
+        self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On", timeout=1.0), "unblanked")
+        self.assert_screen(frame, "unblanked")
 
     # --- real clients ---------------------------------------------------------------------
 

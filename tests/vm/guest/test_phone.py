@@ -10,7 +10,9 @@ A keyboard plugged in meanwhile reaches both containers and leaves them.
 A program waiting in epoll_wait() in each container, as a compositor does,
 is woken at each press while its persona is active, through switches.
 Programs under libdevns-fbmmap.so in both containers take the library's
-own paths (a write() copied into the memfd, a pan passed by value)."""
+own paths (a write() copied into the memfd, a pan passed by value). A
+container that blanks its screen powers the display down, and the hotkey
+to the other persona powers it up."""
 
 import glob
 import os
@@ -243,6 +245,57 @@ class Phone(rig.PersonaTestCase):
         # a frame kept in video memory, and the one not shown is kept for the next switch.
         self.assertEqual([flips[1] - flips[0], flips[2] - flips[1]], [1, 1], flips)
         self.assertIn("Frames kept for a switch (most recent first): work", rig.devnsctl("status").stdout)
+
+    def blank_inside(self, persona, level):
+        """FBIOBLANK on the container's /dev/fb0, as Android's display HAL does at the power key."""
+        self.inside(persona, sys.executable, "-c",
+                    "import fcntl, os; fcntl.ioctl(os.open('/dev/fb0', os.O_RDWR), %d, %d)" % (fbrig.FBIOBLANK, level))
+
+    def hotkey(self, persona):
+        key = {"work": e.KEY_F1, "personal": e.KEY_F2}[persona]
+        for code, value in ((e.KEY_LEFTMETA, 1), (key, 1), (key, 0), (e.KEY_LEFTMETA, 0)):
+            rig.press(self.kbd, code, value)
+
+    def test_a_blanked_persona_powers_the_display_down_and_the_hotkey_brings_the_other_up(self):
+        """The active container blanks its screen: the display powers down, and its keyboard still
+        reaches it. The hotkey to the other persona powers the display up with that one's frame; the
+        hotkey back powers it down again; unblanking in the container brings back its frame."""
+        frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(60, 90)) for p in PERSONAS}
+        for p in PERSONAS:
+            path = os.path.join(tempfile.mkdtemp(), "frame")
+            with open(path, "wb") as f:
+                f.write(frames[p])
+            self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
+        rig.devnsctl("switch", "work")
+        node = "/dev/input/" + os.path.basename(self.kbd_hw)
+        try:
+            self.blank_inside("work", 4)
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "work blanked its screen")
+            self.assertIn("Display: powered down", rig.devnsctl("status").stdout)
+            probe = self.containers["work"].popen(*PROBE, node, "4", stdout=subprocess.PIPE, text=True)
+            self.assertEqual(probe.stdout.readline().strip(), "open ok")
+            time.sleep(0.3)
+            rig.press(self.kbd, e.KEY_ENTER, 1)
+            rig.press(self.kbd, e.KEY_ENTER, 0)
+            out = probe.communicate(timeout=30)[0]
+            self.assertIn("ev %d %d 1" % (e.EV_KEY, e.KEY_ENTER), out, "work's keyboard while blanked")
+            self.assertEqual(fbrig.dpms(), "Off", "a key press on a blanked persona")
+
+            self.hotkey("personal")
+            self.assertTrue(rig.eventually(lambda: "Active persona: personal\n" in rig.devnsctl("status").stdout),
+                            "the hotkey to personal")
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "switched to personal")
+            ok, diff = fbrig.screen_shows("phone-power", self.w, self.h, frames["personal"])
+            self.assertTrue(ok, "personal's frame is not shown (%s pixels differ)" % diff)
+
+            self.hotkey("work")
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "switched back to blanked work")
+        finally:
+            self.blank_inside("work", 0)
+        rig.devnsctl("switch", "work")
+        self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "work unblanked")
+        ok, diff = fbrig.screen_shows("phone-power", self.w, self.h, frames["work"])
+        self.assertTrue(ok, "work's frame is not shown after it unblanked (%s pixels differ)" % diff)
 
     def test_routed_nodes_give_each_container_its_persona(self):
         routed = "/dev/input/routed0"
