@@ -4,23 +4,33 @@
 #include <systemd/sd-event.h>
 
 /*
- * Watches the kernel's input subsystem for evdev devices (eventN) that
- * appear and go away. With udevd running, its events drive the watch (the
- * node then has its final permissions); without udevd, the kernel's own
- * uevents do (devtmpfs has made the node by the time the kernel announces
- * it).
+ * Watches kernel subsystems for devices that appear and go away. With
+ * udevd running, its events drive the watch (a node then has its final
+ * permissions); without udevd, the kernel's own uevents do (devtmpfs has
+ * made a node by the time the kernel announces its device).
  */
 struct hotplug;
 
-struct hotplug_ops {
-	/* An evdev device appeared: its sysfs path and its node (/dev/input/eventN). */
-	void (*added)(void *userdata, const char *syspath, const char *devnode);
-	/* It went away. */
-	void (*removed)(void *userdata, const char *syspath, const char *devnode);
+/* A device as an event names it. */
+struct hotplug_device {
+	const char *subsystem;
+	const char *sysname;
+	const char *syspath;
+	/* Its node in /dev, or NULL. */
+	const char *devnode;
 };
 
-/* Starts watching on the event loop. Nothing is reported for devices present before. */
-int hotplug_new(struct hotplug **ret, sd_event *event, const struct hotplug_ops *ops, void *userdata);
+struct hotplug_ops {
+	void (*added)(void *userdata, const struct hotplug_device *dev);
+	void (*removed)(void *userdata, const struct hotplug_device *dev);
+};
+
+/*
+ * Starts watching the subsystems (a NULL-terminated list) on the event
+ * loop. Nothing is reported for devices present before.
+ */
+int hotplug_new(struct hotplug **ret, sd_event *event, const char *const *subsystems, const char *description,
+		const struct hotplug_ops *ops, void *userdata);
 struct hotplug *hotplug_free(struct hotplug *h);
 static inline void hotplug_freep(struct hotplug **h) {
 	hotplug_free(*h);

@@ -35,6 +35,8 @@ struct input_device {
 	bool gone;
 	/* The kernel's device (/sys/devices/.../eventN); empty when unknown. */
 	char syspath[256];
+	/* Its input device (/sys/devices/.../inputN), as it resolved when added; empty when unknown. */
+	char kdev[256];
 	/* Came while devnsd ran (devnsd-input-hotplug.c): its nodes go into attached containers as they appear. */
 	bool hotplugged;
 	/*
@@ -45,8 +47,6 @@ struct input_device {
 	bool unplugged;
 	sd_event_source *reap;
 	uint64_t gone_deadline;
-	/* The LED class holds it: removing it leaves the device, without nodes, until devnsd ends. */
-	bool pinned;
 	LIST_HEAD(, input_node) nodes;
 	LIST_ENTRY(input_device) link;
 };
@@ -126,12 +126,6 @@ void input_class_remove_device(struct input_class *ic, struct input_device *d);
  */
 void input_device_set_gone(struct input_device *d);
 
-/*
- * Removes a device that is gone: as input_class_remove_device(), except
- * that a device the LED class holds (pinned) only loses its nodes.
- */
-void input_class_drop_device(struct input_class *ic, struct input_device *d);
-
 /* Reads what the device has queued, as its fd turning readable does. */
 void input_device_dispatch(struct input_device *d);
 
@@ -145,10 +139,17 @@ struct input_node *input_node_of(struct input_device *d, struct persona *p);
 int input_class_new(struct manager *m, const struct conf *conf, struct input_class **ret);
 
 /*
- * The owned input device whose kernel device is sysfs_dir (as
- * /sys/class/input/eventN/device names it, e.g. .../input0), or NULL.
+ * The owned input device, not gone, whose kernel input device is kdev (a
+ * resolved path, as /sys/class/input/eventN/device resolves, e.g.
+ * /sys/devices/.../input0), or NULL.
  */
-struct input_device *input_find_by_sysfs(struct input_class *ic, const char *sysfs_dir);
+struct input_device *input_find_by_sysfs(struct input_class *ic, const char *kdev);
+
+/* Whether [Input] Devices= names the evdev node devnode. */
+bool input_conf_wants(const struct conf *conf, const char *devnode);
+
+/* Whether the kernel input device kdev (resolved) is owned, or will be once the watch adds its evdev device. */
+bool input_class_owns(struct input_class *ic, const char *kdev);
 
 /* Persona p's view of an LED of the device: 0 or 1; -ENOENT without a node, -EINVAL without that LED. */
 int input_led_get(struct input_device *d, struct persona *p, unsigned int code);

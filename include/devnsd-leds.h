@@ -40,13 +40,14 @@ struct device_class *leds_class_base(struct leds_class *lc);
 
 struct light;
 struct light_source;
-struct input_device;
 
 /*
- * devnsd-leds-evdev.c: LED code of input device d as the light source of
- * l, which then only keeps each persona's trigger (l stays the caller's).
+ * devnsd-leds-evdev.c: LED code of the input class's device whose kernel
+ * device is device (.../inputN) as the light source of l, which then only
+ * keeps each persona's trigger (l stays the caller's).
  */
-int leds_evdev_source_new(struct light *l, struct input_device *d, unsigned int code, struct light_source **ret);
+int leds_evdev_source_new(struct light *l, struct input_class *ic, const char *device, unsigned int code,
+			  struct light_source **ret);
 /* Frees a source made by leds_evdev_source_new(); others are left alone. Returns NULL. */
 struct light_source *leds_evdev_source_free(struct light_source *s);
 

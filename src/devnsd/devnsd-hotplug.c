@@ -40,22 +40,24 @@ static bool udevd_heard(void) {
 
 static int on_device(sd_device_monitor *monitor, sd_device *dev, void *userdata) {
 	struct hotplug *h = userdata;
-	const char *sysname, *syspath, *devnode, *action;
+	struct hotplug_device d = { 0 };
+	const char *action;
 
 	(void)monitor;
-	if (sd_device_get_sysname(dev, &sysname) < 0 || strncmp(sysname, "event", 5) != 0)
+	if (sd_device_get_subsystem(dev, &d.subsystem) < 0 || sd_device_get_sysname(dev, &d.sysname) < 0 ||
+	    sd_device_get_syspath(dev, &d.syspath) < 0 || sd_device_get_property_value(dev, "ACTION", &action) < 0)
 		return 0;
-	if (sd_device_get_syspath(dev, &syspath) < 0 || sd_device_get_devname(dev, &devnode) < 0 ||
-	    sd_device_get_property_value(dev, "ACTION", &action) < 0)
-		return 0;
+	if (sd_device_get_devname(dev, &d.devnode) < 0)
+		d.devnode = NULL;
 	if (streq(action, "add"))
-		h->ops->added(h->userdata, syspath, devnode);
+		h->ops->added(h->userdata, &d);
 	else if (streq(action, "remove"))
-		h->ops->removed(h->userdata, syspath, devnode);
+		h->ops->removed(h->userdata, &d);
 	return 0;
 }
 
-int hotplug_new(struct hotplug **ret, sd_event *event, const struct hotplug_ops *ops, void *userdata) {
+int hotplug_new(struct hotplug **ret, sd_event *event, const char *const *subsystems, const char *description,
+		const struct hotplug_ops *ops, void *userdata) {
 	_cleanup_(hotplug_freep) struct hotplug *h = NULL;
 	int r;
 
@@ -67,11 +69,13 @@ int hotplug_new(struct hotplug **ret, sd_event *event, const struct hotplug_ops 
 	r = sd_device_monitor_new(&h->monitor);
 	if (r < 0)
 		return r;
-	(void)sd_device_monitor_set_description(h->monitor, "input hotplug");
+	(void)sd_device_monitor_set_description(h->monitor, description);
 	(void)sd_device_monitor_set_receive_buffer_size(h->monitor, HOTPLUG_RCVBUF);
-	r = sd_device_monitor_filter_add_match_subsystem_devtype(h->monitor, "input", NULL);
-	if (r < 0)
-		return r;
+	for (size_t i = 0; subsystems[i]; i++) {
+		r = sd_device_monitor_filter_add_match_subsystem_devtype(h->monitor, subsystems[i], NULL);
+		if (r < 0)
+			return r;
+	}
 	r = sd_device_monitor_attach_event(h->monitor, event);
 	if (r < 0)
 		return r;

@@ -5,6 +5,7 @@
  * nodes over CUSE; unit tests drive this with the fake backend.
  */
 #include <libevdev/libevdev.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +337,13 @@ int input_class_add_device(struct input_class *ic, struct input_backend *backend
 	if (evdev_udev_properties(backend->desc, d->udev, sizeof(d->udev)) < 0)
 		d->udev[0] = '\0';
 	if (backend->fd >= 0) {
+		char link[PATH_MAX];
+		_cleanup_(freep) char *kdev = NULL;
+
+		snprintf(link, sizeof(link), "/sys/class/input/%s/device", backend->name);
+		kdev = realpath(link, NULL);
+		if (kdev && strlen(kdev) < sizeof(d->kdev))
+			strcpy(d->kdev, kdev);
 		r = sd_event_add_io(m->event, &d->source, backend->fd, EPOLLIN, on_input, d);
 		if (r < 0)
 			goto fail;
@@ -364,20 +372,6 @@ void input_class_remove_device(struct input_class *ic, struct input_device *d) {
 	(void)ic;
 	LIST_REMOVE(d, link);
 	input_device_free(d);
-}
-
-void input_class_drop_device(struct input_class *ic, struct input_device *d) {
-	const struct input_transport_ops *t = ic->transport;
-	struct input_node *in;
-
-	if (!d->pinned) {
-		input_class_remove_device(ic, d);
-		return;
-	}
-	while ((in = LIST_FIRST(&d->nodes)))
-		input_node_free(in);
-	if (t && t->device_removed)
-		t->device_removed(d);
 }
 
 struct input_node *input_node_of(struct input_device *d, struct persona *p) {

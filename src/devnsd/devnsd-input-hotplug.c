@@ -1,5 +1,4 @@
 /* SPDX-License-Identifier: MIT */
-#include <fnmatch.h>
 #include <glob.h>
 #include <libevdev/libevdev.h>
 #include <stdio.h>
@@ -108,7 +107,7 @@ static void device_unplug(struct input_device *d) {
 static void device_reap(struct input_device *d) {
 	log_info("%s: nodes removed", d->backend->path);
 	d->reap = sd_event_source_disable_unref(d->reap);
-	input_class_drop_device(d->class, d);
+	input_class_remove_device(d->class, d);
 }
 
 static int on_reap(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -198,32 +197,6 @@ static void device_vanished(struct input_class *ic, const char *syspath, const c
 
 /* --- the watch ------------------------------------------------------------------- */
 
-static bool path_matches(const char *pattern, const char *devnode) {
-	glob_t g = { 0 };
-	bool match = false;
-
-	if (fnmatch(pattern, devnode, FNM_PATHNAME) == 0)
-		return true;
-	/* Links to the node (by-id, by-path) name it too. */
-	if (glob(pattern, GLOB_NOCHECK, NULL, &g) != 0) {
-		globfree(&g);
-		return false;
-	}
-	for (size_t i = 0; i < g.gl_pathc && !match; i++) {
-		_cleanup_(freep) char *real = realpath(g.gl_pathv[i], NULL);
-		match = real && streq(real, devnode);
-	}
-	globfree(&g);
-	return match;
-}
-
-static bool configured(const struct conf *conf, const char *devnode) {
-	for (size_t i = 0; i < conf->input.n_patterns; i++)
-		if (path_matches(conf->input.patterns[i], devnode))
-			return true;
-	return false;
-}
-
 /* 0 when done with the device (added, known, or not to be had), -ENOENT to look again. */
 static int try_add(struct input_hotplug *ih, const char *syspath, const char *devnode) {
 	int r = device_appeared(ih->input, syspath, devnode);
@@ -284,25 +257,32 @@ static void wait_for_node(struct input_hotplug *ih, const char *syspath, const c
 		log_warning_errno(r, "%s: cannot wait for its node: %m", devnode);
 }
 
-static void on_added(void *userdata, const char *syspath, const char *devnode) {
-	struct input_hotplug *ih = userdata;
-
-	if (!configured(ih->manager->conf, devnode))
-		return;
-	if (try_add(ih, syspath, devnode) == -ENOENT)
-		wait_for_node(ih, syspath, devnode);
+/* An evdev device (eventN), which has a node. */
+static bool is_evdev(const struct hotplug_device *dev) {
+	return dev->devnode && strncmp(dev->sysname, "event", 5) == 0;
 }
 
-static void on_removed(void *userdata, const char *syspath, const char *devnode) {
+static void on_added(void *userdata, const struct hotplug_device *dev) {
 	struct input_hotplug *ih = userdata;
 
+	if (!is_evdev(dev) || !input_conf_wants(ih->manager->conf, dev->devnode))
+		return;
+	if (try_add(ih, dev->syspath, dev->devnode) == -ENOENT)
+		wait_for_node(ih, dev->syspath, dev->devnode);
+}
+
+static void on_removed(void *userdata, const struct hotplug_device *dev) {
+	struct input_hotplug *ih = userdata;
+
+	if (!is_evdev(dev))
+		return;
 	for (size_t i = 0; i < ih->n_waiting;) {
-		if (streq(ih->waiting[i].syspath, syspath))
+		if (streq(ih->waiting[i].syspath, dev->syspath))
 			forget_waiting(ih, i);
 		else
 			i++;
 	}
-	device_vanished(ih->input, syspath, devnode);
+	device_vanished(ih->input, dev->syspath, dev->devnode);
 }
 
 static const struct hotplug_ops hotplug_ops = {
@@ -349,7 +329,8 @@ int input_hotplug_new(struct manager *m, struct input_class *ic, struct input_ho
 	if (r >= 0)
 		r = sd_event_source_set_enabled(ih->retry, SD_EVENT_OFF);
 	if (r >= 0)
-		r = hotplug_new(&ih->hotplug, m->event, &hotplug_ops, ih);
+		r = hotplug_new(&ih->hotplug, m->event, (const char *const[]){ "input", NULL }, "input hotplug", &hotplug_ops,
+				ih);
 	if (r < 0) {
 		input_hotplug_free(ih);
 		return log_error_errno(r, "Cannot watch for input devices: %m");

@@ -4,7 +4,9 @@
  * names, and persona nodes served over CUSE. State and switching are in
  * devnsd-input-core.c.
  */
+#include <fnmatch.h>
 #include <glob.h>
+#include <limits.h>
 #include <libevdev/libevdev.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -241,22 +243,57 @@ int input_class_new(struct manager *m, const struct conf *conf, struct input_cla
 	return 0;
 }
 
-struct input_device *input_find_by_sysfs(struct input_class *ic, const char *sysfs_dir) {
-	_cleanup_(freep) char *want = realpath(sysfs_dir, NULL);
+struct input_device *input_find_by_sysfs(struct input_class *ic, const char *kdev) {
 	struct input_device *d;
 
-	if (!want)
-		return NULL;
-	LIST_FOREACH(d, &ic->devices, link) {
-		char path[256];
-		_cleanup_(freep) char *real = NULL;
-
-		snprintf(path, sizeof(path), "/sys/class/input/%s/device", d->backend->name);
-		real = realpath(path, NULL);
-		if (real && streq(real, want)) {
-			d->pinned = true;
+	LIST_FOREACH(d, &ic->devices, link)
+		if (!d->gone && d->kdev[0] && streq(d->kdev, kdev))
 			return d;
-		}
-	}
 	return NULL;
+}
+
+/* Whether pattern names devnode: by a match, or as a link to it (by-id, by-path). */
+static bool path_matches(const char *pattern, const char *devnode) {
+	glob_t g = { 0 };
+	bool match = false;
+
+	if (fnmatch(pattern, devnode, FNM_PATHNAME) == 0)
+		return true;
+	if (glob(pattern, GLOB_NOCHECK, NULL, &g) != 0) {
+		globfree(&g);
+		return false;
+	}
+	for (size_t i = 0; i < g.gl_pathc && !match; i++) {
+		_cleanup_(freep) char *real = realpath(g.gl_pathv[i], NULL);
+		match = real && streq(real, devnode);
+	}
+	globfree(&g);
+	return match;
+}
+
+bool input_conf_wants(const struct conf *conf, const char *devnode) {
+	for (size_t i = 0; i < conf->input.n_patterns; i++)
+		if (path_matches(conf->input.patterns[i], devnode))
+			return true;
+	return false;
+}
+
+bool input_class_owns(struct input_class *ic, const char *kdev) {
+	char pattern[PATH_MAX];
+	glob_t g = { 0 };
+	bool owned = false;
+
+	if (input_find_by_sysfs(ic, kdev))
+		return true;
+	if (snprintf(pattern, sizeof(pattern), "%s/event*", kdev) >= (int)sizeof(pattern))
+		return false;
+	if (glob(pattern, 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc && !owned; i++) {
+			char devnode[64];
+
+			snprintf(devnode, sizeof(devnode), "/dev/input/%s", strrchr(g.gl_pathv[i], '/') + 1);
+			owned = input_conf_wants(ic->base.manager->conf, devnode);
+		}
+	globfree(&g);
+	return owned;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <sys/sysmacros.h>
 
 #include "devnsd-hostns.h"
+#include "devnsd-hotplug.h"
 #include "devnsd-input.h"
 #include "devnsd-leds.h"
 #include "devnsd-state.h"
@@ -18,18 +20,24 @@
 #include "log.h"
 #include "sysfs-view.h"
 
-/* One configured LED or backlight. */
+/* Input devices with LEDs that may come at once (a hub of keyboards), waiting for their evdev devices. */
+#define LEDS_PENDING_MAX 16
+
+/* One configured LED or backlight; a free slot has no light. */
 struct leds_light {
 	struct leds_class *class;
 	struct light *light;
 	/* What views read and write: the light itself, or an LED of an owned input device. */
 	struct light_source *source;
+	/* The directory, as it resolved when the light was opened. */
+	char *real;
 };
 
 /* One persona's view of one light: what its attribute files stand for. */
 struct leds_view {
 	struct leds_light *ll;
 	struct persona *persona;
+	struct sysfs_node *dir;
 };
 
 struct leds_persona {
@@ -49,9 +57,20 @@ struct leds_class {
 	/* The views' file system, and whether a copy of its mount is in PID 1's mount namespace. */
 	dev_t view_dev;
 	bool published;
+	/* Slots up to n_lights; lights that went leave free slots, which new ones take. */
 	struct leds_light lights[LEDS_MAX_LIGHTS * 2];
 	size_t n_lights;
 	size_t n_kind[2];
+	/* Whether [Leds] and [Backlight] name lights: their class directories are in every view. */
+	bool configured[2];
+	/* Lights come and go in the sysfs classes that [Leds] and [Backlight] name. */
+	struct hotplug *hotplug;
+	/* LEDs of input devices whose evdev device has not come yet (its handler may attach after the LED's). */
+	struct pending_led {
+		char sysname[NAME_MAX + 1];
+		char syspath[PATH_MAX];
+	} pending[LEDS_PENDING_MAX];
+	size_t n_pending;
 	LIST_HEAD(, leds_persona) personas;
 };
 
@@ -64,6 +83,11 @@ static struct leds_class *to_leds(struct device_class *dc) {
 	return container_of(dc, struct leds_class, base);
 }
 
+/* The light in slot i, or NULL for a free slot. */
+static struct leds_light *light_at(struct leds_class *lc, size_t i) {
+	return lc->lights[i].light ? &lc->lights[i] : NULL;
+}
+
 static struct led_backend *backend_of(const struct leds_view *v) {
 	return v->ll->light->backend;
 }
@@ -74,7 +98,8 @@ static const struct light_state *state_of(const struct leds_view *v) {
 
 /* What a write changed, or why it failed: value errors go back to the writer alone. */
 static int stored(const struct leds_view *v, const char *attr, int r) {
-	if (r < 0 && r != -EINVAL)
+	/* -ENODEV: an input device's LED while the device is not there. */
+	if (r < 0 && r != -EINVAL && r != -ENODEV)
 		log_warning_errno(r, "%s/%s: writing for persona %s failed: %m", backend_of(v)->path, attr,
 				  v->persona->name);
 	if (r >= 0)
@@ -186,8 +211,13 @@ static int add_light_view(struct leds_class *lc, struct leds_persona *lp, size_t
 	if (r < 0)
 		return r;
 	r = sysfs_dir_add(lc->view, lp->class_dir[b->kind], b->name, NULL, &dir);
+	if (r < 0)
+		return r;
+	lp->views[i].dir = dir;
 	for (const struct attr *a = b->kind == LED_KIND_LED ? led_attrs : backlight_attrs; r >= 0 && a->name; a++)
 		r = sysfs_file_add(lc->view, dir, a->name, a->mode, a->ops, &lp->views[i]);
+	if (r >= 0)
+		sysfs_node_set_owner(lc->view, dir, lp->persona->owner.uid, lp->persona->owner.gid);
 	return r;
 }
 
@@ -207,9 +237,11 @@ static void leds_remove_persona(struct device_class *dc, struct persona *p) {
 	if (!lp)
 		return;
 	for (size_t i = 0; i < lc->n_lights; i++) {
-		int r = light_remove_owner(lc->lights[i].light, p);
+		struct leds_light *ll = light_at(lc, i);
+		int r = ll ? light_remove_owner(ll->light, p) : 0;
+
 		if (r < 0)
-			log_warning_errno(r, "%s: cannot update the hardware: %m", lc->lights[i].light->backend->path);
+			log_warning_errno(r, "%s: cannot update the hardware: %m", ll->light->backend->path);
 	}
 	sysfs_node_remove(lc->view, lp->root);
 	LIST_REMOVE(lp, link);
@@ -227,7 +259,7 @@ static int leds_add_persona(struct device_class *dc, struct persona *p) {
 	if (!lp)
 		return log_error_errno(ENOMEM, "out of memory");
 	lp->persona = p;
-	lp->views = calloc(MAX(lc->n_lights, (size_t)1), sizeof(*lp->views));
+	lp->views = calloc(ELEMENTSOF(lc->lights), sizeof(*lp->views));
 	LIST_INSERT_HEAD(&lc->personas, lp, link);
 	r = lp->views ? sysfs_dir_add(lc->view, sysfs_view_root(lc->view), p->name, p, &lp->root) : -ENOMEM;
 	if (r >= 0)
@@ -237,7 +269,8 @@ static int leds_add_persona(struct device_class *dc, struct persona *p) {
 	for (size_t k = 0; k < ELEMENTSOF(kind_dir) && r >= 0; k++)
 		r = sysfs_dir_add(lc->view, cls, kind_dir[k], NULL, &lp->class_dir[k]);
 	for (size_t i = 0; i < lc->n_lights && r >= 0; i++)
-		r = add_light_view(lc, lp, i);
+		if (light_at(lc, i))
+			r = add_light_view(lc, lp, i);
 	if (r >= 0)
 		sysfs_node_set_owner(lc->view, lp->root, p->owner.uid, p->owner.gid);
 	if (r < 0) {
@@ -254,10 +287,11 @@ static void leds_switch_to(struct device_class *dc, struct persona *from, struct
 	(void)op;
 	/* LEDs of input devices follow their evdev nodes, which the input class switches. */
 	for (size_t i = 0; i < lc->n_lights; i++) {
-		int r = light_set_active(lc->lights[i].light, to);
+		struct leds_light *ll = light_at(lc, i);
+		int r = ll ? light_set_active(ll->light, to) : 0;
+
 		if (r < 0)
-			log_warning_errno(r, "%s: cannot apply persona %s's state: %m", lc->lights[i].light->backend->path,
-					  to->name);
+			log_warning_errno(r, "%s: cannot apply persona %s's state: %m", ll->light->backend->path, to->name);
 	}
 }
 
@@ -270,7 +304,7 @@ static void leds_foreach_node(struct device_class *dc, struct persona *p, node_d
 	for (size_t k = 0; k < ELEMENTSOF(kind_dir); k++) {
 		char path[PATH_MAX], source[64];
 
-		if (lc->n_kind[k] == 0)
+		if (!lc->configured[k])
 			continue;
 		snprintf(path, sizeof(path), "%s/%s/sys/class/%s", lc->mountpoint, p->name, kind_dir[k]);
 		snprintf(source, sizeof(source), "/sys/class/%s", kind_dir[k]);
@@ -298,10 +332,12 @@ static void leds_class_free(struct device_class *dc) {
 		if (r < 0)
 			log_warning_errno(r, "%s: cannot unmount the persona views outside devnsd: %m", lc->mountpoint);
 	}
+	hotplug_free(lc->hotplug);
 	sysfs_view_free(lc->view);
 	for (size_t i = 0; i < lc->n_lights; i++) {
 		leds_evdev_source_free(lc->lights[i].source);
 		light_free(lc->lights[i].light);
+		free(lc->lights[i].real);
 	}
 	free(lc->mountpoint);
 	free(lc);
@@ -357,28 +393,27 @@ static bool name_listed(const struct conf_devices *d, const char *name) {
 
 static bool light_known(struct leds_class *lc, const char *real, const char *name, enum led_kind kind) {
 	for (size_t i = 0; i < lc->n_lights; i++) {
-		struct led_backend *b = lc->lights[i].light->backend;
-		_cleanup_(freep) char *other = realpath(b->path, NULL);
+		struct leds_light *ll = light_at(lc, i);
 
-		if (b->kind == kind && (streq(b->name, name) || (other && streq(other, real))))
+		if (ll && ll->light->backend->kind == kind && (streq(ll->light->backend->name, name) || streq(ll->real, real)))
 			return true;
 	}
 	return false;
 }
 
-/* Routes an LED of an owned input device through its evdev nodes. */
+/* Routes an LED of an input device the input class owns, or will own, through its evdev nodes. */
 static int route_input_led(struct leds_class *lc, struct leds_light *ll, bool shared) {
 	struct led_backend *b = ll->light->backend;
-	struct input_device *d;
-	char device[PATH_MAX];
+	_cleanup_(freep) char *device = NULL;
+	char link[PATH_MAX];
 	int code = input_led_code(b->name), r;
 
-	if (code < 0 || snprintf(device, sizeof(device), "%s/device", b->path) >= (int)sizeof(device))
+	if (code < 0 || !lc->input || snprintf(link, sizeof(link), "%s/device", ll->real) >= (int)sizeof(link))
 		return 0;
-	d = lc->input ? input_find_by_sysfs(lc->input, device) : NULL;
-	if (!d)
+	device = realpath(link, NULL);
+	if (!device || !input_class_owns(lc->input, device))
 		return 0;
-	r = leds_evdev_source_new(ll->light, d, (unsigned int)code, &ll->source);
+	r = leds_evdev_source_new(ll->light, lc->input, device, (unsigned int)code, &ll->source);
 	if (r < 0)
 		return r;
 	if (shared)
@@ -388,6 +423,51 @@ static int route_input_led(struct leds_class *lc, struct leds_light *ll, bool sh
 	return 0;
 }
 
+/* The slot a new light takes: a free one, or the next; NULL when full. */
+static struct leds_light *free_slot(struct leds_class *lc) {
+	for (size_t i = 0; i < lc->n_lights; i++)
+		if (!light_at(lc, i))
+			return &lc->lights[i];
+	if (lc->n_lights == ELEMENTSOF(lc->lights))
+		return NULL;
+	return &lc->lights[lc->n_lights++];
+}
+
+/* Gives every persona a view of the light in slot i. */
+static int add_views(struct leds_class *lc, size_t i) {
+	struct leds_persona *lp;
+	int r;
+
+	LIST_FOREACH(lp, &lc->personas, link) {
+		r = add_light_view(lc, lp, i);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void close_light(struct leds_class *lc, struct leds_light *ll) {
+	size_t i = (size_t)(ll - lc->lights);
+	struct leds_persona *lp;
+
+	LIST_FOREACH(lp, &lc->personas, link) {
+		if (lp->views[i].dir)
+			sysfs_node_remove(lc->view, lp->views[i].dir);
+		lp->views[i] = (struct leds_view){ 0 };
+	}
+	lc->n_kind[ll->light->backend->kind]--;
+	leds_evdev_source_free(ll->source);
+	light_free(ll->light);
+	free(ll->real);
+	*ll = (struct leds_light){ 0 };
+	while (lc->n_lights > 0 && !light_at(lc, lc->n_lights - 1))
+		lc->n_lights--;
+}
+
+/*
+ * Opens the light at path. Returns 0 when it is open (or known already, or
+ * one too many: warned), or a negative errno, logged.
+ */
 static int open_light(struct leds_class *lc, enum led_kind kind, const char *path, const struct conf_devices *d) {
 	_cleanup_(freep) char *real = realpath(path, NULL);
 	struct led_backend *b;
@@ -413,17 +493,29 @@ static int open_light(struct leds_class *lc, enum led_kind kind, const char *pat
 		return 0;
 	}
 	shared = name_listed(d, b->name);
-	ll = &lc->lights[lc->n_lights];
-	*ll = (struct leds_light){ .class = lc };
+	ll = free_slot(lc);
+	if (!ll) {
+		log_warning("%s: no room for more lights; ignored", path);
+		led_backend_free(b);
+		return 0;
+	}
+	*ll = (struct leds_light){ .class = lc, .real = TAKE_PTR(real) };
 	r = light_new(&ll->light, b, shared ? LIGHT_SHARED : LIGHT_EXCLUSIVE);
-	if (r < 0)
+	if (r < 0) {
+		free(ll->real);
+		*ll = (struct leds_light){ 0 };
 		return log_error_errno(r, "out of memory");
+	}
 	ll->source = &ll->light->source;
-	lc->n_lights++;
 	lc->n_kind[kind]++;
 	r = kind == LED_KIND_LED ? route_input_led(lc, ll, shared) : 0;
-	if (r < 0)
-		return log_error_errno(r, "out of memory");
+	if (r >= 0)
+		r = add_views(lc, (size_t)(ll - lc->lights));
+	if (r < 0) {
+		log_error_errno(r, "%s: cannot give the personas their views: %m", path);
+		close_light(lc, ll);
+		return r;
+	}
 	light_set_active(ll->light, lc->base.manager->active);
 	log_info("%s: %s, max brightness %u, %s", path, b->name, b->max_brightness,
 		 ll->light->policy == LIGHT_SHARED ? "shared" : "exclusive");
@@ -433,6 +525,7 @@ static int open_light(struct leds_class *lc, enum led_kind kind, const char *pat
 static int open_section(struct leds_class *lc, enum led_kind kind, const struct conf_devices *d) {
 	int r = 0;
 
+	lc->configured[kind] = d->n_patterns > 0;
 	for (size_t i = 0; i < d->n_patterns && r >= 0; i++) {
 		glob_t g = { 0 };
 		int gr = glob(d->patterns[i], 0, NULL, &g);
@@ -448,11 +541,217 @@ static int open_section(struct leds_class *lc, enum led_kind kind, const struct 
 	for (size_t i = 0; i < d->n_shared && r >= 0; i++) {
 		bool found = false;
 		for (size_t j = 0; j < lc->n_lights; j++)
-			found = found || streq(lc->lights[j].light->backend->name, d->shared[i]);
+			found = found || (light_at(lc, j) && streq(lc->lights[j].light->backend->name, d->shared[i]));
 		if (!found)
 			log_warning("Shared=%s: no such light", d->shared[i]);
 	}
 	return r;
+}
+
+/* --- lights that come and go --------------------------------------------------- */
+
+static const struct conf_devices *section_of(struct leds_class *lc, enum led_kind kind) {
+	const struct conf *conf = lc->base.manager->conf;
+
+	return kind == LED_KIND_LED ? &conf->leds : &conf->backlight;
+}
+
+static bool kind_of(const char *subsystem, enum led_kind *ret) {
+	for (size_t k = 0; k < ELEMENTSOF(kind_dir); k++)
+		if (streq(subsystem, kind_dir[k])) {
+			*ret = (enum led_kind)k;
+			return true;
+		}
+	return false;
+}
+
+/* The pattern of the section that names the light: its class path, or a path that resolves to it. */
+static const char *pattern_naming(const struct conf_devices *d, const char *class_path, const char *syspath) {
+	for (size_t i = 0; i < d->n_patterns; i++) {
+		glob_t g = { 0 };
+		bool match = fnmatch(d->patterns[i], class_path, FNM_PATHNAME) == 0;
+
+		if (!match && glob(d->patterns[i], 0, NULL, &g) == 0)
+			for (size_t j = 0; j < g.gl_pathc && !match; j++) {
+				_cleanup_(freep) char *real = realpath(g.gl_pathv[j], NULL);
+				match = real && streq(real, syspath);
+			}
+		globfree(&g);
+		if (match)
+			return d->patterns[i];
+	}
+	return NULL;
+}
+
+/* Whether the resolved kernel device kdev is an input device (.../inputN). */
+static bool is_input_device(const char *kdev) {
+	char link[PATH_MAX];
+	_cleanup_(freep) char *subsystem = NULL;
+	const char *name;
+
+	if (snprintf(link, sizeof(link), "%s/subsystem", kdev) >= (int)sizeof(link))
+		return false;
+	subsystem = realpath(link, NULL);
+	name = subsystem ? strrchr(subsystem, '/') : NULL;
+	return name && streq(name, "/input");
+}
+
+/* Whether the resolved kernel device kdev has an evdev device (eventN) yet. */
+static bool has_evdev(const char *kdev) {
+	char pattern[PATH_MAX];
+	glob_t g = { 0 };
+	bool found;
+
+	if (snprintf(pattern, sizeof(pattern), "%s/event*", kdev) >= (int)sizeof(pattern))
+		return false;
+	found = glob(pattern, 0, NULL, &g) == 0;
+	globfree(&g);
+	return found;
+}
+
+/*
+ * An LED of an input device that has no evdev device yet waits for it:
+ * whether the input class owns the device, so that the LED goes through
+ * its evdev nodes, depends on the evdev node's name.
+ */
+static bool led_waits(struct leds_class *lc, enum led_kind kind, const struct hotplug_device *dev) {
+	char link[PATH_MAX];
+	_cleanup_(freep) char *kdev = NULL;
+
+	if (kind != LED_KIND_LED || !lc->input || input_led_code(dev->sysname) < 0 ||
+	    snprintf(link, sizeof(link), "%s/device", dev->syspath) >= (int)sizeof(link))
+		return false;
+	kdev = realpath(link, NULL);
+	return kdev && is_input_device(kdev) && !has_evdev(kdev);
+}
+
+static void forget_pending(struct leds_class *lc, const char *syspath) {
+	for (size_t i = 0; i < lc->n_pending;)
+		if (streq(lc->pending[i].syspath, syspath))
+			lc->pending[i] = lc->pending[--lc->n_pending];
+		else
+			i++;
+}
+
+static void light_appeared(struct leds_class *lc, enum led_kind kind, const struct hotplug_device *dev) {
+	const struct conf_devices *d = section_of(lc, kind);
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "/sys/class/%s/%s", kind_dir[kind], dev->sysname) >= (int)sizeof(path) ||
+	    !pattern_naming(d, path, dev->syspath) || light_known(lc, dev->syspath, dev->sysname, kind))
+		return;
+	if (led_waits(lc, kind, dev)) {
+		struct pending_led *w;
+
+		forget_pending(lc, dev->syspath);
+		if (lc->n_pending == LEDS_PENDING_MAX || strlen(dev->sysname) >= sizeof(w->sysname) ||
+		    strlen(dev->syspath) >= sizeof(w->syspath)) {
+			log_warning("%s: too many LEDs wait for their input devices; ignored", path);
+			return;
+		}
+		w = &lc->pending[lc->n_pending++];
+		strcpy(w->sysname, dev->sysname);
+		strcpy(w->syspath, dev->syspath);
+		return;
+	}
+	if (open_light(lc, kind, path, d) >= 0)
+		state_changed(lc->base.manager);
+}
+
+/* An evdev device came: the LEDs of its input device that waited for it come now. */
+static void evdev_appeared(struct leds_class *lc, const struct hotplug_device *dev) {
+	_cleanup_(freep) char *parent = NULL;
+	char link[PATH_MAX];
+
+	if (strncmp(dev->sysname, "event", 5) != 0 || snprintf(link, sizeof(link), "%s/..", dev->syspath) >= (int)sizeof(link))
+		return;
+	parent = realpath(link, NULL);
+	for (size_t i = 0; parent && i < lc->n_pending;) {
+		struct pending_led w = lc->pending[i];
+		_cleanup_(freep) char *kdev = NULL;
+
+		if (snprintf(link, sizeof(link), "%s/device", w.syspath) >= (int)sizeof(link) ||
+		    !(kdev = realpath(link, NULL)) || !streq(kdev, parent)) {
+			i++;
+			continue;
+		}
+		lc->pending[i] = lc->pending[--lc->n_pending];
+		light_appeared(lc, LED_KIND_LED,
+			       &(struct hotplug_device){ .subsystem = "leds", .sysname = w.sysname, .syspath = w.syspath });
+	}
+}
+
+static void on_light_added(void *userdata, const struct hotplug_device *dev) {
+	struct leds_class *lc = userdata;
+	enum led_kind kind;
+
+	if (streq(dev->subsystem, "input"))
+		evdev_appeared(lc, dev);
+	else if (kind_of(dev->subsystem, &kind))
+		light_appeared(lc, kind, dev);
+}
+
+static void on_light_removed(void *userdata, const struct hotplug_device *dev) {
+	struct leds_class *lc = userdata;
+	enum led_kind kind;
+
+	if (!kind_of(dev->subsystem, &kind))
+		return;
+	forget_pending(lc, dev->syspath);
+	for (size_t i = 0; i < lc->n_lights; i++) {
+		struct leds_light *ll = light_at(lc, i);
+
+		if (ll && ll->light->backend->kind == kind && streq(ll->real, dev->syspath)) {
+			log_info("%s: gone; its views are removed", ll->light->backend->path);
+			close_light(lc, ll);
+			state_changed(lc->base.manager);
+			return;
+		}
+	}
+}
+
+static const struct hotplug_ops light_hotplug_ops = {
+	.added = on_light_added,
+	.removed = on_light_removed,
+};
+
+/*
+ * Watches the classes the configuration names. Lights that came after the
+ * sections were opened and before the watch began are opened now; patterns
+ * that name no sysfs class (plain files standing in for it) get nothing.
+ */
+static int watch_lights(struct leds_class *lc) {
+	const char *subsystems[4] = { 0 };
+	size_t n = 0;
+	int r;
+
+	for (size_t k = 0; k < ELEMENTSOF(kind_dir); k++)
+		if (lc->configured[k])
+			subsystems[n++] = kind_dir[k];
+	/* Evdev devices, for the input LEDs that wait for theirs. */
+	if (lc->configured[LED_KIND_LED] && lc->input)
+		subsystems[n++] = "input";
+	r = hotplug_new(&lc->hotplug, lc->base.manager->event, subsystems, "light hotplug", &light_hotplug_ops, lc);
+	if (r < 0)
+		return r;
+	for (size_t k = 0; k < ELEMENTSOF(kind_dir); k++) {
+		const struct conf_devices *d = section_of(lc, (enum led_kind)k);
+
+		for (size_t i = 0; i < d->n_patterns; i++) {
+			glob_t g = { 0 };
+
+			if (glob(d->patterns[i], 0, NULL, &g) == 0)
+				for (size_t j = 0; j < g.gl_pathc; j++) {
+					_cleanup_(freep) char *real = realpath(g.gl_pathv[j], NULL);
+					const char *name = strrchr(g.gl_pathv[j], '/');
+
+					if (real && name && !light_known(lc, real, name + 1, (enum led_kind)k))
+						(void)open_light(lc, (enum led_kind)k, g.gl_pathv[j], d);
+				}
+			globfree(&g);
+		}
+	}
+	return 0;
 }
 
 /* --- restart: each persona's state of each light ------------------------------ */
@@ -463,12 +762,13 @@ static void leds_state_save(void *userdata, struct persona *p, struct state_reco
 
 	for (size_t i = 0; lp && i < lc->n_lights; i++) {
 		const struct leds_view *v = &lp->views[i];
-		const struct light_state *s = state_of(v);
-		struct led_backend *b = backend_of(v);
+		const struct light_state *s;
+		struct led_backend *b;
 		char key[STATE_KEY_MAX + 1], value[STATE_VALUE_MAX + 1];
 
-		if (!s)
+		if (!light_at(lc, i) || !(s = state_of(v)))
 			continue;
+		b = backend_of(v);
 		snprintf(key, sizeof(key), "%s:%s", kind_dir[b->kind], b->name);
 		snprintf(value, sizeof(value), "%u %u %s", s->brightness, s->bl_power, b->triggers.names[s->trigger]);
 		/* A light whose name the record cannot hold is not kept. */
@@ -485,9 +785,12 @@ static int leds_state_load(void *userdata, struct persona *p, const char *key, c
 
 	_Static_assert(LED_TRIGGER_NAME_MAX == 47, "the trigger's width in sscanf()");
 	for (size_t i = 0; i < lc->n_lights && !ll; i++) {
-		struct led_backend *b = lc->lights[i].light->backend;
+		struct led_backend *b;
 		char name[STATE_KEY_MAX + 1];
 
+		if (!light_at(lc, i))
+			continue;
+		b = lc->lights[i].light->backend;
 		snprintf(name, sizeof(name), "%s:%s", kind_dir[b->kind], b->name);
 		if (streq(name, key))
 			ll = &lc->lights[i];
@@ -576,6 +879,12 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct input_clas
 	}
 	if (r >= 0)
 		r = leds_state_register(lc);
+	if (r >= 0) {
+		r = watch_lights(lc);
+		if (r < 0)
+			log_warning_errno(r, "cannot watch for lights that come and go: %m");
+		r = 0;
+	}
 	if (r >= 0)
 		publish_views(lc);
 	if (r < 0) {
@@ -593,9 +902,13 @@ void leds_foreach_light(struct leds_class *lc, struct persona *p, light_desc_fn 
 
 	for (size_t i = 0; lp && i < lc->n_lights; i++) {
 		const struct leds_view *v = &lp->views[i];
-		const struct light_state *s = state_of(v);
-		struct led_backend *b = backend_of(v);
+		const struct light_state *s;
+		struct led_backend *b;
 
+		if (!light_at(lc, i))
+			continue;
+		s = state_of(v);
+		b = backend_of(v);
 		fn(userdata, &(struct light_desc){
 			.kind = kind_dir[b->kind],
 			.name = b->name,

@@ -556,7 +556,8 @@ static void test_evdev_light_source(void **state) {
 	assert_int_equal(light_new(&l, b, LIGHT_SHARED), 0);
 	assert_int_equal(light_add_owner(l, p0->persona), 0);
 	assert_int_equal(light_add_owner(l, p1->persona), 0);
-	assert_int_equal(leds_evdev_source_new(l, r->dev, LED_CAPSL, &src), 0);
+	strcpy(r->dev->kdev, "/sys/devices/virtual/input/input5");
+	assert_int_equal(leds_evdev_source_new(l, r->ic, r->dev->kdev, LED_CAPSL, &src), 0);
 	assert_int_equal(l->policy, LIGHT_EXCLUSIVE);
 
 	/* p1 writes in the background: its node has it, the hardware does not. */
@@ -580,6 +581,13 @@ static void test_evdev_light_source(void **state) {
 	EXPECT_EVENTS(written, n, EV(EV_LED, LED_CAPSL, 0), SYN_EV);
 	/* Nothing went to the sysfs LED itself. */
 	assert_int_equal(led_fake_brightness(b), 0);
+	/* The device goes: the LED reads 0 and refuses writes. */
+	assert_int_equal(src->ops->set_brightness(src, p0->persona, 1), 0);
+	assert_int_equal(src->ops->brightness(src, p0->persona), 1);
+	input_device_set_gone(r->dev);
+	assert_int_equal(src->ops->brightness(src, p0->persona), 0);
+	assert_int_equal(src->ops->set_brightness(src, p0->persona, 1), -ENODEV);
+	assert_int_equal(src->ops->set_trigger(src, p0->persona, 1), -ENODEV);
 	leds_evdev_source_free(src);
 	light_free(l);
 }

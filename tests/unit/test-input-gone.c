@@ -150,7 +150,7 @@ static void test_device_comes_back(void **state) {
 
 	unplug(r);
 	close_clients(r);
-	input_class_drop_device(r->ic, r->dev);
+	input_class_remove_device(r->ic, r->dev);
 	add_device(r, "event7");
 	assert_false(r->dev->gone);
 	assert_true(r->node[0]->active);

@@ -2,7 +2,9 @@
 """LED views on a real kernel: the i8042 keyboard's input0::capslock LED
 class device, with devnsd owning the keyboard's evdev device too. The
 hardware LED follows the active persona, and each persona's sysfs view and
-evdev LED state (EVIOCGLED on its node) agree."""
+evdev LED state (EVIOCGLED on its node) agree. Keyboards plugged in while
+devnsd runs bring their LEDs into every persona's view, and take them away
+when they go."""
 
 import errno
 import glob
@@ -169,6 +171,83 @@ class CapslockViews(rig.PersonaTestCase):
         out = rig.devnsctl("status").stdout
         rows = [l for l in out.splitlines() if self.name in l and "leds" in l.split()]
         self.assertEqual(len(rows), 2, out)
+
+
+class LedsComeAndGo(rig.PersonaTestCase):
+    """[Leds] names the capslock LEDs of every keyboard, those plugged in later included."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        conf = "\n".join([
+            "[Input]", "Devices=/dev/input/event*",
+            "[Leds]", "Devices=/sys/class/leds/input*::capslock",
+            "[Persona work]", "Active=yes",
+            "[Persona personal]", "",
+        ])
+        cls.daemon = rig.Daemon(conf)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+
+    def views(self, persona):
+        return sorted(os.listdir(os.path.join(VIEWS, persona, "sys", "class", "leds")))
+
+    def view(self, persona, name):
+        return os.path.join(VIEWS, persona, "sys", "class", "leds", name, "brightness")
+
+    def status_rows(self, name):
+        return [line for line in rig.devnsctl("status").stdout.splitlines() if name in line.split()]
+
+    def test_keyboards_bring_their_leds_and_take_them_away(self):
+        before = {p: self.views(p) for p in ("work", "personal")}
+        fds = len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid))
+        for round in range(3):
+            rig.devnsctl("switch", "work")
+            kbd = rig.make_keyboard()
+            try:
+                node = os.path.basename(rig.event_node(kbd))
+                led = [l for l in glob.glob("/sys/class/leds/input*::capslock")
+                       if os.path.exists(os.path.join(os.path.realpath(os.path.join(l, "device")), node))][0]
+                name = os.path.basename(led)
+                for p in ("work", "personal"):
+                    self.assertTrue(rig.eventually(lambda: name in self.views(p), timeout=5),
+                                    "round %d: %s is not in %s's view: %s" % (round, name, p, self.views(p)))
+                self.assertFalse(any(n.endswith("::numlock") for n in self.views("work")), "not configured")
+                # Through the keyboard's evdev device, as for the LEDs devnsd found at start.
+                self.assertTrue(rig.eventually(lambda: os.path.exists(rig.persona_node("personal", node))))
+                put(self.view("personal", name), "1\n")
+                put(self.view("work", name), "0\n")
+                time.sleep(0.2)
+                self.assertEqual(read_file(os.path.join(led, "brightness")), "0\n",
+                                 "round %d: the background persona's LED reached the keyboard" % round)
+                rig.devnsctl("switch", "personal")
+                self.assertTrue(rig.eventually(lambda: read_file(os.path.join(led, "brightness")) == "1\n", timeout=3),
+                                "round %d: the keyboard does not show personal's LED" % round)
+                fd = rig.open_node(rig.persona_node("personal", node))
+                try:
+                    self.assertIn(e.LED_CAPSL, rig.led_state(fd), "personal's evdev node")
+                finally:
+                    os.close(fd)
+                self.assertEqual(len(self.status_rows(name)), 2, rig.devnsctl("status").stdout)
+                held = os.open(self.view("work", name), os.O_RDONLY)
+            finally:
+                kbd.close()
+            try:
+                for p in ("work", "personal"):
+                    self.assertTrue(rig.eventually(lambda: name not in self.views(p), timeout=5),
+                                    "round %d: %s stayed in %s's view" % (round, name, p))
+                with self.assertRaises(OSError, msg="a view file held open across the unplug"):
+                    os.pread(held, 16, 0)
+            finally:
+                os.close(held)
+            self.assertEqual(self.status_rows(name), [])
+            self.assertTrue(rig.answers_within(1.0))
+        self.assertEqual({p: self.views(p) for p in ("work", "personal")}, before)
+        self.assertTrue(rig.eventually(lambda: len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid)) <= fds, timeout=5),
+                        "devnsd holds %d descriptors, %d before" % (len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid)),
+                                                                   fds))
 
 
 if __name__ == "__main__":

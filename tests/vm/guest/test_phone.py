@@ -6,7 +6,8 @@ the two personas, each with its own /dev and /run and the persona's LED
 and backlight views bound at /sys/class as a container manager does.
 Attach must answer with every class configured, and each container gets
 its own screen, input, LEDs and backlight, following the active persona.
-A keyboard plugged in meanwhile reaches both containers and leaves them.
+A keyboard plugged in meanwhile reaches both containers, its capslock LED
+in their views, and leaves them.
 A program waiting in epoll_wait() in each container, as a compositor does,
 is woken at each press while its persona is active, through switches.
 Programs under libdevns-fbmmap.so in both containers take the library's
@@ -109,7 +110,8 @@ class Phone(rig.PersonaTestCase):
             "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
             # Every input device, those that come later included.
             "[Input]", "Devices=/dev/input/event*", "",
-            "[Leds]", "Devices=" + cls.led, "",
+            # The capslock LEDs of every keyboard, those plugged in later included.
+            "[Leds]", "Devices=/sys/class/leds/input*::capslock", "",
             "[Backlight]", "Devices=" + cls.bl_dir, "",
             "[Persona work]", "Active=yes", "",
             "[Persona personal]", "",
@@ -314,9 +316,15 @@ class Phone(rig.PersonaTestCase):
         try:
             name = os.path.basename(rig.event_node(kbd))
             node = "/dev/input/" + name
+            led = [os.path.basename(l) for l in glob.glob("/sys/class/leds/input*::capslock")
+                   if os.path.exists(os.path.join(os.path.realpath(os.path.join(l, "device")), name))][0]
+            led_view = "/sys/class/leds/%s/brightness" % led
             for p in PERSONAS:
                 self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-c", node, check=False).returncode == 0),
                                 "%s did not appear in %s's container:\n%s" % (node, p, self.daemon.output()))
+                # Its capslock LED, in the persona's view the container has at /sys/class/leds.
+                self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-f", led_view, check=False).returncode == 0),
+                                "%s did not appear in %s's container" % (led_view, p))
             for active in ("personal", "work"):
                 rig.devnsctl("switch", active)
                 probes = {p: self.containers[p].popen(*PROBE, node, PROBE_SECONDS, stdout=subprocess.PIPE, text=True)
@@ -335,6 +343,8 @@ class Phone(rig.PersonaTestCase):
         for p in PERSONAS:
             self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-e", node, check=False).returncode != 0),
                             "%s stayed in %s's container" % (node, p))
+            self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-e", led_view, check=False).returncode != 0),
+                            "%s stayed in %s's container" % (led_view, p))
         # The rest of the phone is as it was: the first keyboard still reaches the active persona.
         self.test_input_follows_the_active_persona()
 
