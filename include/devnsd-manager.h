@@ -144,13 +144,16 @@ struct manager {
 	 * active_changed, the persona now active, at once when a switch
 	 * starts; switch_done, the struct switch_op, once it completes;
 	 * persona_added and persona_removed, the persona (removed: before it
-	 * is freed).
+	 * is freed); display_power, a const bool, true when the display has
+	 * just been powered down (a blanked active persona), false when it
+	 * has been powered up again.
 	 */
 	struct {
 		struct signal_list active_changed;
 		struct signal_list switch_done;
 		struct signal_list persona_added;
 		struct signal_list persona_removed;
+		struct signal_list display_power;
 	} events;
 };
 

@@ -60,6 +60,8 @@ struct light {
 	enum light_policy policy;
 	/* The hardware is driven elsewhere (an input LED): nothing is written to it here. */
 	bool detached;
+	/* A backlight whose display is powered down: its hardware is powered down too, whatever the states. */
+	bool blanked;
 	const void *active;
 	/* What was last written to the hardware (or found there). */
 	struct light_state hw;
@@ -95,6 +97,13 @@ int light_set_power(struct light *l, const void *owner, uint32_t power);
 
 /* Makes owner the active one; the hardware then shows what the policy picks. */
 int light_set_active(struct light *l, const void *owner);
+
+/*
+ * The display powered down (blanked) or up: a backlight's hardware then
+ * has bl_power LED_BL_POWER_MAX, or what the policy picks again. The
+ * owners' states are kept as they are.
+ */
+int light_set_blanked(struct light *l, bool blanked);
 
 /* The state the policy has the hardware show (NULL without owners). */
 const struct light_state *light_pick(const struct light *l);

@@ -308,8 +308,10 @@ static void power_settle(struct display_class *dc) {
 		return;
 	}
 	r = display_output_set_power(b, false);
-	if (r >= 0)
+	if (r >= 0) {
+		signal_emit(&dc->base.manager->events.display_power, &(bool){ true });
 		return;
+	}
 	dc->stays_up = true;
 	if (r != -EOPNOTSUPP)
 		log_warning_errno(r, "%s: cannot power the display down; it stays up, showing black: %m", dc->device);
@@ -338,6 +340,7 @@ static bool power_stays_down(struct display_class *dc) {
 		log_warning_errno(r, "%s: cannot power the display up; it is no longer powered down: %m", dc->device);
 		dc->stays_up = true;
 	}
+	signal_emit(&dc->base.manager->events.display_power, &(bool){ false });
 	return false;
 }
 

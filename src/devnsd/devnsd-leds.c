@@ -71,6 +71,12 @@ struct leds_class {
 		char syspath[PATH_MAX];
 	} pending[LEDS_PENDING_MAX];
 	size_t n_pending;
+	/*
+	 * The display is powered down: so are the backlights, as the kernel's
+	 * fbdev blanking powers down the backlights it notifies.
+	 */
+	struct listener display_power;
+	bool display_down;
 	LIST_HEAD(, leds_persona) personas;
 };
 
@@ -317,6 +323,27 @@ static void leds_foreach_node(struct device_class *dc, struct persona *p, node_d
 	}
 }
 
+static void blank_backlights(struct leds_class *lc, bool down) {
+	lc->display_down = down;
+	for (size_t i = 0; i < lc->n_lights; i++) {
+		struct leds_light *ll = light_at(lc, i);
+		int r;
+
+		if (!ll || ll->light->backend->kind != LED_KIND_BACKLIGHT)
+			continue;
+		r = light_set_blanked(ll->light, down);
+		if (r < 0)
+			log_warning_errno(r, "%s: cannot power the backlight %s with the display: %m", ll->light->backend->path,
+					  down ? "down" : "up");
+	}
+}
+
+static void on_display_power(struct listener *l, void *data) {
+	struct leds_class *lc = container_of(l, struct leds_class, display_power);
+
+	blank_backlights(lc, *(bool *)data);
+}
+
 static void leds_class_free(struct device_class *dc) {
 	struct leds_class *lc = to_leds(dc);
 	struct leds_persona *lp;
@@ -332,6 +359,10 @@ static void leds_class_free(struct device_class *dc) {
 		if (r < 0)
 			log_warning_errno(r, "%s: cannot unmount the persona views outside devnsd: %m", lc->mountpoint);
 	}
+	listener_remove(&lc->display_power);
+	/* devnsd leaves the display powered up when it stops: the backlights come up with it. */
+	if (lc->display_down)
+		blank_backlights(lc, false);
 	hotplug_free(lc->hotplug);
 	sysfs_view_free(lc->view);
 	for (size_t i = 0; i < lc->n_lights; i++) {
@@ -516,6 +547,8 @@ static int open_light(struct leds_class *lc, enum led_kind kind, const char *pat
 		close_light(lc, ll);
 		return r;
 	}
+	if (kind == LED_KIND_BACKLIGHT)
+		ll->light->blanked = lc->display_down;
 	light_set_active(ll->light, lc->base.manager->active);
 	log_info("%s: %s, max brightness %u, %s", path, b->name, b->max_brightness,
 		 ll->light->policy == LIGHT_SHARED ? "shared" : "exclusive");
@@ -864,6 +897,8 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct input_clas
 		return log_error_errno(ENOMEM, "out of memory");
 	lc->base.ops = &leds_class_ops;
 	lc->base.manager = m;
+	lc->display_power.notify = on_display_power;
+	signal_add(&m->events.display_power, &lc->display_power);
 	lc->input = input;
 	LIST_INIT(&lc->personas);
 	lc->mountpoint = view_dir();

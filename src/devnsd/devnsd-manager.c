@@ -90,6 +90,7 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	signal_init(&m->events.switch_done);
 	signal_init(&m->events.persona_added);
 	signal_init(&m->events.persona_removed);
+	signal_init(&m->events.display_power);
 	r = pidns_of_pid(getpid(), &m->self_ns);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open devnsd's own pid namespace: %m");

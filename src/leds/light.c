@@ -32,11 +32,13 @@ const struct light_state *light_pick(const struct light *l) {
 static int apply(struct light *l) {
 	const struct light_state *s = light_pick(l);
 	struct led_backend *b = l->backend;
+	uint32_t power;
 	int r;
 
 	l->shown = s ? s->owner : NULL;
 	if (!s || l->detached)
 		return 0;
+	power = l->blanked ? LED_BL_POWER_MAX : s->bl_power;
 	if (b->kind == LED_KIND_LED && s->trigger != l->hw.trigger) {
 		r = led_backend_set_trigger(b, s->trigger);
 		if (r < 0)
@@ -45,11 +47,11 @@ static int apply(struct light *l) {
 		/* Changing the trigger turned the LED off; writing 0 again would drop the new trigger. */
 		l->hw.brightness = 0;
 	}
-	if (b->kind == LED_KIND_BACKLIGHT && s->bl_power != l->hw.bl_power) {
-		r = led_backend_set_power(b, s->bl_power);
+	if (b->kind == LED_KIND_BACKLIGHT && power != l->hw.bl_power) {
+		r = led_backend_set_power(b, power);
 		if (r < 0)
 			return r;
-		l->hw.bl_power = s->bl_power;
+		l->hw.bl_power = power;
 	}
 	if (s->brightness != l->hw.brightness) {
 		r = led_backend_set_brightness(b, s->brightness);
@@ -170,6 +172,11 @@ int light_set_power(struct light *l, const void *owner, uint32_t power) {
 
 int light_set_active(struct light *l, const void *owner) {
 	l->active = owner;
+	return apply(l);
+}
+
+int light_set_blanked(struct light *l, bool blanked) {
+	l->blanked = blanked;
 	return apply(l);
 }
 

@@ -177,6 +177,40 @@ static void test_exclusive(void **state) {
 	light_free(l);
 }
 
+/* The display powers down: the backlight too, with every persona's state kept, and back when it comes up. */
+static void test_blanked_with_the_display(void **state) {
+	struct light *l = make(LED_KIND_BACKLIGHT, LIGHT_EXCLUSIVE, 100);
+	const struct led_fake_write *w;
+
+	(void)state;
+	assert_int_equal(light_set_brightness(l, A, 40), 0);
+	assert_int_equal(light_set_power(l, B, 1), 0);
+	led_fake_clear_written(l->backend);
+	assert_int_equal(light_set_blanked(l, true), 0);
+	assert_int_equal(led_fake_written(l->backend, &w), 1);
+	assert_int_equal(w[0].attr, LED_FAKE_POWER);
+	assert_int_equal(w[0].value, LED_BL_POWER_MAX);
+	assert_int_equal(light_state_of(l, A)->bl_power, 0);
+	assert_int_equal(shown(l), 40);
+	/* Writes and switches while down change states and the level, never the power. */
+	led_fake_clear_written(l->backend);
+	assert_int_equal(light_set_power(l, A, 2), 0);
+	assert_int_equal(light_set_active(l, B), 0);
+	assert_int_equal(light_set_brightness(l, B, 70), 0);
+	assert_int_equal(led_fake_written(l->backend, &w), 2);
+	assert_int_equal(w[0].attr, LED_FAKE_BRIGHTNESS);
+	assert_int_equal(w[1].attr, LED_FAKE_BRIGHTNESS);
+	assert_int_equal(light_state_of(l, A)->bl_power, 2);
+	/* Up again: the active persona's power. */
+	led_fake_clear_written(l->backend);
+	assert_int_equal(light_set_blanked(l, false), 0);
+	assert_int_equal(led_fake_written(l->backend, &w), 1);
+	assert_int_equal(w[0].attr, LED_FAKE_POWER);
+	assert_int_equal(w[0].value, 1);
+	assert_int_equal(shown(l), 70);
+	light_free(l);
+}
+
 static void test_shared_max(void **state) {
 	struct light *l = make(LED_KIND_LED, LIGHT_SHARED, 255);
 
@@ -277,6 +311,7 @@ int main(void) {
 		cmocka_unit_test(test_triggers_long_list),
 		cmocka_unit_test(test_triggers_find),
 		cmocka_unit_test(test_exclusive),
+		cmocka_unit_test(test_blanked_with_the_display),
 		cmocka_unit_test(test_shared_max),
 		cmocka_unit_test(test_trigger_rules),
 		cmocka_unit_test(test_detached),

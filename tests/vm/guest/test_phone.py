@@ -258,10 +258,16 @@ class Phone(rig.PersonaTestCase):
         for code, value in ((e.KEY_LEFTMETA, 1), (key, 1), (key, 0), (e.KEY_LEFTMETA, 0)):
             rig.press(self.kbd, code, value)
 
+    def bl_power(self):
+        return read_file(os.path.join(self.bl_dir, "bl_power")).strip()
+
     def test_a_blanked_persona_powers_the_display_down_and_the_hotkey_brings_the_other_up(self):
-        """The active container blanks its screen: the display powers down, and its keyboard still
-        reaches it. The hotkey to the other persona powers the display up with that one's frame; the
-        hotkey back powers it down again; unblanking in the container brings back its frame."""
+        """The active container blanks its screen: the display powers down, and the backlight with it,
+        as the kernel's fbdev does; its keyboard still reaches it. The hotkey to the other persona powers
+        the display and backlight up with that one's frame; the hotkey back powers them down again;
+        unblanking in the container brings back its frame. The personas' own backlight states stay."""
+        bl = os.path.basename(self.bl_dir)
+        brightness = read_file(os.path.join(self.bl_dir, "brightness"))
         frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(60, 90)) for p in PERSONAS}
         for p in PERSONAS:
             path = os.path.join(tempfile.mkdtemp(), "frame")
@@ -274,6 +280,10 @@ class Phone(rig.PersonaTestCase):
             self.blank_inside("work", 4)
             self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "work blanked its screen")
             self.assertIn("Display: powered down", rig.devnsctl("status").stdout)
+            self.assertTrue(rig.eventually(lambda: self.bl_power() == "4"), "the backlight stayed on")
+            self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")), brightness)
+            self.assertEqual(self.inside("work", "cat", "/sys/class/backlight/%s/bl_power" % bl).stdout.strip(), "0",
+                             "work's own bl_power")
             probe = self.containers["work"].popen(*PROBE, node, "4", stdout=subprocess.PIPE, text=True)
             self.assertEqual(probe.stdout.readline().strip(), "open ok")
             time.sleep(0.3)
@@ -287,15 +297,18 @@ class Phone(rig.PersonaTestCase):
             self.assertTrue(rig.eventually(lambda: "Active persona: personal\n" in rig.devnsctl("status").stdout),
                             "the hotkey to personal")
             self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "switched to personal")
+            self.assertEqual(self.bl_power(), "0", "the backlight with the display, switched to personal")
             ok, diff = fbrig.screen_shows("phone-power", self.w, self.h, frames["personal"])
             self.assertTrue(ok, "personal's frame is not shown (%s pixels differ)" % diff)
 
             self.hotkey("work")
             self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "switched back to blanked work")
+            self.assertTrue(rig.eventually(lambda: self.bl_power() == "4"), "the backlight, back to blanked work")
         finally:
             self.blank_inside("work", 0)
         rig.devnsctl("switch", "work")
         self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "work unblanked")
+        self.assertEqual(self.bl_power(), "0", "the backlight, work unblanked")
         ok, diff = fbrig.screen_shows("phone-power", self.w, self.h, frames["work"])
         self.assertTrue(ok, "work's frame is not shown after it unblanked (%s pixels differ)" % diff)
 

@@ -661,8 +661,10 @@ class Restart(unittest.TestCase):
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
     def test_7_a_blanked_display_stays_down_across_a_restart(self):
-        """The active persona blanked its screen, so the display is powered down: devnsd killed and
-        started again powers it down again, and the persona's unblank brings up what it wrote."""
+        """The active persona blanked its screen, so the display and the backlight are powered down:
+        devnsd killed and started again powers them down again, and the persona's unblank brings up
+        what it wrote. devnsd stopped while they are down leaves both up."""
+        bl_power = os.path.join(self.bl_dir, "bl_power")
         daemon = rig.Daemon(self.conf)
         try:
             fd = self.open_fd(fbrig.fb_node("work"))
@@ -672,17 +674,25 @@ class Restart(unittest.TestCase):
             fbrig.write_all(fd, frame)
             fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 4)
             self.assertTrue(eventually(lambda: fbrig.dpms() == "Off"), "the blanked display is not down")
+            self.assertTrue(eventually(lambda: read_file(bl_power).strip() == "4"), "the backlight is not down")
             # The blanking is in the record (saved within 20 ms of a change).
             time.sleep(0.5)
             self.kill(daemon)
             daemon = rig.Daemon(self.conf)
             self.assertTrue(eventually(lambda: fbrig.dpms() == "Off"), "the display came back up after the restart")
+            self.assertTrue(eventually(lambda: read_file(bl_power).strip() == "4"),
+                            "the backlight came back up after the restart")
             self.assertIn("Display: powered down", rig.devnsctl("status").stdout)
             fd = self.open_fd(fbrig.fb_node("work"))
             fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
             self.assertTrue(eventually(lambda: fbrig.dpms() == "On"), "the unblanked display stays down")
             self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(frame)), "unblanked"), 0,
                              "the unblanked persona's frame is not shown")
+            self.assertEqual(read_file(bl_power).strip(), "0", "the backlight stayed down")
+            fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 4)
+            self.assertTrue(eventually(lambda: read_file(bl_power).strip() == "4"), "blanked again")
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+            self.assertEqual((fbrig.dpms(), read_file(bl_power).strip()), ("On", "0"), "after devnsd stopped")
         except BaseException:
             print(daemon.output())
             raise
