@@ -778,7 +778,15 @@ static int watch_lights(struct leds_class *lc) {
 					_cleanup_(freep) char *real = realpath(g.gl_pathv[j], NULL);
 					const char *name = strrchr(g.gl_pathv[j], '/');
 
-					if (real && name && !light_known(lc, real, name + 1, (enum led_kind)k))
+					if (!real || !name || light_known(lc, real, name + 1, (enum led_kind)k))
+						continue;
+					/* A class device may be an input LED that waits for its evdev device. */
+					if (strncmp(real, "/sys/", 5) == 0)
+						light_appeared(lc, (enum led_kind)k,
+							       &(struct hotplug_device){ .subsystem = kind_dir[k],
+											 .sysname = name + 1,
+											 .syspath = real });
+					else
 						(void)open_light(lc, (enum led_kind)k, g.gl_pathv[j], d);
 				}
 			globfree(&g);
