@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "devnsd-hostns.h"
 #include "devnsd-hotplug.h"
@@ -68,7 +69,7 @@ struct leds_class {
 	/* LEDs of input devices whose evdev device has not come yet (its handler may attach after the LED's). */
 	struct pending_led {
 		char sysname[NAME_MAX + 1];
-		char syspath[PATH_MAX];
+		char syspath[256];
 	} pending[LEDS_PENDING_MAX];
 	size_t n_pending;
 	/*
@@ -677,6 +678,12 @@ static void light_appeared(struct leds_class *lc, enum led_kind kind, const stru
 		struct pending_led *w;
 
 		forget_pending(lc, dev->syspath);
+		/* Room from those that went, should their removal have been missed. */
+		for (size_t i = 0; lc->n_pending == LEDS_PENDING_MAX && i < lc->n_pending;)
+			if (access(lc->pending[i].syspath, F_OK) < 0)
+				lc->pending[i] = lc->pending[--lc->n_pending];
+			else
+				i++;
 		if (lc->n_pending == LEDS_PENDING_MAX || strlen(dev->sysname) >= sizeof(w->sysname) ||
 		    strlen(dev->syspath) >= sizeof(w->syspath)) {
 			log_warning("%s: too many LEDs wait for their input devices; ignored", path);
@@ -694,24 +701,29 @@ static void light_appeared(struct leds_class *lc, enum led_kind kind, const stru
 /* An evdev device came: the LEDs of its input device that waited for it come now. */
 static void evdev_appeared(struct leds_class *lc, const struct hotplug_device *dev) {
 	_cleanup_(freep) char *parent = NULL;
+	struct pending_led due[LEDS_PENDING_MAX];
+	size_t n_due = 0;
 	char link[PATH_MAX];
 
-	if (strncmp(dev->sysname, "event", 5) != 0 || snprintf(link, sizeof(link), "%s/..", dev->syspath) >= (int)sizeof(link))
+	if (lc->n_pending == 0 || strncmp(dev->sysname, "event", 5) != 0 ||
+	    snprintf(link, sizeof(link), "%s/..", dev->syspath) >= (int)sizeof(link))
 		return;
 	parent = realpath(link, NULL);
 	for (size_t i = 0; parent && i < lc->n_pending;) {
-		struct pending_led w = lc->pending[i];
 		_cleanup_(freep) char *kdev = NULL;
 
-		if (snprintf(link, sizeof(link), "%s/device", w.syspath) >= (int)sizeof(link) ||
+		if (snprintf(link, sizeof(link), "%s/device", lc->pending[i].syspath) >= (int)sizeof(link) ||
 		    !(kdev = realpath(link, NULL)) || !streq(kdev, parent)) {
 			i++;
 			continue;
 		}
+		due[n_due++] = lc->pending[i];
 		lc->pending[i] = lc->pending[--lc->n_pending];
-		light_appeared(lc, LED_KIND_LED,
-			       &(struct hotplug_device){ .subsystem = "leds", .sysname = w.sysname, .syspath = w.syspath });
 	}
+	/* Taken off the list first: one whose evdev device went again meanwhile waits anew, once. */
+	for (size_t i = 0; i < n_due; i++)
+		light_appeared(lc, LED_KIND_LED, &(struct hotplug_device){ .subsystem = "leds", .sysname = due[i].sysname,
+									  .syspath = due[i].syspath });
 }
 
 static void on_light_added(void *userdata, const struct hotplug_device *dev) {
