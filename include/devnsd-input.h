@@ -148,6 +148,12 @@ struct input_device *input_find_by_sysfs(struct input_class *ic, const char *kde
 /* Whether [Input] Devices= names the evdev node devnode. */
 bool input_conf_wants(const struct conf *conf, const char *devnode);
 
+/*
+ * The node (/dev/input/eventN, in devnode) of the evdev device of the
+ * kernel input device kdev (resolved); false while it has none.
+ */
+bool input_kdev_evdev(const char *kdev, char *devnode, size_t size);
+
 /* Whether the kernel input device kdev (resolved) is owned, or will be once the watch adds its evdev device. */
 bool input_class_owns(struct input_class *ic, const char *kdev);
 

@@ -86,3 +86,9 @@ bool name_is_valid(const char *name);
 
 /* Parses yes/no, true/false, on/off, 1/0. Returns 0/1 or -EINVAL. */
 int parse_boolean(const char *v);
+
+/*
+ * Whether a configured glob pattern names a device: path matches it, or a
+ * path the pattern expands to resolves to real (a link such as by-id).
+ */
+bool pattern_names(const char *pattern, const char *path, const char *real);

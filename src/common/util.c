@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <fnmatch.h>
+#include <glob.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -88,4 +90,19 @@ int thread_start_detached(void *(*fn)(void *), void *arg, size_t stack_bytes) {
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	return -r;
+}
+
+bool pattern_names(const char *pattern, const char *path, const char *real) {
+	glob_t g = { 0 };
+	bool match = false;
+
+	if (fnmatch(pattern, path, FNM_PATHNAME) == 0)
+		return true;
+	if (glob(pattern, 0, NULL, &g) == 0)
+		for (size_t i = 0; i < g.gl_pathc && !match; i++) {
+			_cleanup_(freep) char *resolved = realpath(g.gl_pathv[i], NULL);
+			match = resolved && streq(resolved, real);
+		}
+	globfree(&g);
+	return match;
 }

@@ -4,7 +4,6 @@
  * names, and persona nodes served over CUSE. State and switching are in
  * devnsd-input-core.c.
  */
-#include <fnmatch.h>
 #include <glob.h>
 #include <limits.h>
 #include <libevdev/libevdev.h>
@@ -252,48 +251,30 @@ struct input_device *input_find_by_sysfs(struct input_class *ic, const char *kde
 	return NULL;
 }
 
-/* Whether pattern names devnode: by a match, or as a link to it (by-id, by-path). */
-static bool path_matches(const char *pattern, const char *devnode) {
-	glob_t g = { 0 };
-	bool match = false;
-
-	if (fnmatch(pattern, devnode, FNM_PATHNAME) == 0)
-		return true;
-	if (glob(pattern, GLOB_NOCHECK, NULL, &g) != 0) {
-		globfree(&g);
-		return false;
-	}
-	for (size_t i = 0; i < g.gl_pathc && !match; i++) {
-		_cleanup_(freep) char *real = realpath(g.gl_pathv[i], NULL);
-		match = real && streq(real, devnode);
-	}
-	globfree(&g);
-	return match;
-}
-
 bool input_conf_wants(const struct conf *conf, const char *devnode) {
 	for (size_t i = 0; i < conf->input.n_patterns; i++)
-		if (path_matches(conf->input.patterns[i], devnode))
+		if (pattern_names(conf->input.patterns[i], devnode, devnode))
 			return true;
 	return false;
 }
 
-bool input_class_owns(struct input_class *ic, const char *kdev) {
+bool input_kdev_evdev(const char *kdev, char *devnode, size_t size) {
 	char pattern[PATH_MAX];
 	glob_t g = { 0 };
-	bool owned = false;
+	bool found = false;
 
-	if (input_find_by_sysfs(ic, kdev))
-		return true;
 	if (snprintf(pattern, sizeof(pattern), "%s/event*", kdev) >= (int)sizeof(pattern))
 		return false;
 	if (glob(pattern, 0, NULL, &g) == 0)
-		for (size_t i = 0; i < g.gl_pathc && !owned; i++) {
-			char devnode[64];
-
-			snprintf(devnode, sizeof(devnode), "/dev/input/%s", strrchr(g.gl_pathv[i], '/') + 1);
-			owned = input_conf_wants(ic->base.manager->conf, devnode);
-		}
+		found = snprintf(devnode, size, "/dev/input/%s", strrchr(g.gl_pathv[0], '/') + 1) < (int)size;
 	globfree(&g);
-	return owned;
+	return found;
+}
+
+bool input_class_owns(struct input_class *ic, const char *kdev) {
+	char devnode[64];
+
+	if (input_find_by_sysfs(ic, kdev))
+		return true;
+	return input_kdev_evdev(kdev, devnode, sizeof(devnode)) && input_conf_wants(ic->base.manager->conf, devnode);
 }

@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -599,22 +598,12 @@ static bool kind_of(const char *subsystem, enum led_kind *ret) {
 	return false;
 }
 
-/* The pattern of the section that names the light: its class path, or a path that resolves to it. */
-static const char *pattern_naming(const struct conf_devices *d, const char *class_path, const char *syspath) {
-	for (size_t i = 0; i < d->n_patterns; i++) {
-		glob_t g = { 0 };
-		bool match = fnmatch(d->patterns[i], class_path, FNM_PATHNAME) == 0;
-
-		if (!match && glob(d->patterns[i], 0, NULL, &g) == 0)
-			for (size_t j = 0; j < g.gl_pathc && !match; j++) {
-				_cleanup_(freep) char *real = realpath(g.gl_pathv[j], NULL);
-				match = real && streq(real, syspath);
-			}
-		globfree(&g);
-		if (match)
-			return d->patterns[i];
-	}
-	return NULL;
+/* Whether a pattern of the section names the light: its class path, or a path that resolves to it. */
+static bool section_names(const struct conf_devices *d, const char *class_path, const char *syspath) {
+	for (size_t i = 0; i < d->n_patterns; i++)
+		if (pattern_names(d->patterns[i], class_path, syspath))
+			return true;
+	return false;
 }
 
 /* Whether the resolved kernel device kdev is an input device (.../inputN). */
@@ -630,19 +619,6 @@ static bool is_input_device(const char *kdev) {
 	return name && streq(name, "/input");
 }
 
-/* Whether the resolved kernel device kdev has an evdev device (eventN) yet. */
-static bool has_evdev(const char *kdev) {
-	char pattern[PATH_MAX];
-	glob_t g = { 0 };
-	bool found;
-
-	if (snprintf(pattern, sizeof(pattern), "%s/event*", kdev) >= (int)sizeof(pattern))
-		return false;
-	found = glob(pattern, 0, NULL, &g) == 0;
-	globfree(&g);
-	return found;
-}
-
 /*
  * An LED of an input device that has no evdev device yet waits for it:
  * whether the input class owns the device, so that the LED goes through
@@ -656,7 +632,7 @@ static bool led_waits(struct leds_class *lc, enum led_kind kind, const struct ho
 	    snprintf(link, sizeof(link), "%s/device", dev->syspath) >= (int)sizeof(link))
 		return false;
 	kdev = realpath(link, NULL);
-	return kdev && is_input_device(kdev) && !has_evdev(kdev);
+	return kdev && is_input_device(kdev) && !input_kdev_evdev(kdev, (char[64]){ 0 }, 64);
 }
 
 static void forget_pending(struct leds_class *lc, const char *syspath) {
@@ -672,7 +648,7 @@ static void light_appeared(struct leds_class *lc, enum led_kind kind, const stru
 	char path[PATH_MAX];
 
 	if (snprintf(path, sizeof(path), "/sys/class/%s/%s", kind_dir[kind], dev->sysname) >= (int)sizeof(path) ||
-	    !pattern_naming(d, path, dev->syspath) || light_known(lc, dev->syspath, dev->sysname, kind))
+	    !section_names(d, path, dev->syspath) || light_known(lc, dev->syspath, dev->sysname, kind))
 		return;
 	if (led_waits(lc, kind, dev)) {
 		struct pending_led *w;
