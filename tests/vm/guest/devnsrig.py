@@ -18,10 +18,15 @@ import time
 import evdev
 from evdev import ecodes as e
 
+import hangreport
+
 BUILD = os.environ["DEVNS_BUILD_DIR"]
 SOURCE = os.environ["DEVNS_SOURCE_DIR"]
 DEVNSD = os.path.join(BUILD, "src", "devnsd")
 DEVNSCTL = os.path.join(BUILD, "src", "devnsctl")
+
+# A test file that hangs says where, before vm-run's timeout ends the guest.
+hangreport.watch_file()
 
 EVENT = struct.Struct("llHHi")  # struct input_event on 64-bit
 
@@ -539,9 +544,10 @@ class PersonaTestCase(__import__("unittest").TestCase):
         self.fds = []
 
     def _interrupt_stuck(self, main):
-        """Says what devnsd logged, in case devnsd is what the test waits for, then interrupts the test."""
+        """Says where the test and devnsd wait and what devnsd logged, then interrupts the test."""
         print("%s still running after %d s; devnsd's log:\n%s" % (self.id(), STUCK_SECONDS, self.daemon.output()),
               file=sys.stderr, flush=True)
+        hangreport.report("a test still runs after %d s" % STUCK_SECONDS)
         signal.pthread_kill(main, signal.SIGUSR2)
 
     def tearDown(self):
