@@ -65,6 +65,8 @@ struct light {
 	const void *active;
 	/* What was last written to the hardware (or found there). */
 	struct light_state hw;
+	/* What new owners start from: the hardware as found, powered up (see light_add_owner()). */
+	struct light_state start;
 	/* The owner whose state the hardware shows. */
 	const void *shown;
 	LIST_HEAD(, light_state) states;
@@ -77,7 +79,13 @@ static inline void light_freep(struct light **l) {
 	light_free(*l);
 }
 
-/* A new owner, starting with the state the hardware had when it was opened. -EEXIST if known. */
+/*
+ * A new owner, starting with the state the hardware had when it was
+ * opened, except that a backlight found powered down (bl_power
+ * LED_BL_POWER_MAX) starts powered up: what powers a backlight down is its
+ * display's blanking (light_set_blanked(), which a daemon killed while the
+ * display was down leaves in place), not a persona's choice. -EEXIST if known.
+ */
 int light_add_owner(struct light *l, const void *owner);
 /* Forgets an owner; with the shared policy the hardware may change. */
 int light_remove_owner(struct light *l, const void *owner);

@@ -79,6 +79,9 @@ int light_new(struct light **ret, struct led_backend *backend, enum light_policy
 		.bl_power = backend->bl_power,
 		.trigger = backend->trigger,
 	};
+	l->start = l->hw;
+	if (backend->kind == LED_KIND_BACKLIGHT && l->start.bl_power == LED_BL_POWER_MAX)
+		l->start.bl_power = 0;
 	LIST_INIT(&l->states);
 	*ret = l;
 	return 0;
@@ -106,12 +109,8 @@ int light_add_owner(struct light *l, const void *owner) {
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
-	*s = (struct light_state){
-		.owner = owner,
-		.brightness = l->backend->brightness,
-		.bl_power = l->backend->bl_power,
-		.trigger = l->backend->trigger,
-	};
+	*s = l->start;
+	s->owner = owner;
 	LIST_INSERT_HEAD(&l->states, s, link);
 	return apply(l);
 }

@@ -211,6 +211,44 @@ static void test_blanked_with_the_display(void **state) {
 	light_free(l);
 }
 
+/*
+ * A backlight found powered down (by a killed daemon's blanking) is not
+ * what personas start with: they start powered up, with the level found,
+ * and the hardware follows once the display is up.
+ */
+static void test_found_powered_down(void **state) {
+	struct led_backend *b;
+	struct light *l;
+	const struct led_fake_write *w;
+
+	(void)state;
+	assert_int_equal(led_fake_new(LED_KIND_BACKLIGHT, "fake", 100, &b), 0);
+	b->brightness = 30;
+	b->bl_power = LED_BL_POWER_MAX;
+	assert_int_equal(light_new(&l, b, LIGHT_EXCLUSIVE), 0);
+	assert_int_equal(light_set_blanked(l, true), 0);
+	assert_int_equal(light_set_active(l, A), 0);
+	assert_int_equal(light_add_owner(l, A), 0);
+	assert_int_equal(light_add_owner(l, B), 0);
+	assert_int_equal(led_fake_written(l->backend, &w), 0);
+	assert_int_equal(light_state_of(l, A)->bl_power, 0);
+	assert_int_equal(light_state_of(l, B)->bl_power, 0);
+	assert_int_equal(brightness(l, B), 30);
+	assert_int_equal(light_set_blanked(l, false), 0);
+	assert_int_equal(led_fake_written(l->backend, &w), 1);
+	assert_int_equal(w[0].attr, LED_FAKE_POWER);
+	assert_int_equal(w[0].value, 0);
+	light_free(l);
+
+	/* Any other power is the personas' to start with. */
+	assert_int_equal(led_fake_new(LED_KIND_BACKLIGHT, "fake", 100, &b), 0);
+	b->bl_power = 1;
+	assert_int_equal(light_new(&l, b, LIGHT_EXCLUSIVE), 0);
+	assert_int_equal(light_add_owner(l, A), 0);
+	assert_int_equal(light_state_of(l, A)->bl_power, 1);
+	light_free(l);
+}
+
 static void test_shared_max(void **state) {
 	struct light *l = make(LED_KIND_LED, LIGHT_SHARED, 255);
 
@@ -312,6 +350,7 @@ int main(void) {
 		cmocka_unit_test(test_triggers_find),
 		cmocka_unit_test(test_exclusive),
 		cmocka_unit_test(test_blanked_with_the_display),
+		cmocka_unit_test(test_found_powered_down),
 		cmocka_unit_test(test_shared_max),
 		cmocka_unit_test(test_trigger_rules),
 		cmocka_unit_test(test_detached),

@@ -662,8 +662,9 @@ class Restart(unittest.TestCase):
 
     def test_7_a_blanked_display_stays_down_across_a_restart(self):
         """The active persona blanked its screen, so the display and the backlight are powered down:
-        devnsd killed and started again powers them down again, and the persona's unblank brings up
-        what it wrote. devnsd stopped while they are down leaves both up."""
+        devnsd killed and started again powers them down again, a persona made then starts with the
+        backlight on, and the persona's unblank brings up what it wrote. devnsd stopped while they
+        are down leaves both up."""
         bl_power = os.path.join(self.bl_dir, "bl_power")
         daemon = rig.Daemon(self.conf)
         try:
@@ -683,6 +684,18 @@ class Restart(unittest.TestCase):
             self.assertTrue(eventually(lambda: read_file(bl_power).strip() == "4"),
                             "the backlight came back up after the restart")
             self.assertIn("Display: powered down", rig.devnsctl("status").stdout)
+            # A persona made now starts with the backlight on, not as the killed devnsd left the hardware.
+            rig.devnsctl("create", "ghost")
+            ghost_power = self.view("ghost", "backlight", os.path.basename(self.bl_dir), "bl_power")
+            self.assertEqual(read_file(ghost_power).strip(), "0", "a persona made after the restart")
+            rig.devnsctl("switch", "ghost")
+            self.assertTrue(eventually(lambda: fbrig.dpms() == "On"), "the display stays down for ghost")
+            self.assertTrue(eventually(lambda: read_file(bl_power).strip() == "0"),
+                            "the backlight stays down for ghost")
+            rig.devnsctl("switch", "work")
+            self.assertTrue(eventually(lambda: (fbrig.dpms(), read_file(bl_power).strip()) == ("Off", "4")),
+                            "the display and backlight, back to blanked work")
+            rig.devnsctl("remove", "ghost")
             fd = self.open_fd(fbrig.fb_node("work"))
             fbrig.fcntl.ioctl(fd, fbrig.FBIOBLANK, 0)
             self.assertTrue(eventually(lambda: fbrig.dpms() == "On"), "the unblanked display stays down")
