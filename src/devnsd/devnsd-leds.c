@@ -555,6 +555,43 @@ static int open_light(struct leds_class *lc, enum led_kind kind, const char *pat
 	return 0;
 }
 
+/* Whether the resolved kernel device kdev is an input device (.../inputN). */
+static bool is_input_device(const char *kdev) {
+	char link[PATH_MAX];
+	_cleanup_(freep) char *subsystem = NULL;
+	const char *name;
+
+	if (snprintf(link, sizeof(link), "%s/subsystem", kdev) >= (int)sizeof(link))
+		return false;
+	subsystem = realpath(link, NULL);
+	name = subsystem ? strrchr(subsystem, '/') : NULL;
+	return name && streq(name, "/input");
+}
+
+/*
+ * An LED of an input device that has no evdev device yet waits for it:
+ * whether the input class owns the device, so that the LED goes through
+ * its evdev nodes, depends on the evdev node's name.
+ */
+static bool led_waits(struct leds_class *lc, enum led_kind kind, const char *sysname, const char *syspath) {
+	char link[PATH_MAX];
+	_cleanup_(freep) char *kdev = NULL;
+
+	if (kind != LED_KIND_LED || !lc->input || input_led_code(sysname) < 0 ||
+	    snprintf(link, sizeof(link), "%s/device", syspath) >= (int)sizeof(link))
+		return false;
+	kdev = realpath(link, NULL);
+	return kdev && is_input_device(kdev) && !input_kdev_evdev(kdev, (char[64]){ 0 }, 64);
+}
+
+/* A light found at start that is an input LED waiting for its evdev device: watch_lights() has it wait. */
+static bool found_waiting(struct leds_class *lc, enum led_kind kind, const char *path) {
+	_cleanup_(freep) char *real = realpath(path, NULL);
+	const char *name = strrchr(path, '/');
+
+	return real && name && strncmp(real, "/sys/", 5) == 0 && led_waits(lc, kind, name + 1, real);
+}
+
 static int open_section(struct leds_class *lc, enum led_kind kind, const struct conf_devices *d) {
 	int r = 0;
 
@@ -568,7 +605,8 @@ static int open_section(struct leds_class *lc, enum led_kind kind, const struct 
 		else if (gr != 0)
 			r = log_error_errno(ENOMEM, "%s: cannot expand the pattern", d->patterns[i]);
 		for (size_t j = 0; gr == 0 && j < g.gl_pathc && r >= 0; j++)
-			r = open_light(lc, kind, g.gl_pathv[j], d);
+			if (!found_waiting(lc, kind, g.gl_pathv[j]))
+				r = open_light(lc, kind, g.gl_pathv[j], d);
 		globfree(&g);
 	}
 	for (size_t i = 0; i < d->n_shared && r >= 0; i++) {
@@ -606,35 +644,6 @@ static bool section_names(const struct conf_devices *d, const char *class_path, 
 	return false;
 }
 
-/* Whether the resolved kernel device kdev is an input device (.../inputN). */
-static bool is_input_device(const char *kdev) {
-	char link[PATH_MAX];
-	_cleanup_(freep) char *subsystem = NULL;
-	const char *name;
-
-	if (snprintf(link, sizeof(link), "%s/subsystem", kdev) >= (int)sizeof(link))
-		return false;
-	subsystem = realpath(link, NULL);
-	name = subsystem ? strrchr(subsystem, '/') : NULL;
-	return name && streq(name, "/input");
-}
-
-/*
- * An LED of an input device that has no evdev device yet waits for it:
- * whether the input class owns the device, so that the LED goes through
- * its evdev nodes, depends on the evdev node's name.
- */
-static bool led_waits(struct leds_class *lc, enum led_kind kind, const struct hotplug_device *dev) {
-	char link[PATH_MAX];
-	_cleanup_(freep) char *kdev = NULL;
-
-	if (kind != LED_KIND_LED || !lc->input || input_led_code(dev->sysname) < 0 ||
-	    snprintf(link, sizeof(link), "%s/device", dev->syspath) >= (int)sizeof(link))
-		return false;
-	kdev = realpath(link, NULL);
-	return kdev && is_input_device(kdev) && !input_kdev_evdev(kdev, (char[64]){ 0 }, 64);
-}
-
 static void forget_pending(struct leds_class *lc, const char *syspath) {
 	for (size_t i = 0; i < lc->n_pending;)
 		if (streq(lc->pending[i].syspath, syspath))
@@ -650,7 +659,7 @@ static void light_appeared(struct leds_class *lc, enum led_kind kind, const stru
 	if (snprintf(path, sizeof(path), "/sys/class/%s/%s", kind_dir[kind], dev->sysname) >= (int)sizeof(path) ||
 	    !section_names(d, path, dev->syspath) || light_known(lc, dev->syspath, dev->sysname, kind))
 		return;
-	if (led_waits(lc, kind, dev)) {
+	if (led_waits(lc, kind, dev->sysname, dev->syspath)) {
 		struct pending_led *w;
 
 		forget_pending(lc, dev->syspath);

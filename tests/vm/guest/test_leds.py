@@ -4,11 +4,12 @@ class device, with devnsd owning the keyboard's evdev device too. The
 hardware LED follows the active persona, and each persona's sysfs view and
 evdev LED state (EVIOCGLED on its node) agree. Keyboards plugged in while
 devnsd runs bring their LEDs into every persona's view, and take them away
-when they go."""
+when they go; LEDs found before their evdev devices wait for them."""
 
 import errno
 import glob
 import os
+import subprocess
 import time
 import unittest
 
@@ -171,6 +172,58 @@ class CapslockViews(rig.PersonaTestCase):
         out = rig.devnsctl("status").stdout
         rows = [l for l in out.splitlines() if self.name in l and "leds" in l.split()]
         self.assertEqual(len(rows), 2, out)
+
+
+class EvdevComesLater(rig.PersonaTestCase):
+    """devnsd starts before the evdev handler is loaded, as early in a boot: the keyboards' LEDs are
+    there, their evdev devices not yet. Each LED waits for its evdev device and then goes through
+    its persona nodes, as for a keyboard plugged in later."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kbd = rig.make_keyboard()
+        # The test's own evdev handle of the keyboard would keep the handler loaded.
+        cls.kbd.device.close()
+        cls.kbd.device = None
+        subprocess.run(["rmmod", "evdev"], check=True)
+        try:
+            cls.led = [l for l in glob.glob("/sys/class/leds/input*::capslock")
+                       if read_file(os.path.join(l, "device", "name")).strip() == cls.kbd.name][0]
+            cls.bus = rig.Bus()
+            cls.daemon = rig.Daemon("\n".join([
+                "[Input]", "Devices=/dev/input/event*",
+                "[Leds]", "Devices=/sys/class/leds/input*::capslock",
+                "[Persona work]", "Active=yes",
+                "[Persona personal]", "",
+            ]))
+        finally:
+            subprocess.run(["modprobe", "evdev"], check=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+        cls.kbd.close()
+
+    def test_leds_wait_for_their_evdev_devices(self):
+        name = os.path.basename(self.led)
+        node = os.path.basename(glob.glob(os.path.join(os.path.realpath(os.path.join(self.led, "device")),
+                                                       "event*"))[0])
+        self.assertTrue(rig.eventually(lambda: os.path.exists(rig.persona_node("personal", node))),
+                        "the keyboard has no persona nodes")
+        view = os.path.join(VIEWS, "personal", "sys", "class", "leds", name, "brightness")
+        self.assertTrue(rig.eventually(lambda: os.path.exists(view)), "the LED is not in personal's view")
+        put(view, "1\n")
+        time.sleep(0.2)
+        self.assertEqual(read_file(os.path.join(self.led, "brightness")), "0\n",
+                         "the background persona's LED reached the keyboard")
+        rig.devnsctl("switch", "personal")
+        self.assertTrue(rig.eventually(lambda: read_file(os.path.join(self.led, "brightness")) == "1\n", timeout=3),
+                        "the keyboard does not show personal's LED")
+        fd = rig.open_node(rig.persona_node("personal", node))
+        try:
+            self.assertIn(e.LED_CAPSL, rig.led_state(fd), "personal's evdev node")
+        finally:
+            os.close(fd)
 
 
 class LedsComeAndGo(rig.PersonaTestCase):
