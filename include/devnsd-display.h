@@ -25,6 +25,13 @@ struct track_budget;
 #define DISPLAY_POWER_DOWN_BURST 3
 #define DISPLAY_POWER_DOWN_INTERVAL_USEC (2 * 1000000ull)
 
+/*
+ * How long devnsd waits at start for a display device that is not there
+ * yet (its driver still loading): past that it fails, and its service
+ * manager may start it again.
+ */
+#define DISPLAY_WAIT_SECONDS 10
+
 /* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
 #define DISPLAY_RUN_DIR "/run/devnsd/fb"
 
@@ -235,6 +242,13 @@ int display_state_register(struct display_class *dc);
  * with manager_add_class(&dc->base).
  */
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret);
+/*
+ * Waits up to DISPLAY_WAIT_SECONDS for the display device the
+ * configuration names, before anything of devnsd is up. 0 once it is
+ * there (or with no device to wait for), -ETIMEDOUT (logged), -ECANCELED
+ * when devnsd is asked to stop meanwhile.
+ */
+int display_wait_device(const struct conf *conf);
 /*
  * devnsd-display.c: the display class's core over backend b (taken over,
  * also on failure), device naming it in messages: each persona's

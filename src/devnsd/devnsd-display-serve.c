@@ -15,6 +15,7 @@
 #include "devnsd-display.h"
 #include "display-backend.h"
 #include "log.h"
+#include "node-wait.h"
 #include "util.h"
 
 /* The node and the socket take the persona's owner. */
@@ -190,14 +191,44 @@ static int add_routed(struct display_class *dc) {
 
 _Static_assert(CONF_MAX_SPARE_FRAMES <= DISPLAY_MAX_SPARES, "SpareFrames= asks for more spares than a display keeps");
 
+/* The device the configuration names, or the backend's default; NULL for the headless display. */
+static const char *device_of(const struct conf *conf) {
+	switch (conf->display) {
+	case DISPLAY_DRM:
+		return conf->display_device ?: "/dev/dri/card0";
+	case DISPLAY_FBDEV:
+		return conf->display_device ?: "/dev/fb0";
+	default:
+		return NULL;
+	}
+}
+
+int display_wait_device(const struct conf *conf) {
+	const char *device = device_of(conf);
+	int r;
+
+	if (!device || access(device, F_OK) == 0)
+		return 0;
+	log_info("%s: not there yet; waiting up to %d s for it", device, DISPLAY_WAIT_SECONDS);
+	r = node_wait(device, (uint64_t)DISPLAY_WAIT_SECONDS * 1000000u);
+	if (r == -ETIMEDOUT)
+		return log_error_errno(r, "%s: still not there after %d s", device, DISPLAY_WAIT_SECONDS);
+	if (r == -ECANCELED)
+		log_info("%s: asked to stop while waiting for it", device);
+	else if (r < 0)
+		log_error_errno(r, "%s: cannot wait for it: %m", device);
+	else
+		log_info("%s: there", device);
+	return r;
+}
+
 static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
 	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
-	const char *device = conf->display_device;
+	const char *device = device_of(conf);
 	int r;
 
 	switch (conf->display) {
 	case DISPLAY_DRM:
-		device = device ? device : "/dev/dri/card0";
 		*ret_device = device;
 		r = display_drm_open(device, conf->display_width, conf->display_height, &spares, ret);
 		if (r == -EBUSY)
@@ -206,7 +237,6 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 			return log_error_errno(r, "%s: no connected output with a usable mode", device);
 		return r < 0 ? log_error_errno(r, "%s: cannot drive the display: %m", device) : 0;
 	case DISPLAY_FBDEV:
-		device = device ? device : "/dev/fb0";
 		*ret_device = device;
 		r = display_fbdev_open(device, ret);
 		if (r == -EMEDIUMTYPE)

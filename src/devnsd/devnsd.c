@@ -44,6 +44,9 @@ static int add_classes(struct manager *m, const struct conf *conf, struct input_
 	struct leds_class *leds;
 	int r;
 
+	r = display_wait_device(conf);
+	if (r < 0)
+		return r;
 	r = input_class_new(m, conf, &input);
 	if (r < 0)
 		return r;
@@ -147,6 +150,15 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 	return 0;
 }
 
+/* A stop asked for is a stop: the next start is fresh. */
+static int stop(struct manager *m) {
+	sd_notify(0, "STOPPING=1");
+	log_info("stopping");
+	state_forget_all(m);
+	cuse_device_set_keeper(NULL);
+	return 0;
+}
+
 static int run(const struct conf *conf) {
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
 	_cleanup_(manager_freep) struct manager *m = NULL;
@@ -191,6 +203,8 @@ static int run(const struct conf *conf) {
 		});
 	state_restore_personas(m);
 	r = add_classes(m, conf, &input, &display, &leds);
+	if (r == -ECANCELED)
+		return stop(m);
 	if (r < 0)
 		return r;
 	state_restore_items(m);
@@ -211,12 +225,7 @@ static int run(const struct conf *conf) {
 	r = sd_event_loop(event);
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
-	sd_notify(0, "STOPPING=1");
-	log_info("stopping");
-	/* A stop asked for is a stop: the next start is fresh. */
-	state_forget_all(m);
-	cuse_device_set_keeper(NULL);
-	return 0;
+	return stop(m);
 }
 
 /*

@@ -8,6 +8,7 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -20,6 +21,78 @@ FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
+
+
+class DisplayComesLater(unittest.TestCase):
+    """devnsd started before the display's driver is loaded, as early in a boot: it waits for the
+    device, up to 10 s, and drives it once it comes; without one it fails and says why, and a stop
+    while it waits is a clean stop."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.bus.stop()
+
+    def setUp(self):
+        subprocess.run(["rmmod", "bochs"], check=True)
+        self.assertFalse(os.path.exists("/dev/dri"))
+
+    def tearDown(self):
+        if not os.path.exists("/dev/dri/card0"):
+            subprocess.run(["modprobe", "bochs"], check=True)
+
+    def test_waits_for_the_display_and_drives_it(self):
+        loader = threading.Timer(3, subprocess.run, (["modprobe", "bochs"],), {"check": True})
+        loader.start()
+        daemon = rig.Daemon(fbrig.conf_display(), timeout=60)
+        try:
+            loader.join()
+            self.assertIn("/dev/dri/card0: not there yet; waiting up to 10 s for it", daemon.output())
+            fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+            try:
+                var = fbrig.get_var(fd)
+                w, h = var["xres"], var["yres"]
+                frame = fbrig.frame(w, h, (200, 40, 40), band=(10, 50))
+                fbrig.write_all(fd, frame)
+            finally:
+                os.close(fd)
+            ok, diff = fbrig.screen_shows("display-later", w, h, frame)
+            self.assertTrue(ok, "the screen does not show work's frame (%s pixels differ)" % diff)
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
+    def test_fails_without_a_display(self):
+        start = time.monotonic()
+        with self.assertRaises(RuntimeError) as cm:
+            rig.Daemon(fbrig.conf_display(), timeout=60)
+        took = time.monotonic() - start
+        self.assertIn("/dev/dri/card0: still not there after 10 s", str(cm.exception))
+        self.assertGreater(took, 9.5)
+
+    def test_a_stop_while_waiting_is_a_clean_stop(self):
+        conf = os.path.join(tempfile.mkdtemp(prefix="devnsd-"), "devnsd.conf")
+        with open(conf, "w") as f:
+            f.write(fbrig.conf_display())
+        p = subprocess.Popen([rig.DEVNSD, "--config", conf], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        lines = []
+        reader = threading.Thread(target=rig.collect, args=(p.stdout, lines), daemon=True)
+        reader.start()
+        try:
+            self.assertTrue(rig.eventually(lambda: any("waiting up to 10 s" in l for l in lines), timeout=8),
+                            "\n".join(lines))
+            p.send_signal(signal.SIGTERM)
+            self.assertEqual(p.wait(5), 0, "\n".join(lines))
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        reader.join(5)
+        self.assertIn("/dev/dri/card0: asked to stop while waiting for it", "\n".join(lines))
+        self.assertFalse(os.path.exists(fbrig.fb_node("work")), "a node outlived the stop")
 
 
 class FramebufferPersonas(rig.PersonaTestCase):
