@@ -32,6 +32,14 @@ struct track_budget;
  */
 #define DISPLAY_WAIT_SECONDS 10
 
+/*
+ * drm_dev_register() makes a DRM device's node before it registers the
+ * device's connectors, so a device that has just come may show no
+ * connected output yet: it is asked again, this often, for this long.
+ */
+#define DISPLAY_OUTPUT_RETRY_USEC (50 * 1000u)
+#define DISPLAY_OUTPUT_WAIT_USEC (2 * 1000000u)
+
 /* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
 #define DISPLAY_RUN_DIR "/run/devnsd/fb"
 

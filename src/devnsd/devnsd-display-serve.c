@@ -222,6 +222,20 @@ int display_wait_device(const struct conf *conf) {
 	return r;
 }
 
+static int open_drm(const struct conf *conf, const char *device, const struct display_spares *spares,
+		    struct display_output **ret) {
+	for (uint64_t waited = 0;; waited += DISPLAY_OUTPUT_RETRY_USEC) {
+		int r = display_drm_open(device, conf->display_width, conf->display_height, spares, ret);
+
+		if (r != -ENODEV || waited >= DISPLAY_OUTPUT_WAIT_USEC)
+			return r;
+		if (waited == 0)
+			log_info("%s: no connected output yet; asking again for up to %u ms", device,
+				 (unsigned int)(DISPLAY_OUTPUT_WAIT_USEC / 1000));
+		usleep(DISPLAY_OUTPUT_RETRY_USEC);
+	}
+}
+
 static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
 	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
 	const char *device = device_of(conf);
@@ -230,7 +244,7 @@ static int open_backend(const struct conf *conf, struct display_output **ret, co
 	switch (conf->display) {
 	case DISPLAY_DRM:
 		*ret_device = device;
-		r = display_drm_open(device, conf->display_width, conf->display_height, &spares, ret);
+		r = open_drm(conf, device, &spares, ret);
 		if (r == -EBUSY)
 			return log_error_errno(r, "%s: another program is the DRM master", device);
 		if (r == -ENODEV)
