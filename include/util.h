@@ -92,3 +92,6 @@ int parse_boolean(const char *v);
  * path the pattern expands to resolves to real (a link such as by-id).
  */
 bool pattern_names(const char *pattern, const char *path, const char *real);
+
+/* CLOCK_MONOTONIC now, in microseconds. */
+uint64_t monotonic_usec(void);

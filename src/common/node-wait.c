@@ -16,13 +16,6 @@
 #include "node-wait.h"
 #include "util.h"
 
-static uint64_t monotonic_usec(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* Watches the deepest directory of path that exists; returns the watch descriptor or a negative errno. */
 static int watch_nearest(int inotify, const char *path) {
 	char dir[PATH_MAX];

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "util.h"
 
@@ -105,4 +106,11 @@ bool pattern_names(const char *pattern, const char *path, const char *real) {
 		}
 	globfree(&g);
 	return match;
+}
+
+uint64_t monotonic_usec(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }

@@ -2,7 +2,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/queue.h>
-#include <time.h>
 
 #include "cuse-device.h"
 #include "cuse-fb.h"
@@ -91,13 +90,6 @@ int cuse_fb_set_owner(struct cuse_fb *cf, uid_t uid, gid_t gid, mode_t mode) {
 
 unsigned int cuse_fb_n_open(const struct cuse_fb *cf) {
 	return cf->n_open;
-}
-
-static uint64_t now_usec(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* f stops working on its node: it answers ENODEV from now on, and its tickets are void. */
@@ -241,7 +233,7 @@ static void wait_vsync(struct cuse_fb *cf, fuse_req_t req) {
 static int issue_ticket(void *userdata, struct devns_fb_ticket *ret) {
 	struct open_file *f = userdata;
 
-	return fb_tickets_issue(&f->target->tickets, f, now_usec(), ret);
+	return fb_tickets_issue(&f->target->tickets, f, monotonic_usec(), ret);
 }
 
 static void fb_ioctl_req(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
@@ -317,7 +309,7 @@ int cuse_fb_redeem(struct cuse_fb *cf, const struct devns_fb_ticket *ticket, str
 	const struct open_file *f;
 	int r;
 
-	r = fb_tickets_redeem(&cf->tickets, ticket, now_usec(), &file);
+	r = fb_tickets_redeem(&cf->tickets, ticket, monotonic_usec(), &file);
 	if (r < 0)
 		return r;
 	f = file;

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "node-wait.h"
@@ -24,13 +23,6 @@ struct maker {
 	char dir[PATH_MAX];
 	char path[PATH_MAX];
 };
-
-static uint64_t now_usec(void) {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 /* Makes the directory, then the node in it, a little apart: as devtmpfs makes /dev/dri, then card0. */
 static void *make_later(void *data) {
@@ -62,7 +54,7 @@ static void test_node_and_directory_come_later(void **state) {
 	struct maker mk;
 	pthread_t t;
 	void *failed;
-	uint64_t start = now_usec();
+	uint64_t start = monotonic_usec();
 
 	(void)state;
 	snprintf(mk.dir, sizeof(mk.dir), "%s/dri", top);
@@ -70,7 +62,7 @@ static void test_node_and_directory_come_later(void **state) {
 	assert_int_equal(pthread_create(&t, NULL, make_later, &mk), 0);
 	assert_int_equal(node_wait(mk.path, 5 * 1000000u), 0);
 	assert_int_equal(access(mk.path, F_OK), 0);
-	assert_true(now_usec() - start < 4 * 1000000u);
+	assert_true(monotonic_usec() - start < 4 * 1000000u);
 	pthread_join(t, &failed);
 	assert_null(failed);
 	/* Already there: at once. */
@@ -83,12 +75,12 @@ static void test_node_and_directory_come_later(void **state) {
 static void test_times_out(void **state) {
 	_cleanup_(freep) char *top = tmpdir();
 	char path[PATH_MAX];
-	uint64_t start = now_usec();
+	uint64_t start = monotonic_usec();
 
 	(void)state;
 	snprintf(path, sizeof(path), "%s/dri/card0", top);
 	assert_int_equal(node_wait(path, 200 * 1000), -ETIMEDOUT);
-	assert_true(now_usec() - start >= 200 * 1000);
+	assert_true(monotonic_usec() - start >= 200 * 1000);
 	/* Another file in the directory is no end to the wait. */
 	snprintf(path, sizeof(path), "%s/card0", top);
 	assert_int_equal(node_wait(path, 0), -ETIMEDOUT);
