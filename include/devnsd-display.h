@@ -15,6 +15,7 @@ struct cuse_fb;
 struct display_socket;
 struct display_track;
 struct track_budget;
+struct display_hotplug;
 
 /*
  * How often a blanked active persona may have the display powered down:
@@ -122,6 +123,10 @@ struct display_class {
 	struct fb_rows damage;
 	/* The next present copies in one go (a switch). */
 	bool urgent;
+	/* The display device went away: backend stands in for it, in memory (display_class_set_output()). */
+	bool lost;
+	/* Follows the display device going and coming back (devnsd-display-hotplug.c); NULL in unit tests. */
+	struct display_hotplug *hotplug;
 	/* Powering the display down failed once, or cannot be done: it stays up. */
 	bool stays_up;
 	/* Power-downs let through, and the timer that tries again once one is due. */
@@ -258,6 +263,23 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
  */
 int display_wait_device(const struct conf *conf);
 /*
+ * Opens the configured display (DRM or fbdev) showing width x height, or
+ * the configuration's mode when width is 0. Logs nothing; -EBUSY when
+ * another program is the DRM master, -ENODEV without a connected output of
+ * that mode, -EMEDIUMTYPE for a framebuffer that is not XRGB.
+ */
+int display_open_output(const struct conf *conf, uint32_t width, uint32_t height, struct display_output **ret);
+
+/*
+ * devnsd-display-hotplug.c: follows the display's device going away and
+ * coming back (the configuration's device, kernel or udev events): while it
+ * is gone the class presents in memory, and once it is back with the same
+ * mode, on it again. Logs what happens.
+ */
+int display_hotplug_new(struct display_class *dc, const struct conf *conf, struct display_hotplug **ret);
+struct display_hotplug *display_hotplug_free(struct display_hotplug *h);
+
+/*
  * devnsd-display.c: the display class's core over backend b (taken over,
  * also on failure), device naming it in messages: each persona's
  * framebuffer memory, switching and presenting. transport (may be NULL:
@@ -266,6 +288,16 @@ int display_wait_device(const struct conf *conf);
 int display_class_new_core(struct manager *m, struct display_output *b, const char *device,
 			   const struct display_transport_ops *transport, struct display_class **ret);
 void display_class_free(struct display_class *dc);
+/*
+ * The display device went away (lost: b stands in for it, in memory) or a
+ * display came back (b drives it): the class presents on b from now on.
+ * b is taken over, also on failure, and must show frames of the mode of
+ * the display before (-EMEDIUMTYPE otherwise). The active persona's whole
+ * frame goes up on b, and a switch under way is answered once b shows it.
+ */
+int display_class_set_output(struct display_class *dc, struct display_output *b, bool lost);
+/* The display device went away and has not come back: frames go to memory only. */
+bool display_lost(const struct display_class *dc);
 
 /* Persona p's node, or NULL. */
 struct display_node *display_node_of(struct display_class *dc, struct persona *p);

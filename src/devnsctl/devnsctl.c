@@ -134,7 +134,10 @@ static void print_display_power(sd_bus *bus) {
 	if (sd_bus_get_property_string(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "DisplayPower", NULL, &power) < 0 ||
 	    !power || !power[0])
 		return;
-	printf("Display: %s\n", streq(power, "off") ? "powered down (the active persona blanked it)" : "on");
+	if (streq(power, "gone"))
+		printf("Display: gone (its device went away; the active persona's frame is shown when it comes back)\n");
+	else
+		printf("Display: %s\n", streq(power, "off") ? "powered down (the active persona blanked it)" : "on");
 }
 
 /* The display's buffers and whose frames a switch shows at once; nothing when devnsd does not say. */

@@ -598,7 +598,10 @@ static int property_frames_shown(sd_bus *bus, const char *path, const char *inte
 	return sd_bus_message_append(reply, "t", display_frames_shown(b->display));
 }
 
-/* "on", "off" (the active persona blanked it), or "" without a display; "" for callers in containers. */
+/*
+ * "on", "off" (the active persona blanked it), "gone" (the display device went away), or "" without a
+ * display; "" for callers in containers.
+ */
 static int property_display_power(sd_bus *bus, const char *path, const char *interface, const char *property,
 				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
@@ -609,6 +612,8 @@ static int property_display_power(sd_bus *bus, const char *path, const char *int
 	(void)error;
 	if (!reader_sees_all(bus, b) || !b->display)
 		return sd_bus_message_append(reply, "s", "");
+	if (display_lost(b->display))
+		return sd_bus_message_append(reply, "s", "gone");
 	return sd_bus_message_append(reply, "s", display_powered_down(b->display) ? "off" : "on");
 }
 

@@ -125,6 +125,7 @@ static void serve_vsync(struct display_node *dn) {
 }
 
 static void serve_class_removed(struct display_class *dc) {
+	dc->hotplug = display_hotplug_free(dc->hotplug);
 	dc->routed = cuse_fb_free(dc->routed);
 }
 
@@ -203,6 +204,11 @@ static const char *device_of(const struct conf *conf) {
 	}
 }
 
+/* A DRM display with Mode= set: the personas' mode is known without the device, which may come later. */
+static bool starts_without(const struct conf *conf) {
+	return conf->display == DISPLAY_DRM && conf->display_width > 0;
+}
+
 int display_wait_device(const struct conf *conf) {
 	const char *device = device_of(conf);
 	int r;
@@ -211,6 +217,11 @@ int display_wait_device(const struct conf *conf) {
 		return 0;
 	log_info("%s: not there yet; waiting up to %d s for it", device, DISPLAY_WAIT_SECONDS);
 	r = node_wait(device, (uint64_t)DISPLAY_WAIT_SECONDS * 1000000u);
+	if (r == -ETIMEDOUT && starts_without(conf)) {
+		log_warning("%s: still not there after %d s; starting without it, at Mode=%ux%u", device,
+			    DISPLAY_WAIT_SECONDS, conf->display_width, conf->display_height);
+		return 0;
+	}
 	if (r == -ETIMEDOUT)
 		return log_error_errno(r, "%s: still not there after %d s", device, DISPLAY_WAIT_SECONDS);
 	if (r == -ECANCELED)
@@ -222,12 +233,35 @@ int display_wait_device(const struct conf *conf) {
 	return r;
 }
 
-static int open_drm(const struct conf *conf, const char *device, const struct display_spares *spares,
-		    struct display_output **ret) {
-	for (uint64_t waited = 0;; waited += DISPLAY_OUTPUT_RETRY_USEC) {
-		int r = display_drm_open(device, conf->display_width, conf->display_height, spares, ret);
+int display_open_output(const struct conf *conf, uint32_t width, uint32_t height, struct display_output **ret) {
+	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
+	struct display_output *b = NULL;
+	int r;
 
-		if (r != -ENODEV || waited >= DISPLAY_OUTPUT_WAIT_USEC)
+	switch (conf->display) {
+	case DISPLAY_DRM:
+		return display_drm_open(device_of(conf), width ?: conf->display_width, width ? height : conf->display_height,
+					&spares, ret);
+	case DISPLAY_FBDEV:
+		r = display_fbdev_open(device_of(conf), &b);
+		if (r >= 0 && width && (b->mode.width != width || b->mode.height != height)) {
+			display_output_free(b);
+			return -EMEDIUMTYPE;
+		}
+		if (r >= 0)
+			*ret = b;
+		return r;
+	default:
+		return display_headless_new(conf->display_width, conf->display_height, &spares, ret);
+	}
+}
+
+/* At start a DRM device that has just come may not show its connectors yet (DISPLAY_OUTPUT_RETRY_USEC). */
+static int open_output(const struct conf *conf, const char *device, struct display_output **ret) {
+	for (uint64_t waited = 0;; waited += DISPLAY_OUTPUT_RETRY_USEC) {
+		int r = display_open_output(conf, 0, 0, ret);
+
+		if (r != -ENODEV || conf->display != DISPLAY_DRM || waited >= DISPLAY_OUTPUT_WAIT_USEC)
 			return r;
 		if (waited == 0)
 			log_info("%s: no connected output yet; asking again for up to %u ms", device,
@@ -236,29 +270,34 @@ static int open_drm(const struct conf *conf, const char *device, const struct di
 	}
 }
 
+/*
+ * Returns 0, or 1 when the DRM device is not there and *ret, in memory,
+ * stands in for it until it comes.
+ */
 static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
-	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
 	const char *device = device_of(conf);
 	int r;
 
+	*ret_device = device ?: "headless";
+	r = open_output(conf, device, ret);
 	switch (conf->display) {
 	case DISPLAY_DRM:
-		*ret_device = device;
-		r = open_drm(conf, device, &spares, ret);
+		if (r == -ENOENT && starts_without(conf)) {
+			/* Shown once the device comes (devnsd-display-hotplug.c). */
+			r = display_headless_new(conf->display_width, conf->display_height,
+						 &(struct display_spares){ 0, 0 }, ret);
+			return r < 0 ? log_error_errno(r, "%s: cannot start without it: %m", device) : 1;
+		}
 		if (r == -EBUSY)
 			return log_error_errno(r, "%s: another program is the DRM master", device);
 		if (r == -ENODEV)
 			return log_error_errno(r, "%s: no connected output with a usable mode", device);
 		return r < 0 ? log_error_errno(r, "%s: cannot drive the display: %m", device) : 0;
 	case DISPLAY_FBDEV:
-		*ret_device = device;
-		r = display_fbdev_open(device, ret);
 		if (r == -EMEDIUMTYPE)
 			return log_error_errno(r, "%s: only 32-bit XRGB framebuffers are supported", device);
 		return r < 0 ? log_error_errno(r, "%s: cannot open the framebuffer: %m", device) : 0;
 	default:
-		*ret_device = "headless";
-		r = display_headless_new(conf->display_width, conf->display_height, &spares, ret);
 		return r < 0 ? log_error_errno(r, "headless display %ux%u: %m", conf->display_width,
 					       conf->display_height) :
 			       0;
@@ -270,18 +309,27 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	const char *device = NULL;
 	struct display_output *b;
 	unsigned int want;
+	bool lost;
 	int r;
 
 	r = open_backend(conf, &b, &device);
 	if (r < 0)
 		return r;
+	lost = r > 0;
 	r = display_class_new_core(m, b, device, &serve_transport, &dc);
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot set up the display: %m", device);
+	dc->lost = lost;
 	r = display_state_register(dc);
 	if (r < 0) {
 		display_class_free(dc);
 		return log_error_errno(r, "cannot keep the display's state for a restart: %m");
+	}
+	if (device_of(conf)) {
+		r = display_hotplug_new(dc, conf, &dc->hotplug);
+		if (r < 0)
+			/* The display is driven still; only its going away is not followed. */
+			log_warning_errno(r, "%s: cannot watch for the device going away and coming back: %m", device);
 	}
 	if (conf->routed) {
 		r = add_routed(dc);
@@ -289,6 +337,12 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 			display_class_free(dc);
 			return r;
 		}
+	}
+	if (lost) {
+		log_warning("%s: not there; the personas draw in memory at %ux%u, shown once it comes", device,
+			    b->mode.width, b->mode.height);
+		*ret = dc;
+		return 0;
 	}
 	want = display_spares_allowed(&(struct display_spares){ conf->display_spares, conf->display_spare_bytes },
 				      (uint64_t)b->buffers[0].stride * b->mode.height);

@@ -333,6 +333,58 @@ int display_class_new_core(struct manager *m, struct display_output *b, const ch
 	return 0;
 }
 
+int display_class_set_output(struct display_class *dc, struct display_output *b, bool lost) {
+	struct display_output *old = dc->backend;
+	sd_event_source *source = NULL;
+	bool was_down = old->powered_down;
+	int r;
+
+	if (b->mode.width != old->mode.width || b->mode.height != old->mode.height) {
+		display_output_free(b);
+		return -EMEDIUMTYPE;
+	}
+	if (b->fd >= 0 && b->ops->dispatch) {
+		r = sd_event_add_io(dc->base.manager->event, &source, b->fd, EPOLLIN, display_on_backend, dc);
+		if (r < 0) {
+			display_output_free(b);
+			return r;
+		}
+	}
+	display_abort_copy(dc);
+	/* The old display's pending flip never completes: a switch it was to show is shown by b. */
+	if (dc->switch_flip) {
+		switch_hold(&dc->switch_copy, dc->switch_flip);
+		switch_release(&dc->switch_flip);
+	}
+	sd_event_source_disable_unref(dc->backend_source);
+	dc->backend_source = source;
+	display_output_free(old);
+	b->flip_done = display_on_flip_done;
+	b->userdata = dc;
+	dc->backend = b;
+	dc->lost = lost;
+	dc->refresh_usec = 1000000u / (b->mode.refresh_hz ? b->mode.refresh_hz : 60);
+	dc->stays_up = false;
+	if (lost)
+		/* What stands in for the display keeps its power as it was: nothing is powered either way. */
+		b->powered_down = was_down;
+	else if (was_down)
+		/* A display that comes back comes up; a blanked active persona powers it down again. */
+		signal_emit(&dc->base.manager->events.display_power, &(bool){ false });
+	dc->scan_valid = false;
+	dc->presented_whole = false;
+	/* The active persona's whole frame, shown in one flip. */
+	dc->urgent = true;
+	display_damage_all(dc);
+	display_flush(dc);
+	display_update_tick(dc);
+	return 0;
+}
+
+bool display_lost(const struct display_class *dc) {
+	return dc && dc->lost;
+}
+
 struct display_node *display_node_of(struct display_class *dc, struct persona *p) {
 	return node_of(dc, p);
 }

@@ -452,6 +452,80 @@ static void test_power_downs_are_bounded(void **state) {
 	assert_true(screen_is(r, 0xaa));
 }
 
+/* The display_power events heard: powered down, powered up. */
+struct power_heard {
+	struct listener l;
+	unsigned int down, up;
+};
+
+static void on_power(struct listener *l, void *data) {
+	struct power_heard *p = container_of(l, struct power_heard, l);
+
+	if (*(bool *)data)
+		p->down++;
+	else
+		p->up++;
+}
+
+static void test_display_goes_and_comes_back(void **state) {
+	struct rig *r = *state;
+	struct display_output *other = NULL, *stand_in = NULL, *back = NULL;
+	struct power_heard power = { .l.notify = on_power };
+	struct answer a = { 0 }, c = { 0 };
+
+	signal_add(&r->m->events.display_power, &power.l);
+	/* A display of another mode does not fit the personas' frames: refused, and the display stays. */
+	assert_int_equal(display_headless_new(W + 1, H, &(struct display_spares){ 0, 0 }, &other), 0);
+	assert_int_equal(display_class_set_output(r->dc, other, false), -EMEDIUMTYPE);
+	assert_false(display_lost(r->dc));
+
+	/* The display goes while a switch waits for its flip, which never comes: what stands in shows the switch. */
+	assert_int_equal(manager_switch(r->m, r->b, answered, &a), 1);
+	core_rig_run(r->core);
+	assert_true(r->out->flip_pending);
+	assert_int_equal(display_headless_new(W, H, &(struct display_spares){ 0, 0 }, &stand_in), 0);
+	assert_int_equal(display_class_set_output(r->dc, stand_in, true), 0);
+	r->out = stand_in;
+	core_rig_run(r->core);
+	assert_true(display_lost(r->dc));
+	assert_int_equal(a.n, 1);
+	assert_ptr_equal(a.shown, r->b);
+	assert_true(screen_is(r, 0xbb));
+
+	/* Meanwhile switches are answered at once, and a blanked persona's power-down is kept. */
+	blank(r, r->c, FB_BLANK_POWERDOWN);
+	assert_int_equal(manager_switch(r->m, r->c, answered, &c), 1);
+	core_rig_run(r->core);
+	assert_int_equal(c.n, 1);
+	assert_true(r->out->powered_down);
+	assert_int_equal(power.down, 1);
+
+	/* It comes back: up at first, then, once c's black frame is shown, down again. */
+	assert_int_equal(display_headless_new(W, H, &(struct display_spares){ 1, UINT64_MAX }, &back), 0);
+	display_headless_hold_flips(back, true);
+	assert_int_equal(display_class_set_output(r->dc, back, false), 0);
+	r->out = back;
+	core_rig_run(r->core);
+	assert_false(display_lost(r->dc));
+	assert_int_equal(power.up, 1);
+	assert_false(r->out->powered_down);
+	vblank(r);
+	assert_true(screen_is(r, 0));
+	assert_true(r->out->powered_down);
+	assert_int_equal(power.down, 2);
+
+	/* c unblanks: its frame goes up on the display that came back, and switches flip there again. */
+	blank(r, r->c, FB_BLANK_UNBLANK);
+	vblank(r);
+	assert_false(r->out->powered_down);
+	assert_true(screen_is(r, 0xcc));
+	assert_false(switch_shown(r, r->a));
+	assert_true(screen_is(r, 0xaa));
+	assert_true(switch_shown(r, r->c));
+	assert_true(screen_is(r, 0xcc));
+	listener_remove(&power.l);
+}
+
 #define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
 #define TS(name) cmocka_unit_test_setup_teardown(name, rig_setup_spares, rig_teardown)
 
@@ -469,6 +543,7 @@ int main(void) {
 		T(test_blanking_powers_the_display_down),
 		TS(test_blanking_powers_the_display_down),
 		T(test_power_downs_are_bounded),
+		T(test_display_goes_and_comes_back),
 	};
 
 	return cmocka_run_group_tests_name("switch transaction", tests, NULL, NULL);

@@ -175,11 +175,13 @@ def screen_shows(name, width, height, xrgb, timeout=10.0):
         time.sleep(0.2)
 
 
-def conf_display(personas=("work", "personal"), active="work", backend="drm", routed=False, track=None):
+def conf_display(personas=("work", "personal"), active="work", backend="drm", routed=False, track=None, mode=None):
     lines = ["[Daemon]", "Routed=yes", ""] if routed else []
     lines += ["[Display]", "Backend=" + backend]
     if backend == "drm":
         lines.append("Device=/dev/dri/card0")
+    if mode:
+        lines.append("Mode=%dx%d" % mode)
     if track is not None:
         lines.append("TrackWrites=" + ("yes" if track else "no"))
     lines.append("")

@@ -23,10 +23,8 @@ SECCOMP_DENY = os.path.join(BUILD, "tests", "vm", "seccomp-deny")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
 
-class DisplayComesLater(unittest.TestCase):
-    """devnsd started before the display's driver is loaded, as early in a boot: it waits for the
-    device, up to 10 s, and drives it once it comes; without one it fails and says why, and a stop
-    while it waits is a clean stop."""
+class WithBus(unittest.TestCase):
+    """A system bus of its own for the class's tests, each of which starts its own devnsd."""
 
     @classmethod
     def setUpClass(cls):
@@ -35,6 +33,12 @@ class DisplayComesLater(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.bus.stop()
+
+
+class DisplayComesLater(WithBus):
+    """devnsd started before the display's driver is loaded, as early in a boot: it waits for the
+    device, up to 10 s, and drives it once it comes; without one it fails and says why, unless
+    Mode= makes the personas' mode known, and a stop while it waits is a clean stop."""
 
     def setUp(self):
         subprocess.run(["rmmod", "bochs"], check=True)
@@ -72,6 +76,37 @@ class DisplayComesLater(unittest.TestCase):
         self.assertIn("/dev/dri/card0: still not there after 10 s", str(cm.exception))
         self.assertGreater(took, 9.5)
 
+    def test_with_a_mode_set_it_starts_without_the_display_and_shows_it_when_it_comes(self):
+        """Mode= makes the personas' mode known without the device: past the wait devnsd starts
+        without it, the personas draw and switch in memory, and the device that comes later shows
+        the active persona's frame."""
+        w, h = 1024, 768
+        daemon = rig.Daemon(fbrig.conf_display(mode=(w, h)), timeout=60)
+        try:
+            self.assertIn("/dev/dri/card0: still not there after 10 s; starting without it, at Mode=1024x768",
+                          daemon.output())
+            self.assertIn("Display: gone", rig.devnsctl("status").stdout)
+            frames = {p: fbrig.frame(w, h, color, band=(10, 50)) for p, color in
+                      (("work", (30, 160, 60)), ("personal", (160, 30, 160)))}
+            for p, data in frames.items():
+                fd = os.open(fbrig.fb_node(p), os.O_RDWR)
+                try:
+                    self.assertEqual((fbrig.get_var(fd)["xres"], fbrig.get_var(fd)["yres"]), (w, h))
+                    fbrig.write_all(fd, data)
+                finally:
+                    os.close(fd)
+            rig.devnsctl("switch", "personal")
+            subprocess.run(["modprobe", "bochs"], check=True)
+            ok, diff = fbrig.screen_shows("display-mode-later", w, h, frames["personal"], timeout=20)
+            self.assertTrue(ok, "the screen does not show personal's frame (%s pixels differ)\n%s"
+                            % (diff, daemon.output()))
+            self.assertIn("Display: on", rig.devnsctl("status").stdout)
+            rig.devnsctl("switch", "work")
+            ok, diff = fbrig.screen_shows("display-mode-later", w, h, frames["work"])
+            self.assertTrue(ok, "the screen does not show work's frame (%s pixels differ)" % diff)
+        finally:
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
     def test_a_stop_while_waiting_is_a_clean_stop(self):
         conf = os.path.join(tempfile.mkdtemp(prefix="devnsd-"), "devnsd.conf")
         with open(conf, "w") as f:
@@ -93,6 +128,101 @@ class DisplayComesLater(unittest.TestCase):
         reader.join(5)
         self.assertIn("/dev/dri/card0: asked to stop while waiting for it", "\n".join(lines))
         self.assertFalse(os.path.exists(fbrig.fb_node("work")), "a node outlived the stop")
+
+
+def display_pci_device():
+    """The PCI device behind /dev/dri/card0 (QEMU's VGA, bound to bochs)."""
+    return os.path.realpath("/sys/class/drm/card0/device")
+
+
+class DisplayGoesAndComesBack(WithBus):
+    """The display's device goes away while devnsd runs (its PCI device removed, as a driver unbound
+    or a USB display unplugged) and comes back (a PCI rescan): the personas go on drawing and
+    switching meanwhile, devnsd lets go of the device so that it comes back under its name, and the
+    screen then shows the active persona's latest frame, powered as that persona asks."""
+
+    def setUp(self):
+        self.pci = display_pci_device()
+        self.daemon = rig.Daemon(fbrig.conf_display(), timeout=60)
+        self.fds = {}
+        for name in ("work", "personal"):
+            self.fds[name] = os.open(fbrig.fb_node(name), os.O_RDWR)
+        var = fbrig.get_var(self.fds["work"])
+        self.w, self.h = var["xres"], var["yres"]
+
+    def tearDown(self):
+        for fd in self.fds.values():
+            os.close(fd)
+        try:
+            self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+            self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
+        finally:
+            if not os.path.exists("/dev/dri/card0"):
+                self.come_back()
+
+    def write(self, persona, data):
+        fbrig.set_pos(self.fds[persona], 0)
+        fbrig.write_all(self.fds[persona], data)
+
+    def assert_screen(self, name, data, what):
+        ok, diff = fbrig.screen_shows(name, self.w, self.h, data)
+        self.assertTrue(ok, "%s (%s pixels differ)\n%s" % (what, diff, self.daemon.output()))
+
+    def go(self):
+        with open(os.path.join(self.pci, "remove"), "w") as f:
+            f.write("1")
+        self.assertTrue(rig.eventually(lambda: not os.path.exists("/dev/dri/card0")), "card0 did not go")
+        self.assertTrue(rig.eventually(lambda: "/dev/dri/card0: gone" in self.daemon.output()),
+                        "devnsd did not notice the display going:\n" + self.daemon.output())
+
+    def come_back(self):
+        with open("/sys/bus/pci/rescan", "w") as f:
+            f.write("1")
+        self.assertTrue(rig.eventually(lambda: os.path.exists("/sys/class/drm/card0"), timeout=20),
+                        "the display came back as %s, not as card0: devnsd still held the old one"
+                        % sorted(os.listdir("/sys/class/drm")))
+
+    def test_personas_outlive_the_display_and_the_active_one_is_shown_when_it_is_back(self):
+        a = fbrig.frame(self.w, self.h, (200, 40, 40), band=(10, 50))
+        self.write("work", a)
+        self.assert_screen("gone-before", a, "work's frame is not on the screen before the display goes")
+        self.go()
+        self.assertIn("Display: gone", rig.devnsctl("status").stdout)
+
+        # Drawing and switching go on without the display, and a switch is answered at once.
+        b = fbrig.frame(self.w, self.h, (40, 40, 200), band=(300, 380))
+        c = fbrig.frame(self.w, self.h, (40, 200, 40), band=(100, 150))
+        self.write("work", b)
+        self.write("personal", c)
+        start = time.monotonic()
+        rig.devnsctl("switch", "personal")
+        self.assertLess(time.monotonic() - start, 5, "SwitchTo waited for a display that is gone")
+        path = os.path.join(OUT, "gone-personal.png")
+        rig.devnsctl("screenshot", "personal", path)
+        self.assertTrue(fbrig.read_png_rgb(path)[2] == fbrig.to_rgb(c), "personal's frame was lost meanwhile")
+
+        self.come_back()
+        self.assert_screen("back-personal", c, "the display came back without the active persona's frame")
+        self.assertIn("/dev/dri/card0: back; showing persona personal", self.daemon.output())
+        self.assertIn("Display: on", rig.devnsctl("status").stdout)
+        rig.devnsctl("switch", "work")
+        self.assert_screen("back-work", b, "a switch after the display came back does not show work's frame")
+        d = fbrig.frame(self.w, self.h, (90, 90, 20), band=(500, 520))
+        self.write("work", d)
+        self.assert_screen("back-work-drawn", d, "work's next frame does not reach the display that came back")
+
+    def test_a_blanked_persona_keeps_the_display_that_comes_back_powered_down(self):
+        a = fbrig.frame(self.w, self.h, (10, 120, 200), band=(60, 90))
+        self.write("work", a)
+        fbrig.fcntl.ioctl(self.fds["work"], fbrig.FBIOBLANK, 4)
+        self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "blanking did not power the display down")
+        self.go()
+        self.come_back()
+        self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"),
+                        "the display came back lit for a blanked persona: %s" % fbrig.dpms())
+        fbrig.fcntl.ioctl(self.fds["work"], fbrig.FBIOBLANK, 0)
+        self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "unblanking did not power it up")
+        self.assert_screen("back-unblanked", a, "work's frame is not shown once it unblanks")
 
 
 class FramebufferPersonas(rig.PersonaTestCase):

@@ -13,7 +13,8 @@ is woken at each press while its persona is active, through switches.
 Programs under libdevns-fbmmap.so in both containers take the library's
 own paths (a write() copied into the memfd, a pan passed by value). A
 container that blanks its screen powers the display down, and the hotkey
-to the other persona powers it up."""
+to the other persona powers it up. The display's device goes and comes
+back while the containers draw, type and switch."""
 
 import glob
 import os
@@ -392,6 +393,53 @@ class Phone(rig.PersonaTestCase):
             rig.devnsctl("switch", active)
             ok, diff = fbrig.screen_shows("phone-preload", self.w, self.h, shown)
             self.assertTrue(ok, "the screen does not show %s's frame (%s pixels differ)" % (active, diff))
+
+    def test_the_display_goes_and_comes_back_while_the_containers_run(self):
+        """The display's device goes (its PCI device removed) and comes back (a rescan) while both
+        containers run: meanwhile they draw, their keyboard reaches the active one, the hotkey
+        switches and the backlight follows; once it is back the screen shows the active persona's
+        latest frame, and the next switch shows the other's."""
+        bl = os.path.basename(self.bl_dir)
+        levels = {"work": 300, "personal": 700}
+        pci = os.path.realpath("/sys/class/drm/card0/device")
+        rig.devnsctl("switch", "work")
+        for p in PERSONAS:
+            self.inside(p, "sh", "-c", "echo %d > /sys/class/backlight/%s/brightness" % (levels[p], bl))
+        frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(200, 260)) for p in PERSONAS}
+        try:
+            write_file(os.path.join(pci, "remove"), "1")
+            self.assertTrue(rig.eventually(lambda: "Display: gone" in rig.devnsctl("status").stdout),
+                            "devnsd did not notice the display going:\n" + self.daemon.output())
+            for p in PERSONAS:
+                path = os.path.join(tempfile.mkdtemp(), "frame")
+                with open(path, "wb") as f:
+                    f.write(frames[p])
+                self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
+            node = "/dev/input/" + os.path.basename(self.kbd_hw)
+            probe = self.containers["work"].popen(*PROBE, node, "4", stdout=subprocess.PIPE, text=True)
+            self.assertEqual(probe.stdout.readline().strip(), "open ok")
+            time.sleep(0.3)
+            rig.press(self.kbd, e.KEY_SPACE, 1)
+            rig.press(self.kbd, e.KEY_SPACE, 0)
+            self.assertIn("ev %d %d 1" % (e.EV_KEY, e.KEY_SPACE), probe.communicate(timeout=30)[0],
+                          "work's keyboard while the display was gone\n" + self.daemon.output())
+            self.hotkey("personal")
+            self.assertTrue(rig.eventually(lambda: "Active persona: personal\n" in rig.devnsctl("status").stdout),
+                            "the hotkey to personal while the display was gone")
+            self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(levels["personal"]))
+            self.assertEqual(self.bl_power(), "0")
+        finally:
+            write_file("/sys/bus/pci/rescan", "1")
+        self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20),
+                        "the display did not come back as card0")
+        ok, diff = fbrig.screen_shows("phone-back", self.w, self.h, frames["personal"])
+        self.assertTrue(ok, "personal's frame is not shown once the display is back (%s pixels differ)\n%s"
+                        % (diff, self.daemon.output()))
+        self.assertIn("Display: on", rig.devnsctl("status").stdout)
+        self.hotkey("work")
+        ok, diff = fbrig.screen_shows("phone-back", self.w, self.h, frames["work"])
+        self.assertTrue(ok, "work's frame is not shown after the hotkey (%s pixels differ)" % diff)
+        self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(levels["work"]))
 
     def test_views_in_the_container_are_the_personas(self):
         bl = os.path.basename(self.bl_dir)
