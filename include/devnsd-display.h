@@ -258,10 +258,12 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 /*
  * Waits up to DISPLAY_WAIT_SECONDS for the display device the
  * configuration names, before anything of devnsd is up. 0 once it is
- * there (or with no device to wait for), -ETIMEDOUT (logged), -ECANCELED
- * when devnsd is asked to stop meanwhile.
+ * there (or with no device to wait for), or past the wait when the
+ * personas' mode is known without it (Mode=, or the last run's mode after
+ * a crash): display_class_new() then starts without it. -ETIMEDOUT
+ * (logged), -ECANCELED when devnsd is asked to stop meanwhile.
  */
-int display_wait_device(const struct conf *conf);
+int display_wait_device(struct manager *m, const struct conf *conf);
 /*
  * Opens the configured display (DRM or fbdev) showing width x height, or
  * the configuration's mode when width is 0. Logs nothing; -EBUSY when

@@ -70,6 +70,11 @@ void state_sync_fds(struct manager *m);
 /* Drops what the last run kept under names starting with prefix and this run did not take. */
 void state_drop_left_over_fds(struct manager *m, const char *prefix);
 
+/*
+ * What the last run recorded under part and key for some persona (the
+ * first found), before the classes take it back; NULL if nothing.
+ */
+const char *state_last_value(struct manager *m, const char *part, const char *key);
 /* Before the classes: the personas created at runtime come back, and the active persona. */
 void state_restore_personas(struct manager *m);
 /* After every class made every persona's nodes: each part takes its items back. */

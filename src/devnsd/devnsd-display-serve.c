@@ -13,6 +13,7 @@
 
 #include "cuse-fb.h"
 #include "devnsd-display.h"
+#include "devnsd-state.h"
 #include "display-backend.h"
 #include "log.h"
 #include "node-wait.h"
@@ -204,12 +205,32 @@ static const char *device_of(const struct conf *conf) {
 	}
 }
 
-/* A DRM display with Mode= set: the personas' mode is known without the device, which may come later. */
-static bool starts_without(const struct conf *conf) {
-	return conf->display == DISPLAY_DRM && conf->display_width > 0;
+/*
+ * The personas' mode when a DRM device is not there, so that devnsd can
+ * start without it: Mode=, or the mode of the last run when devnsd starts
+ * again after a crash. NULL when it is not known, else where it comes from.
+ */
+static const char *mode_without_device(struct manager *m, const struct conf *conf, uint32_t *ret_width,
+				       uint32_t *ret_height) {
+	const char *var;
+
+	if (conf->display != DISPLAY_DRM)
+		return NULL;
+	if (conf->display_width > 0) {
+		*ret_width = conf->display_width;
+		*ret_height = conf->display_height;
+		return "Mode=";
+	}
+	var = state_last_value(m, "display", "var");
+	if (var && sscanf(var, "%" SCNu32 " %" SCNu32, ret_width, ret_height) == 2 && *ret_width > 0 &&
+	    *ret_height > 0 && *ret_width <= FB_STATE_MAX_SIDE && *ret_height <= FB_STATE_MAX_SIDE)
+		return "the last run's mode";
+	return NULL;
 }
 
-int display_wait_device(const struct conf *conf) {
+int display_wait_device(struct manager *m, const struct conf *conf) {
+	uint32_t width, height;
+	const char *known;
 	const char *device = device_of(conf);
 	int r;
 
@@ -217,9 +238,10 @@ int display_wait_device(const struct conf *conf) {
 		return 0;
 	log_info("%s: not there yet; waiting up to %d s for it", device, DISPLAY_WAIT_SECONDS);
 	r = node_wait(device, (uint64_t)DISPLAY_WAIT_SECONDS * 1000000u);
-	if (r == -ETIMEDOUT && starts_without(conf)) {
-		log_warning("%s: still not there after %d s; starting without it, at Mode=%ux%u", device,
-			    DISPLAY_WAIT_SECONDS, conf->display_width, conf->display_height);
+	known = r == -ETIMEDOUT ? mode_without_device(m, conf, &width, &height) : NULL;
+	if (known) {
+		log_warning("%s: still not there after %d s; starting without it, at %ux%u (%s)", device,
+			    DISPLAY_WAIT_SECONDS, width, height, known);
 		return 0;
 	}
 	if (r == -ETIMEDOUT)
@@ -274,18 +296,19 @@ static int open_output(const struct conf *conf, const char *device, struct displ
  * Returns 0, or 1 when the DRM device is not there and *ret, in memory,
  * stands in for it until it comes.
  */
-static int open_backend(const struct conf *conf, struct display_output **ret, const char **ret_device) {
+static int open_backend(struct manager *m, const struct conf *conf, struct display_output **ret,
+			const char **ret_device) {
 	const char *device = device_of(conf);
+	uint32_t width, height;
 	int r;
 
 	*ret_device = device ?: "headless";
 	r = open_output(conf, device, ret);
 	switch (conf->display) {
 	case DISPLAY_DRM:
-		if (r == -ENOENT && starts_without(conf)) {
+		if (r == -ENOENT && mode_without_device(m, conf, &width, &height)) {
 			/* Shown once the device comes (devnsd-display-hotplug.c). */
-			r = display_headless_new(conf->display_width, conf->display_height,
-						 &(struct display_spares){ 0, 0 }, ret);
+			r = display_headless_new(width, height, &(struct display_spares){ 0, 0 }, ret);
 			return r < 0 ? log_error_errno(r, "%s: cannot start without it: %m", device) : 1;
 		}
 		if (r == -EBUSY)
@@ -312,7 +335,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	bool lost;
 	int r;
 
-	r = open_backend(conf, &b, &device);
+	r = open_backend(m, conf, &b, &device);
 	if (r < 0)
 		return r;
 	lost = r > 0;

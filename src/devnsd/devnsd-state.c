@@ -475,6 +475,15 @@ void state_drop_left_over_fds(struct manager *m, const char *prefix) {
 		fdstore_drop_left_over(m->state->fdstore, prefix);
 }
 
+const char *state_last_value(struct manager *m, const char *part, const char *key) {
+	struct state *s = m->state;
+
+	for (size_t i = 0; s && i < s->last.n_items; i++)
+		if (streq(s->last.items[i].part, part) && streq(s->last.items[i].key, key))
+			return s->last.items[i].value;
+	return NULL;
+}
+
 void state_restore_personas(struct manager *m) {
 	struct state *s = m->state;
 	struct persona *p;

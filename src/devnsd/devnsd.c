@@ -44,7 +44,7 @@ static int add_classes(struct manager *m, const struct conf *conf, struct input_
 	struct leds_class *leds;
 	int r;
 
-	r = display_wait_device(conf);
+	r = display_wait_device(m, conf);
 	if (r < 0)
 		return r;
 	r = input_class_new(m, conf, &input);

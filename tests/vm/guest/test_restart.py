@@ -712,6 +712,42 @@ class Restart(unittest.TestCase):
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
+    def test_8_started_again_while_the_display_is_gone(self):
+        """devnsd killed, and the display's device removed while it is down: the next devnsd waits for
+        it, then starts without it at the last run's mode; the personas' frames and input are back,
+        and the device, once back, shows the active persona's frame."""
+        pci = os.path.realpath("/sys/class/drm/card0/device")
+        daemon = rig.Daemon(self.conf)
+        try:
+            fd = self.open_fd(fbrig.fb_node("work"))
+            var = fbrig.get_var(fd)
+            w, h = var["xres"], var["yres"]
+            frame = fbrig.frame(w, h, (200, 120, 40), band=(30, 70))
+            fbrig.write_all(fd, frame)
+            time.sleep(0.5)
+            self.kill(daemon)
+            write_file(os.path.join(pci, "remove"), "1")
+            self.assertTrue(eventually(lambda: not os.path.exists("/dev/dri/card0")), "card0 did not go")
+            daemon = rig.Daemon(self.conf)
+            self.assertIn("/dev/dri/card0: still not there after 10 s; starting without it, at %dx%d (the last "
+                          "run's mode)" % (w, h), daemon.output())
+            self.assertIn("Display: gone", rig.devnsctl("status").stdout)
+            self.assertTrue(self.screenshot("work", "display-gone")[2] == fbrig.to_rgb(frame),
+                            "work's frame of the last run is not back")
+            self.assert_serves(self.persona_node("work", self.kbd_hw))
+            write_file("/sys/bus/pci/rescan", "1")
+            self.assertTrue(eventually(lambda: os.path.exists("/dev/dri/card0"), 20), "card0 did not come back")
+            self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(frame)), "display-back"), 0,
+                             "work's frame is not shown once the display is back")
+            self.assertIn("Display: on", rig.devnsctl("status").stdout)
+        except BaseException:
+            print(daemon.output())
+            raise
+        finally:
+            if not os.path.exists("/sys/class/drm/card0"):
+                write_file("/sys/bus/pci/rescan", "1")
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
     def test_3_corrupt_state_file_gives_a_clean_start(self):
         good = "devnsd-state 1\nactive personal\npersona work configured\npersona personal configured\n" \
                "persona ghost created\npersona gone configured\nend\n"
