@@ -23,6 +23,8 @@ struct hotplug_device {
 struct hotplug_ops {
 	void (*added)(void *userdata, const struct hotplug_device *dev);
 	void (*removed)(void *userdata, const struct hotplug_device *dev);
+	/* Optional: the device changed ("change": a DRM device's connector plugged in or out). */
+	void (*changed)(void *userdata, const struct hotplug_device *dev);
 };
 
 /*

@@ -8,6 +8,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "devnsd-display.h"
 #include "devnsd-hotplug.h"
@@ -15,15 +16,20 @@
 #include "log.h"
 #include "util.h"
 
+/* A device that came back with another program as its DRM master is asked again this often. */
+#define DISPLAY_BUSY_RETRY_USEC (1000 * 1000u)
+
 struct display_hotplug {
 	struct display_class *class;
 	const struct conf *conf;
 	struct hotplug *watch;
 	/* The node the display was opened through, resolved: what a "remove" names. */
 	char *devnode;
-	/* Asks a device that came without a connected output again (DISPLAY_OUTPUT_RETRY_USEC). */
+	/* Asks the device again: while it shows no output yet (until retry_until), or while another program is master. */
 	sd_event_source *retry;
 	uint64_t retry_until;
+	/* What the last try failed with, logged once. */
+	int failed;
 };
 
 static const char *subsystem_of(const struct conf *conf) {
@@ -45,35 +51,72 @@ static void lose(struct display_hotplug *h) {
 		log_error_errno(r, "%s: gone, and devnsd cannot let go of it: %m", dc->device);
 		return;
 	}
+	h->failed = 0;
 	log_warning("%s: gone; the personas go on drawing in memory, shown when it comes back", dc->device);
+}
+
+static void retry_in(struct display_hotplug *h, uint64_t usec) {
+	sd_event_source_set_time_relative(h->retry, usec);
+	sd_event_source_set_enabled(h->retry, SD_EVENT_ONESHOT);
+}
+
+static void log_failure(struct display_hotplug *h, int r, uint32_t width, uint32_t height) {
+	const char *device = h->class->device;
+
+	if (r == h->failed)
+		return;
+	h->failed = r;
+	if (r == -ENODEV || r == -EMEDIUMTYPE)
+		log_error("%s: back, but without an output of %ux%u, the personas' mode; restart devnsd to take another",
+			  device, width, height);
+	else if (r == -EBUSY)
+		log_error("%s: back, but another program is its DRM master; asking again every %u s", device,
+			  (unsigned int)(DISPLAY_BUSY_RETRY_USEC / 1000000u));
+	else
+		log_error_errno(r, "%s: back, but devnsd cannot drive it: %m", device);
 }
 
 static void try_open(struct display_hotplug *h) {
 	struct display_class *dc = h->class;
 	uint32_t width = dc->backend->mode.width, height = dc->backend->mode.height;
+	/* Its node as the configured path leads there now: a "remove" names that. */
+	_cleanup_(freep) char *node = realpath(dc->device, NULL);
 	struct display_output *b = NULL;
 	uint64_t now = 0;
 	int r;
 
+	if (!node)
+		/* Not there (any more): its "add" tries again. */
+		return;
 	r = display_open_output(h->conf, width, height, &b);
 	if (r == -ENODEV && sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now) >= 0 && now < h->retry_until) {
 		/* Its connectors are not registered yet (see DISPLAY_OUTPUT_RETRY_USEC). */
-		sd_event_source_set_time_relative(h->retry, DISPLAY_OUTPUT_RETRY_USEC);
-		sd_event_source_set_enabled(h->retry, SD_EVENT_ONESHOT);
+		retry_in(h, DISPLAY_OUTPUT_RETRY_USEC);
 		return;
 	}
 	if (r >= 0)
 		r = display_class_set_output(dc, b, false);
-	if (r == -ENODEV || r == -EMEDIUMTYPE)
-		log_error("%s: back, but without an output of %ux%u, the personas' mode; restart devnsd to take another",
-			  dc->device, width, height);
-	else if (r == -EBUSY)
-		log_error("%s: back, but another program is its DRM master", dc->device);
-	else if (r < 0)
-		log_error_errno(r, "%s: back, but devnsd cannot drive it: %m", dc->device);
-	else
-		log_info("%s: back; showing persona %s", dc->device,
-			 dc->base.manager->active ? dc->base.manager->active->name : "(none)");
+	if (r < 0) {
+		log_failure(h, r, width, height);
+		if (r == -EBUSY)
+			retry_in(h, DISPLAY_BUSY_RETRY_USEC);
+		return;
+	}
+	h->failed = 0;
+	free(h->devnode);
+	h->devnode = TAKE_PTR(node);
+	log_info("%s: back; showing persona %s", dc->device,
+		 dc->base.manager->active ? dc->base.manager->active->name : "(none)");
+}
+
+/* The device came, or changed (a connector plugged in): tried now, and for a while if it shows no output yet. */
+static void start_trying(struct display_hotplug *h) {
+	uint64_t now = 0;
+
+	if (sd_event_now(h->class->base.manager->event, CLOCK_MONOTONIC, &now) < 0)
+		return;
+	h->retry_until = now + DISPLAY_OUTPUT_WAIT_USEC;
+	try_open(h);
 }
 
 static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
@@ -95,23 +138,9 @@ static bool is_configured(struct display_hotplug *h, const char *node) {
 
 static void on_added(void *userdata, const struct hotplug_device *dev) {
 	struct display_hotplug *h = userdata;
-	uint64_t now = 0;
 
-	if (!h->class->lost || !dev->devnode || !is_configured(h, dev->devnode))
-		return;
-	if (sd_event_now(h->class->base.manager->event, CLOCK_MONOTONIC, &now) < 0)
-		return;
-	h->retry_until = now + DISPLAY_OUTPUT_WAIT_USEC;
-	try_open(h);
-	/* Its node may have another name now: a "remove" names the node it came as. */
-	if (!h->class->lost) {
-		char *copy = strdup(dev->devnode);
-
-		if (copy) {
-			free(h->devnode);
-			h->devnode = copy;
-		}
-	}
+	if (h->class->lost && dev->devnode && is_configured(h, dev->devnode))
+		start_trying(h);
 }
 
 static void on_removed(void *userdata, const struct hotplug_device *dev) {
@@ -119,15 +148,20 @@ static void on_removed(void *userdata, const struct hotplug_device *dev) {
 
 	if (!dev->devnode || !streq(dev->devnode, h->devnode))
 		return;
-	if (!h->class->lost)
-		lose(h);
-	else
-		/* Gone again before it showed an output. */
+	if (h->class->lost) {
+		/* Gone again before devnsd could take it. */
 		sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
+		return;
+	}
+	/* The kernel removes the node before it announces the removal: an event alone is not a device gone. */
+	if (access(h->devnode, F_OK) == 0)
+		return;
+	lose(h);
 }
 
 static const struct hotplug_ops display_hotplug_ops = {
 	.added = on_added,
+	.changed = on_added,
 	.removed = on_removed,
 };
 
@@ -145,7 +179,7 @@ int display_hotplug_new(struct display_class *dc, const struct conf *conf, struc
 	r = h->devnode ? 0 : -ENOMEM;
 	if (r >= 0)
 		r = sd_event_add_time_relative(dc->base.manager->event, &h->retry, CLOCK_MONOTONIC,
-					       DISPLAY_OUTPUT_RETRY_USEC, 0, on_retry, h);
+					       DISPLAY_OUTPUT_RETRY_USEC, 1, on_retry, h);
 	if (r >= 0)
 		r = sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
 	if (r >= 0)
@@ -156,6 +190,9 @@ int display_hotplug_new(struct display_class *dc, const struct conf *conf, struc
 		return r;
 	}
 	*ret = h;
+	/* Started without it: it may have come between the start's look and the watch. */
+	if (dc->lost)
+		start_trying(h);
 	return 0;
 }
 

@@ -350,6 +350,11 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	}
 	if (device_of(conf)) {
 		r = display_hotplug_new(dc, conf, &dc->hotplug);
+		if (r < 0 && lost) {
+			/* Nothing would ever bring the display. */
+			display_class_free(dc);
+			return log_error_errno(r, "%s: cannot watch for it to come: %m", device);
+		}
 		if (r < 0)
 			/* The display is driven still; only its going away is not followed. */
 			log_warning_errno(r, "%s: cannot watch for the device going away and coming back: %m", device);

@@ -337,6 +337,7 @@ int display_class_set_output(struct display_class *dc, struct display_output *b,
 	struct display_output *old = dc->backend;
 	sd_event_source *source = NULL;
 	bool was_down = old->powered_down;
+	uint64_t kept, copied;
 	int r;
 
 	if (b->mode.width != old->mode.width || b->mode.height != old->mode.height) {
@@ -358,6 +359,8 @@ int display_class_set_output(struct display_class *dc, struct display_output *b,
 	}
 	sd_event_source_disable_unref(dc->backend_source);
 	dc->backend_source = source;
+	/* FramesShown counts on. */
+	b->n_flips = old->n_flips;
 	display_output_free(old);
 	b->flip_done = display_on_flip_done;
 	b->userdata = dc;
@@ -373,10 +376,14 @@ int display_class_set_output(struct display_class *dc, struct display_output *b,
 		signal_emit(&dc->base.manager->events.display_power, &(bool){ false });
 	dc->scan_valid = false;
 	dc->presented_whole = false;
-	/* The active persona's whole frame, shown in one flip. */
+	/* The active persona's whole frame, shown in one flip: the way a switch goes up, but not one. */
+	kept = dc->switches_kept;
+	copied = dc->switches_copied;
 	dc->urgent = true;
 	display_damage_all(dc);
 	display_flush(dc);
+	dc->switches_kept = kept;
+	dc->switches_copied = copied;
 	display_update_tick(dc);
 	return 0;
 }

@@ -53,6 +53,8 @@ static int on_device(sd_device_monitor *monitor, sd_device *dev, void *userdata)
 		h->ops->added(h->userdata, &d);
 	else if (streq(action, "remove"))
 		h->ops->removed(h->userdata, &d);
+	else if (streq(action, "change") && h->ops->changed)
+		h->ops->changed(h->userdata, &d);
 	return 0;
 }
 

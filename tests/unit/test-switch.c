@@ -472,6 +472,7 @@ static void test_display_goes_and_comes_back(void **state) {
 	struct display_output *other = NULL, *stand_in = NULL, *back = NULL;
 	struct power_heard power = { .l.notify = on_power };
 	struct answer a = { 0 }, c = { 0 };
+	uint64_t flips, kept, copied, kept_after, copied_after;
 
 	signal_add(&r->m->events.display_power, &power.l);
 	/* A display of another mode does not fit the personas' frames: refused, and the display stays. */
@@ -503,7 +504,14 @@ static void test_display_goes_and_comes_back(void **state) {
 	/* It comes back: up at first, then, once c's black frame is shown, down again. */
 	assert_int_equal(display_headless_new(W, H, &(struct display_spares){ 1, UINT64_MAX }, &back), 0);
 	display_headless_hold_flips(back, true);
+	flips = display_frames_shown(r->dc);
+	display_switches_shown(r->dc, &kept, &copied);
 	assert_int_equal(display_class_set_output(r->dc, back, false), 0);
+	/* The frames shown count on, and the display coming back is no switch. */
+	assert_true(display_frames_shown(r->dc) >= flips);
+	display_switches_shown(r->dc, &kept_after, &copied_after);
+	assert_int_equal(kept_after, kept);
+	assert_int_equal(copied_after, copied);
 	r->out = back;
 	core_rig_run(r->core);
 	assert_false(display_lost(r->dc));

@@ -226,6 +226,18 @@ class DisplayGoesAndComesBack(WithBus):
         self.assert_screen("back-unblanked", a, "work's frame is not shown once it unblanks")
 
 
+    def test_a_remove_event_for_a_device_still_there_is_not_a_device_gone(self):
+        """A "remove" event the kernel sends for card0 on request (a write to its uevent file), with the
+        device still there: devnsd keeps the display and goes on showing what the persona draws."""
+        with open("/sys/class/drm/card0/uevent", "w") as f:
+            f.write("remove")
+        time.sleep(1)
+        a = fbrig.frame(self.w, self.h, (120, 20, 160), band=(200, 240))
+        self.write("work", a)
+        self.assert_screen("remove-event", a, "work's frame after a remove event for a device still there")
+        self.assertNotIn("gone", self.daemon.output())
+        self.assertIn("Display: on", rig.devnsctl("status").stdout)
+
     def test_a_tracked_mapping_is_shown_when_it_is_back_and_costs_nothing_idle(self):
         """A program draws through its mapping under the preload library (writes tracked through
         write faults): what it draws while the display is gone is shown when it is back, and once it is
