@@ -271,6 +271,11 @@ int display_wait_device(struct manager *m, const struct conf *conf);
  * that mode, -EMEDIUMTYPE for a framebuffer that is not XRGB.
  */
 int display_open_output(const struct conf *conf, uint32_t width, uint32_t height, struct display_output **ret);
+/*
+ * What presents while the display's device is gone: width x height in
+ * memory, with no spare buffers, so a switch copies into memory nobody sees.
+ */
+int display_stand_in_new(uint32_t width, uint32_t height, struct display_output **ret);
 
 /*
  * devnsd-display-hotplug.c: follows the display's device going away and

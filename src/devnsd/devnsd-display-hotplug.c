@@ -43,8 +43,7 @@ static void lose(struct display_hotplug *h) {
 	int r;
 
 	sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
-	/* No spares: switches copy, into memory nobody sees. */
-	r = display_headless_new(mode->width, mode->height, &(struct display_spares){ 0, 0 }, &stand_in);
+	r = display_stand_in_new(mode->width, mode->height, &stand_in);
 	if (r >= 0)
 		r = display_class_set_output(dc, stand_in, true);
 	if (r < 0) {

@@ -278,6 +278,10 @@ int display_open_output(const struct conf *conf, uint32_t width, uint32_t height
 	}
 }
 
+int display_stand_in_new(uint32_t width, uint32_t height, struct display_output **ret) {
+	return display_headless_new(width, height, &(struct display_spares){ 0, 0 }, ret);
+}
+
 /* At start a DRM device that has just come may not show its connectors yet (DISPLAY_OUTPUT_RETRY_USEC). */
 static int open_output(const struct conf *conf, const char *device, struct display_output **ret) {
 	for (uint64_t waited = 0;; waited += DISPLAY_OUTPUT_RETRY_USEC) {
@@ -308,7 +312,7 @@ static int open_backend(struct manager *m, const struct conf *conf, struct displ
 	case DISPLAY_DRM:
 		if (r == -ENOENT && mode_without_device(m, conf, &width, &height)) {
 			/* Shown once the device comes (devnsd-display-hotplug.c). */
-			r = display_headless_new(width, height, &(struct display_spares){ 0, 0 }, ret);
+			r = display_stand_in_new(width, height, ret);
 			return r < 0 ? log_error_errno(r, "%s: cannot start without it: %m", device) : 1;
 		}
 		if (r == -EBUSY)
