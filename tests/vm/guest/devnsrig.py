@@ -243,9 +243,13 @@ class Daemon:
         try:
             while True:
                 left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
+                if self.proc.poll() is not None or left <= 0:
+                    if self.proc.poll() is None:
+                        self.proc.kill()
+                        self.proc.wait()
                     raise RuntimeError("devnsd did not become ready:\n" + self.output())
-                sock.settimeout(left)
+                # A devnsd that exits sends nothing: look at it again at least every 100 ms.
+                sock.settimeout(min(left, 0.1))
                 try:
                     msg = sock.recv(4096).decode()
                 except socket.timeout:
