@@ -370,7 +370,9 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 			return r;
 		}
 	}
-	if (lost) {
+	/* The watch's first look may have taken the device already, freeing the stand-in. */
+	b = dc->backend;
+	if (dc->lost) {
 		log_warning("%s: not there; the personas draw in memory at %ux%u, shown once it comes", device,
 			    b->mode.width, b->mode.height);
 		*ret = dc;
