@@ -53,6 +53,11 @@ struct display_output_ops {
 	 * the front buffer. No flip is asked for while it is down.
 	 */
 	int (*set_power)(struct display_output *b, bool on);
+	/*
+	 * Optional. Whether the device behind b has gone away, its driver
+	 * having let go of it: the kernel answers b->fd with ENODEV.
+	 */
+	bool (*gone)(struct display_output *b);
 	/* Mandatory. Releases the hardware and frees b. */
 	void (*destroy)(struct display_output *b);
 };
@@ -168,6 +173,9 @@ int display_output_dispatch(struct display_output *b);
  * be up all the same.
  */
 int display_output_set_power(struct display_output *b, bool on);
+
+/* Whether the device behind b has gone away; never for a backend that cannot tell (headless). */
+bool display_output_gone(struct display_output *b);
 
 struct display_output *display_output_free(struct display_output *b);
 static inline void display_output_freep(struct display_output **b) {

@@ -208,6 +208,10 @@ int display_output_dispatch(struct display_output *b) {
 	return b->ops->dispatch ? b->ops->dispatch(b) : 0;
 }
 
+bool display_output_gone(struct display_output *b) {
+	return b->ops->gone && b->ops->gone(b);
+}
+
 int display_output_set_power(struct display_output *b, bool on) {
 	int r;
 

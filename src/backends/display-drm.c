@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +79,13 @@ static uint32_t find_dpms(int fd, uint32_t connector_id) {
 	return id;
 }
 
+/* An unplugged DRM device (drm_dev_unplug()) answers every ioctl on a file still open with ENODEV. */
+static bool drm_gone(struct display_output *b) {
+	struct drm_version v = { 0 };
+
+	return drmIoctl(b->fd, DRM_IOCTL_VERSION, &v) < 0 && errno == ENODEV;
+}
+
 static void drm_destroy(struct display_output *b) {
 	struct drm *d = to_drm(b);
 
@@ -103,6 +111,7 @@ static const struct display_output_ops drm_ops = {
 	.flip = drm_flip,
 	.dispatch = drm_dispatch,
 	.set_power = drm_set_power,
+	.gone = drm_gone,
 	.destroy = drm_destroy,
 };
 

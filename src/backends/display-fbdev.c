@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/kd.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <unistd.h>
 
 #include "display-backend.h"
 #include "fbdev-hw.h"
@@ -14,6 +18,43 @@ struct fbdev {
 	struct display_output base;
 	struct fbdev_hw hw;
 };
+
+/*
+ * The kernel's console (fbcon) draws on the framebuffer too, its cursor
+ * blinking over the frame, unless the virtual terminal shown is in
+ * graphics mode, as a display server puts it. Held while any fbdev
+ * display is open (a device that comes back is opened before the one
+ * that went is closed); the mode found is restored after the last.
+ */
+static struct {
+	unsigned int users;
+	int fd;
+	int mode;
+} console = { .fd = -1 };
+
+static void console_take(void) {
+	int fd;
+
+	if (console.users++ > 0)
+		return;
+	/* No virtual terminals (CONFIG_VT=n), or not allowed: nothing draws there, or nothing to do. */
+	fd = open("/dev/tty0", O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	if (ioctl(fd, KDGETMODE, &console.mode) < 0 || ioctl(fd, KDSETMODE, KD_GRAPHICS) < 0) {
+		close(fd);
+		return;
+	}
+	console.fd = fd;
+}
+
+static void console_release(void) {
+	if (console.users == 0 || --console.users > 0 || console.fd < 0)
+		return;
+	(void)ioctl(console.fd, KDSETMODE, console.mode);
+	close(console.fd);
+	console.fd = -1;
+}
 
 static struct fbdev *to_fbdev(struct display_output *b) {
 	return container_of(b, struct fbdev, base);
@@ -35,6 +76,13 @@ static int fbdev_set_power(struct display_output *b, bool on) {
 	return ioctl(b->fd, FBIOBLANK, on ? FB_BLANK_UNBLANK : FB_BLANK_POWERDOWN) < 0 ? -errno : 0;
 }
 
+/* A framebuffer unregistered while open answers every call with ENODEV, also once another took its number. */
+static bool fbdev_gone(struct display_output *b) {
+	struct fb_var_screeninfo var;
+
+	return ioctl(b->fd, FBIOGET_VSCREENINFO, &var) < 0 && errno == ENODEV;
+}
+
 static void fbdev_destroy(struct display_output *b) {
 	struct fbdev *f = to_fbdev(b);
 
@@ -43,6 +91,7 @@ static void fbdev_destroy(struct display_output *b) {
 		if (b->powered_down)
 			(void)fbdev_set_power(b, true);
 		fbdev_hw_close(b->fd, &f->hw);
+		console_release();
 	}
 	free(f);
 }
@@ -50,6 +99,7 @@ static void fbdev_destroy(struct display_output *b) {
 static const struct display_output_ops fbdev_ops = {
 	.flip = fbdev_flip,
 	.set_power = fbdev_set_power,
+	.gone = fbdev_gone,
 	.destroy = fbdev_destroy,
 };
 
@@ -69,6 +119,8 @@ int display_fbdev_open(const char *path, struct display_output **ret) {
 	f->base.ops = &fbdev_ops;
 	f->base.kind = "fbdev";
 	f->base.fd = fd;
+	/* Released by fbdev_destroy(). */
+	console_take();
 	v = &f->hw.var;
 	if (v->bits_per_pixel != 32 || v->red.offset != 16 || v->green.offset != 8 || v->blue.offset != 0 ||
 	    v->xres > FB_STATE_MAX_SIDE || v->yres > FB_STATE_MAX_SIDE) {

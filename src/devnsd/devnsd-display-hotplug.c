@@ -144,6 +144,7 @@ static void on_added(void *userdata, const struct hotplug_device *dev) {
 
 static void on_removed(void *userdata, const struct hotplug_device *dev) {
 	struct display_hotplug *h = userdata;
+	bool there;
 
 	if (!dev->devnode || !streq(dev->devnode, h->devnode))
 		return;
@@ -152,10 +153,18 @@ static void on_removed(void *userdata, const struct hotplug_device *dev) {
 		sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
 		return;
 	}
-	/* The kernel removes the node before it announces the removal: an event alone is not a device gone. */
-	if (access(h->devnode, F_OK) == 0)
+	/*
+	 * The kernel sends "remove" on request too (a write to the device's
+	 * uevent file): gone is a device whose node is no more, or whose file
+	 * answers ENODEV. A framebuffer's number is free again at once, so
+	 * another may be there under the same name already: tried at once.
+	 */
+	there = access(h->devnode, F_OK) == 0;
+	if (there && !display_output_gone(h->class->backend))
 		return;
 	lose(h);
+	if (there)
+		start_trying(h);
 }
 
 static const struct hotplug_ops display_hotplug_ops = {

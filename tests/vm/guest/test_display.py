@@ -4,9 +4,11 @@
 over CUSE, and QEMU's screendump as the independent observer of the screen."""
 
 import errno
+import fcntl
 import os
 import re
 import signal
+import struct
 import subprocess
 import tempfile
 import threading
@@ -259,6 +261,63 @@ class DisplayGoesAndComesBack(WithBus):
         n = wakeups(pid) - before
         self.assertLessEqual(n, 3, "devnsd woke %d times in 3 s for an idle mapping once the display was back" % n)
         self.assertIsNone(p.proc.poll(), "fbanim stopped holding its mapping early")
+
+
+class FramebufferRegisteredAgain(WithBus):
+    """Backend=fbdev on the kernel's framebuffer (bochs' fbdev emulation, /dev/fb0). Its PCI device
+    is removed and found again while devnsd is stopped (SIGSTOP), so the new framebuffer has taken
+    /dev/fb0 before devnsd hears of the removal, as when a driver is rebound quickly: a framebuffer's
+    number is free again as soon as it is unregistered, while devnsd still holds the old one."""
+
+    def test_the_active_persona_is_shown_on_the_new_framebuffer(self):
+        pci = display_pci_device()
+        daemon = rig.Daemon(fbrig.conf_display(backend="fbdev"), timeout=60)
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            var = fbrig.get_var(fd)
+            w, h = var["xres"], var["yres"]
+            a = fbrig.frame(w, h, (200, 40, 40), band=(10, 50))
+            fbrig.set_pos(fd, 0)
+            fbrig.write_all(fd, a)
+            ok, diff = fbrig.screen_shows("fbdev-before", w, h, a)
+            self.assertTrue(ok, "work's frame is not on the screen (%s pixels differ)\n%s" % (diff, daemon.output()))
+
+            os.kill(daemon.proc.pid, signal.SIGSTOP)
+            try:
+                with open(os.path.join(pci, "remove"), "w") as f:
+                    f.write("1")
+                with open("/sys/bus/pci/rescan", "w") as f:
+                    f.write("1")
+                self.assertTrue(rig.eventually(lambda: os.path.exists("/sys/class/graphics/fb0"), timeout=20),
+                                "no framebuffer came back: %s" % sorted(os.listdir("/sys/class/graphics")))
+            finally:
+                os.kill(daemon.proc.pid, signal.SIGCONT)
+
+            b = fbrig.frame(w, h, (40, 40, 200), band=(300, 380))
+            fbrig.set_pos(fd, 0)
+            fbrig.write_all(fd, b)
+            ok, diff = fbrig.screen_shows("fbdev-again", w, h, b, timeout=20)
+            self.assertTrue(ok, "the new framebuffer does not show work's frame (%s pixels differ)\n%s"
+                            % (diff, daemon.output()))
+            self.assertIn("Display: on", rig.devnsctl("status").stdout)
+            self.assertEqual(console_mode(), KD_GRAPHICS, "the console may draw over the frame")
+        finally:
+            os.close(fd)
+            self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+        self.assertEqual(console_mode(), KD_TEXT, "devnsd left the console in graphics mode")
+
+
+KDGETMODE, KD_TEXT, KD_GRAPHICS = 0x4B3B, 0, 1
+
+
+def console_mode():
+    """The mode of the virtual terminal shown (KD_TEXT: the kernel's console draws on the framebuffer)."""
+    fd = os.open("/dev/tty0", os.O_RDWR | os.O_NOCTTY)
+    try:
+        return struct.unpack("i", fcntl.ioctl(fd, KDGETMODE, bytes(4)))[0]
+    finally:
+        os.close(fd)
 
 
 class FramebufferPersonas(rig.PersonaTestCase):
