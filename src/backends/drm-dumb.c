@@ -6,6 +6,7 @@
 #include <xf86drm.h>
 #include <xf86drmMode.h>
 
+#include "device-memory.h"
 #include "drm-dumb.h"
 
 int drm_dumb_create(int fd, uint32_t width, uint32_t height, struct drm_dumb *ret) {
@@ -37,6 +38,8 @@ int drm_dumb_create(int fd, uint32_t width, uint32_t height, struct drm_dumb *re
 		goto fail;
 	}
 	memset(mem, 0, create.size);
+	/* Best effort: with every guard in use the buffer goes unguarded (device-memory.h). */
+	(void)device_memory_guard(mem, create.size);
 	*ret = (struct drm_dumb){
 		.handle = create.handle, .fb_id = fb_id, .pitch = create.pitch, .size = create.size, .map = mem
 	};
@@ -52,6 +55,7 @@ void drm_dumb_destroy(int fd, struct drm_dumb *d) {
 
 	if (!d->map)
 		return;
+	device_memory_unguard(d->map);
 	munmap(d->map, d->size);
 	drmModeRmFB(fd, d->fb_id);
 	drmIoctl(fd, DRM_IOCTL_MODE_DESTROY_DUMB, &destroy);

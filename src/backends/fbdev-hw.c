@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "device-memory.h"
 #include "fbdev-hw.h"
 
 int fbdev_hw_open(const char *path, int *ret_fd, struct fbdev_hw *ret) {
@@ -25,6 +26,8 @@ int fbdev_hw_open(const char *path, int *ret_fd, struct fbdev_hw *ret) {
 		close(fd);
 		return r;
 	}
+	/* Best effort: with every guard in use the memory goes unguarded (device-memory.h). */
+	(void)device_memory_guard(hw.mem, hw.fix.smem_len);
 	*ret_fd = fd;
 	*ret = hw;
 	return 0;
@@ -42,6 +45,7 @@ int fbdev_hw_pan(int fd, struct fbdev_hw *hw, unsigned int yoffset) {
 }
 
 void fbdev_hw_close(int fd, struct fbdev_hw *hw) {
+	device_memory_unguard(hw->mem);
 	munmap(hw->mem, hw->fix.smem_len);
 	close(fd);
 }
