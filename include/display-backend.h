@@ -66,6 +66,8 @@ struct display_output {
 	const struct display_output_ops *ops;
 	const char *kind; /* "drm", "fbdev", "headless" */
 	struct fb_mode mode;
+	/* The screen's size where it is larger than mode, whose frames are shown in its middle; else 0. */
+	uint32_t screen_width, screen_height;
 	int fd; /* to watch for dispatch(); -1: none */
 	struct display_buffer buffers[DISPLAY_MAX_BUFFERS];
 	unsigned int n_buffers;
@@ -89,8 +91,11 @@ struct display_output {
 
 /*
  * Opens a DRM device: becomes master, takes the first connected connector,
- * a CRTC and the preferred mode (or width x height when given), and shows
- * a black dumb buffer. Master is dropped when it is freed.
+ * a CRTC and the preferred mode, and shows a black dumb buffer. With width
+ * x height: the mode of that size, else the preferred one (or the first)
+ * that is larger, whose middle then shows the frames (screen_width and
+ * screen_height say so); -ENODEV without any. Master is dropped when it is
+ * freed.
  */
 int display_drm_open(const char *path, uint32_t width, uint32_t height, const struct display_spares *spares,
 		     struct display_output **ret);

@@ -115,17 +115,38 @@ static const struct display_output_ops drm_ops = {
 	.destroy = drm_destroy,
 };
 
+static bool holds(const drmModeModeInfo *m, uint32_t width, uint32_t height) {
+	return m->hdisplay >= width && m->vdisplay >= height;
+}
+
+/*
+ * The preferred mode (the first without one), or with width: the mode of
+ * exactly that size, else the preferred one if it holds such a frame, else
+ * the first that does (the frame is then shown in its middle).
+ */
 static bool pick_mode(const drmModeConnector *c, uint32_t width, uint32_t height, drmModeModeInfo *ret) {
+	const drmModeModeInfo *preferred = NULL, *larger = NULL;
+
 	for (int i = 0; i < c->count_modes; i++) {
 		const drmModeModeInfo *m = &c->modes[i];
-		if (width ? (m->hdisplay == width && m->vdisplay == height) : (m->type & DRM_MODE_TYPE_PREFERRED)) {
+
+		if (width && m->hdisplay == width && m->vdisplay == height) {
 			*ret = *m;
 			return true;
 		}
+		if ((m->type & DRM_MODE_TYPE_PREFERRED) && !preferred)
+			preferred = m;
+		if (holds(m, width, height) && !larger)
+			larger = m;
 	}
-	if (width || c->count_modes == 0)
+	if (!preferred && c->count_modes > 0)
+		preferred = &c->modes[0];
+	if (preferred && holds(preferred, width, height))
+		*ret = *preferred;
+	else if (larger)
+		*ret = *larger;
+	else
 		return false;
-	*ret = c->modes[0];
 	return true;
 }
 
@@ -212,6 +233,13 @@ int display_drm_open(const char *path, uint32_t width, uint32_t height, const st
 	if (r < 0)
 		goto fail;
 	fill_mode(&d->base.mode, &d->mode);
+	/* A frame smaller than the mode: shown in its middle, black around it. */
+	if (width && (width != d->mode.hdisplay || height != d->mode.vdisplay)) {
+		d->base.screen_width = d->mode.hdisplay;
+		d->base.screen_height = d->mode.vdisplay;
+		d->base.mode.width = width;
+		d->base.mode.height = height;
+	}
 	n = 2;
 	for (unsigned int i = 0; i < n; i++) {
 		r = drm_dumb_create(d->base.fd, d->mode.hdisplay, d->mode.vdisplay, &d->dumb[i]);
@@ -221,7 +249,10 @@ int display_drm_open(const char *path, uint32_t width, uint32_t height, const st
 		if (r < 0)
 			goto fail;
 		d->base.buffers[i] = (struct display_buffer){
-			.map = d->dumb[i].map, .stride = d->dumb[i].pitch, .id = d->dumb[i].fb_id
+			.map = d->dumb[i].map + (size_t)(d->mode.vdisplay - d->base.mode.height) / 2 * d->dumb[i].pitch +
+			       (size_t)(d->mode.hdisplay - d->base.mode.width) / 2 * 4,
+			.stride = d->dumb[i].pitch,
+			.id = d->dumb[i].fb_id,
 		};
 		d->base.n_buffers++;
 		/* The budget counts frames as the driver lays them out. */

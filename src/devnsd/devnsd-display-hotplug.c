@@ -66,7 +66,7 @@ static void log_failure(struct display_hotplug *h, int r, uint32_t width, uint32
 		return;
 	h->failed = r;
 	if (r == -ENODEV || r == -EMEDIUMTYPE)
-		log_error("%s: back, but without an output of %ux%u, the personas' mode; restart devnsd to take another",
+		log_error("%s: back, but without an output of %ux%u (the personas' mode) or larger; restart devnsd to take another",
 			  device, width, height);
 	else if (r == -EBUSY)
 		log_error("%s: back, but another program is its DRM master; asking again every %u s", device,
@@ -104,8 +104,9 @@ static void try_open(struct display_hotplug *h) {
 	h->failed = 0;
 	free(h->devnode);
 	h->devnode = TAKE_PTR(node);
-	log_info("%s: back; showing persona %s", dc->device,
-		 dc->base.manager->active ? dc->base.manager->active->name : "(none)");
+	log_info("%s: back; showing persona %s%s", dc->device,
+		 dc->base.manager->active ? dc->base.manager->active->name : "(none)",
+		 b->screen_width ? " in the middle of a larger mode" : "");
 }
 
 /* The device came, or changed (a connector plugged in): tried now, and for a while if it shows no output yet. */

@@ -380,6 +380,9 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	}
 	want = display_spares_allowed(&(struct display_spares){ conf->display_spares, conf->display_spare_bytes },
 				      (uint64_t)b->buffers[0].stride * b->mode.height);
+	if (b->screen_width)
+		log_info("%s: no %ux%u mode; the personas' frames are shown in the middle of %ux%u", device,
+			 b->mode.width, b->mode.height, b->screen_width, b->screen_height);
 	log_info("%s: %s display, %ux%u at %u Hz, %u buffers of %" PRIu64 " KiB in all, %u spares%s", device, b->kind,
 		 b->mode.width, b->mode.height, b->mode.refresh_hz, b->n_buffers, display_output_memory(b) / 1024,
 		 b->n_spares, conf->display != DISPLAY_FBDEV && b->n_spares < want ? " (video memory has no room for more)" : "");

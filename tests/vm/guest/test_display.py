@@ -263,6 +263,51 @@ class DisplayGoesAndComesBack(WithBus):
         self.assertIsNone(p.proc.poll(), "fbanim stopped holding its mapping early")
 
 
+def in_the_middle(xrgb, w, h, screen_w, screen_h):
+    """A screen of screen_w x screen_h, black, with the w x h frame xrgb in its middle."""
+    out = bytearray(screen_w * screen_h * 4)
+    x, y = (screen_w - w) // 2, (screen_h - h) // 2
+    for row in range(h):
+        at = ((y + row) * screen_w + x) * 4
+        out[at:at + w * 4] = xrgb[row * w * 4:(row + 1) * w * 4]
+    return bytes(out)
+
+
+class ModeTheDisplayLacks(WithBus):
+    """Mode= names a size the display has no mode of, as for a persona's system made for another
+    panel: the personas get that size, and the screen, in its preferred mode, shows the active
+    persona's frame in its middle, black around it."""
+
+    def test_the_frames_are_shown_in_the_middle_of_the_screen(self):
+        w, h = 1000, 700
+        daemon = rig.Daemon(fbrig.conf_display(mode=(w, h)), timeout=60)
+        try:
+            self.assertRegex(daemon.output(), r"no 1000x700 mode; the personas' frames are shown in the middle "
+                             r"of \d+x\d+")
+            frames = {p: fbrig.frame(w, h, color, band=band) for p, color, band in
+                      (("work", (200, 40, 40), (10, 50)), ("personal", (40, 40, 200), (600, 690)))}
+            for p, data in frames.items():
+                fd = os.open(fbrig.fb_node(p), os.O_RDWR)
+                try:
+                    var = fbrig.get_var(fd)
+                    self.assertEqual((var["xres"], var["yres"]), (w, h))
+                    fbrig.write_all(fd, data)
+                finally:
+                    os.close(fd)
+            screen_w, screen_h, _ = fbrig.screendump("middle-size")
+            self.assertTrue(screen_w > w and screen_h > h, "the screen is %dx%d" % (screen_w, screen_h))
+            for p in ("work", "personal"):
+                if p == "personal":
+                    rig.devnsctl("switch", "personal")
+                ok, diff = fbrig.screen_shows("middle-" + p, screen_w, screen_h,
+                                              in_the_middle(frames[p], w, h, screen_w, screen_h))
+                self.assertTrue(ok, "the screen does not show %s's frame in its middle (%s pixels differ)\n%s"
+                                % (p, diff, daemon.output()))
+        finally:
+            self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
+
 class FramebufferRegisteredAgain(WithBus):
     """Backend=fbdev on the kernel's framebuffer (bochs' fbdev emulation, /dev/fb0). Its PCI device
     is removed and found again while devnsd is stopped (SIGSTOP), so the new framebuffer has taken
