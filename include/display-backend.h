@@ -155,6 +155,8 @@ bool display_output_is_spare(const struct display_output *b, unsigned int i);
  */
 int display_output_stage(struct display_output *b, unsigned int i, const uint8_t *src, uint32_t stride, uint32_t y0,
 			 uint32_t y1);
+/* Bytes of (video) memory one buffer takes (a whole screen, where frames are shown in its middle). */
+uint64_t display_output_frame_bytes(const struct display_output *b);
 /* Bytes of (video) memory the buffers take. */
 uint64_t display_output_memory(const struct display_output *b);
 void display_output_abort(struct display_output *b);

@@ -28,18 +28,31 @@ static bool replace(uintptr_t addr) {
 	return false;
 }
 
+/* What the signal would have done without the guards. */
+static void as_before(int sig, siginfo_t *si, void *context) {
+	/* si_code > 0: raised by a fault, not sent. */
+	bool sent = si->si_code <= 0;
+
+	if (previous.sa_handler == SIG_IGN && sent)
+		return;
+	if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN) {
+		if (previous.sa_flags & SA_SIGINFO)
+			previous.sa_sigaction(sig, si, context);
+		else
+			previous.sa_handler(sig);
+		return;
+	}
+	/* The default action: a fault happens again on return, a sent signal is sent again. */
+	(void)sigaction(SIGBUS, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
+	if (sent)
+		(void)raise(sig);
+}
+
 static void on_sigbus(int sig, siginfo_t *si, void *context) {
 	int saved = errno;
 
-	if (!replace((uintptr_t)si->si_addr)) {
-		if (previous.sa_flags & SA_SIGINFO)
-			previous.sa_sigaction(sig, si, context);
-		else if (previous.sa_handler != SIG_DFL && previous.sa_handler != SIG_IGN)
-			previous.sa_handler(sig);
-		else
-			/* Returning makes the access fault again, now with the default action. */
-			(void)sigaction(SIGBUS, &(struct sigaction){ .sa_handler = SIG_DFL }, NULL);
-	}
+	if (si->si_code <= 0 || !replace((uintptr_t)si->si_addr))
+		as_before(sig, si, context);
 	errno = saved;
 }
 

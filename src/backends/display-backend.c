@@ -121,12 +121,12 @@ int display_output_stage(struct display_output *b, unsigned int i, const uint8_t
 	return 0;
 }
 
-uint64_t display_output_memory(const struct display_output *b) {
-	uint64_t bytes = 0;
+uint64_t display_output_frame_bytes(const struct display_output *b) {
+	return (uint64_t)b->buffers[0].stride * (b->screen_height ?: b->mode.height);
+}
 
-	for (unsigned int i = 0; i < b->n_buffers; i++)
-		bytes += (uint64_t)b->buffers[i].stride * b->mode.height;
-	return bytes;
+uint64_t display_output_memory(const struct display_output *b) {
+	return display_output_frame_bytes(b) * b->n_buffers;
 }
 
 int display_output_copy(struct display_output *b, const uint8_t *src, uint32_t stride, uint32_t max_rows) {

@@ -120,11 +120,12 @@ static bool holds(const drmModeModeInfo *m, uint32_t width, uint32_t height) {
 }
 
 /*
- * The preferred mode (the first without one), or with width: the mode of
- * exactly that size, else the preferred one if it holds such a frame, else
- * the first that does (the frame is then shown in its middle).
+ * Without width: the preferred mode (the first without one). With width:
+ * the mode of exactly that size, or unless exact, the preferred one if it
+ * holds such a frame, else the first that does (the frame is then shown
+ * in its middle).
  */
-static bool pick_mode(const drmModeConnector *c, uint32_t width, uint32_t height, drmModeModeInfo *ret) {
+static bool pick_mode(const drmModeConnector *c, uint32_t width, uint32_t height, bool exact, drmModeModeInfo *ret) {
 	const drmModeModeInfo *preferred = NULL, *larger = NULL;
 
 	for (int i = 0; i < c->count_modes; i++) {
@@ -139,6 +140,8 @@ static bool pick_mode(const drmModeConnector *c, uint32_t width, uint32_t height
 		if (holds(m, width, height) && !larger)
 			larger = m;
 	}
+	if (width && exact)
+		return false;
 	if (!preferred && c->count_modes > 0)
 		preferred = &c->modes[0];
 	if (preferred && holds(preferred, width, height))
@@ -172,23 +175,25 @@ static int pick_crtc(int fd, const drmModeRes *res, const drmModeConnector *c, u
 	return -ENOENT;
 }
 
+/* The first connected connector with a mode of exactly width x height; failing that, the first with one larger. */
 static int pick_output(struct drm *d, uint32_t width, uint32_t height) {
 	int fd = d->base.fd, r = -ENODEV;
 	drmModeRes *res = drmModeGetResources(fd);
 
 	if (!res)
 		return -errno;
-	for (int i = 0; i < res->count_connectors && r < 0; i++) {
-		drmModeConnector *c = drmModeGetConnector(fd, res->connectors[i]);
-		if (!c)
-			continue;
-		if (c->connection == DRM_MODE_CONNECTED && pick_mode(c, width, height, &d->mode) &&
-		    pick_crtc(fd, res, c, &d->crtc_id) == 0) {
-			d->connector_id = c->connector_id;
-			r = 0;
+	for (int exact = 1; exact >= 0 && r < 0; exact--)
+		for (int i = 0; i < res->count_connectors && r < 0; i++) {
+			drmModeConnector *c = drmModeGetConnector(fd, res->connectors[i]);
+			if (!c)
+				continue;
+			if (c->connection == DRM_MODE_CONNECTED && pick_mode(c, width, height, exact, &d->mode) &&
+			    pick_crtc(fd, res, c, &d->crtc_id) == 0) {
+				d->connector_id = c->connector_id;
+				r = 0;
+			}
+			drmModeFreeConnector(c);
 		}
-		drmModeFreeConnector(c);
-	}
 	drmModeFreeResources(res);
 	return r;
 }

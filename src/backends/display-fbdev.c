@@ -24,12 +24,12 @@ struct fbdev {
  * blinking over the frame, unless the virtual terminal shown is in
  * graphics mode, as a display server puts it. Held while any fbdev
  * display is open (a device that comes back is opened before the one
- * that went is closed); the mode found is restored after the last.
+ * that went is closed); text mode again after the last, as display
+ * servers leave it: the mode found may be what a devnsd that died left.
  */
 static struct {
 	unsigned int users;
 	int fd;
-	int mode;
 } console = { .fd = -1 };
 
 static void console_take(void) {
@@ -41,7 +41,7 @@ static void console_take(void) {
 	fd = open("/dev/tty0", O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
 		return;
-	if (ioctl(fd, KDGETMODE, &console.mode) < 0 || ioctl(fd, KDSETMODE, KD_GRAPHICS) < 0) {
+	if (ioctl(fd, KDSETMODE, KD_GRAPHICS) < 0) {
 		close(fd);
 		return;
 	}
@@ -51,7 +51,7 @@ static void console_take(void) {
 static void console_release(void) {
 	if (console.users == 0 || --console.users > 0 || console.fd < 0)
 		return;
-	(void)ioctl(console.fd, KDSETMODE, console.mode);
+	(void)ioctl(console.fd, KDSETMODE, KD_TEXT);
 	close(console.fd);
 	console.fd = -1;
 }

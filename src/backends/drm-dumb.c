@@ -37,9 +37,9 @@ int drm_dumb_create(int fd, uint32_t width, uint32_t height, struct drm_dumb *re
 		drmModeRmFB(fd, fb_id);
 		goto fail;
 	}
-	memset(mem, 0, create.size);
 	/* Best effort: with every guard in use the buffer goes unguarded (device-memory.h). */
 	(void)device_memory_guard(mem, create.size);
+	memset(mem, 0, create.size);
 	*ret = (struct drm_dumb){
 		.handle = create.handle, .fb_id = fb_id, .pitch = create.pitch, .size = create.size, .map = mem
 	};

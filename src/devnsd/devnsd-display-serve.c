@@ -379,7 +379,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 		return 0;
 	}
 	want = display_spares_allowed(&(struct display_spares){ conf->display_spares, conf->display_spare_bytes },
-				      (uint64_t)b->buffers[0].stride * b->mode.height);
+				      display_output_frame_bytes(b));
 	if (b->screen_width)
 		log_info("%s: no %ux%u mode; the personas' frames are shown in the middle of %ux%u", device,
 			 b->mode.width, b->mode.height, b->screen_width, b->screen_height);

@@ -40,7 +40,7 @@ static uint8_t *vanishing_mapping(void) {
 	return p;
 }
 
-enum { GUARDED, UNGUARDED, UNGUARDED_AGAIN };
+enum { GUARDED, UNGUARDED, UNGUARDED_AGAIN, SENT };
 
 /* Exits 0 when the accesses completed and read back what was written. */
 static void child(int what) {
@@ -52,6 +52,11 @@ static void child(int what) {
 		_exit(14);
 	if (what == UNGUARDED_AGAIN)
 		device_memory_unguard(guarded);
+	/* A SIGBUS sent, not raised by a fault, does what it always does. */
+	if (what == SENT) {
+		raise(SIGBUS);
+		_exit(0);
+	}
 	/* The copy a present makes: from a place in the middle on. */
 	memset((what == UNGUARDED ? other : guarded) + 4096 + 100, 0x5a, 2 * 4096);
 	for (size_t i = 4096 + 100; i < 3 * 4096 + 100; i++)
@@ -95,6 +100,14 @@ static void test_unguarded_mapping_kills(void **state) {
 	assert_int_equal(WTERMSIG(status), SIGBUS);
 }
 
+static void test_sent_sigbus_still_kills(void **state) {
+	int status = run(SENT);
+
+	(void)state;
+	assert_true(WIFSIGNALED(status));
+	assert_int_equal(WTERMSIG(status), SIGBUS);
+}
+
 static void test_bounds(void **state) {
 	static uint8_t some[64];
 	unsigned int n = 0;
@@ -117,6 +130,7 @@ int main(void) {
 		cmocka_unit_test(test_guarded_mapping_is_replaced_and_the_copy_completes),
 		cmocka_unit_test(test_other_memory_still_kills),
 		cmocka_unit_test(test_unguarded_mapping_kills),
+		cmocka_unit_test(test_sent_sigbus_still_kills),
 		cmocka_unit_test(test_bounds),
 	};
 

@@ -350,7 +350,20 @@ class FramebufferRegisteredAgain(WithBus):
             os.close(fd)
             self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
             self.assertEqual(daemon.stop(), 0, daemon.output())
+            self.card0_again()
         self.assertEqual(console_mode(), KD_TEXT, "devnsd left the console in graphics mode")
+
+    def card0_again(self):
+        """The old framebuffer held the old DRM device, so the new one is card1: once devnsd let go of
+        both, it is removed and found again, as card0 for the tests that follow."""
+        if os.path.exists("/dev/dri/card0"):
+            return
+        with open(os.path.join(os.path.realpath("/sys/class/drm/card1/device"), "remove"), "w") as f:
+            f.write("1")
+        with open("/sys/bus/pci/rescan", "w") as f:
+            f.write("1")
+        self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20),
+                        "the display did not come back as card0: %s" % sorted(os.listdir("/sys/class/drm")))
 
 
 KDGETMODE, KD_TEXT, KD_GRAPHICS = 0x4B3B, 0, 1
