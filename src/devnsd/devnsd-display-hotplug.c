@@ -65,8 +65,11 @@ static void log_failure(struct display_hotplug *h, int r, uint32_t width, uint32
 	if (r == h->failed)
 		return;
 	h->failed = r;
-	if (r == -ENODEV || r == -EMEDIUMTYPE)
+	if (r == -ENODEV)
 		log_error("%s: back, but without an output of %ux%u (the personas' mode) or larger; restart devnsd to take another",
+			  device, width, height);
+	else if (r == -EMEDIUMTYPE)
+		log_error("%s: back, but not a 32-bit XRGB framebuffer of %ux%u, the personas' mode; restart devnsd to take another",
 			  device, width, height);
 	else if (r == -EBUSY)
 		log_error("%s: back, but another program is its DRM master; asking again every %u s", device,
