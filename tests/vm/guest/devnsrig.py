@@ -243,8 +243,9 @@ class Daemon:
         try:
             while True:
                 left = deadline - time.monotonic()
-                if self.proc.poll() is not None or left <= 0:
-                    if self.proc.poll() is None:
+                exited = self.proc.poll() is not None
+                if exited or left <= 0:
+                    if not exited:
                         self.proc.kill()
                         self.proc.wait()
                     raise RuntimeError("devnsd did not become ready:\n" + self.output())
@@ -502,6 +503,12 @@ class Output:
         self.proc.wait(timeout)
         self.thread.join(timeout)
         return self.text
+
+
+def write_file(path, text):
+    """Writes text to path: a sysfs attribute, a configuration, a state file."""
+    with open(path, "w") as f:
+        f.write(text)
 
 
 def eventually(check, timeout=10.0, step=0.1):

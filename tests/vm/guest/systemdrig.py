@@ -103,8 +103,7 @@ def new_main_pid(old, timeout, unit=UNIT):
 
 def write_file(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
-        f.write(text)
+    rig.write_file(path, text)
 
 
 def exposure():

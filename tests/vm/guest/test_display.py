@@ -172,15 +172,13 @@ class DisplayGoesAndComesBack(WithBus):
         self.assertTrue(ok, "%s (%s pixels differ)\n%s" % (what, diff, self.daemon.output()))
 
     def go(self):
-        with open(os.path.join(self.pci, "remove"), "w") as f:
-            f.write("1")
+        rig.write_file(os.path.join(self.pci, "remove"), "1")
         self.assertTrue(rig.eventually(lambda: not os.path.exists("/dev/dri/card0")), "card0 did not go")
         self.assertTrue(rig.eventually(lambda: "/dev/dri/card0: gone" in self.daemon.output()),
                         "devnsd did not notice the display going:\n" + self.daemon.output())
 
     def come_back(self):
-        with open("/sys/bus/pci/rescan", "w") as f:
-            f.write("1")
+        rig.write_file("/sys/bus/pci/rescan", "1")
         self.assertTrue(rig.eventually(lambda: os.path.exists("/sys/class/drm/card0"), timeout=20),
                         "the display came back as %s, not as card0: devnsd still held the old one"
                         % sorted(os.listdir("/sys/class/drm")))
@@ -231,8 +229,7 @@ class DisplayGoesAndComesBack(WithBus):
     def test_a_remove_event_for_a_device_still_there_is_not_a_device_gone(self):
         """A "remove" event the kernel sends for card0 on request (a write to its uevent file), with the
         device still there: devnsd keeps the display and goes on showing what the persona draws."""
-        with open("/sys/class/drm/card0/uevent", "w") as f:
-            f.write("remove")
+        rig.write_file("/sys/class/drm/card0/uevent", "remove")
         time.sleep(1)
         a = fbrig.frame(self.w, self.h, (120, 20, 160), band=(200, 240))
         self.write("work", a)
@@ -329,10 +326,8 @@ class FramebufferRegisteredAgain(WithBus):
 
             os.kill(daemon.proc.pid, signal.SIGSTOP)
             try:
-                with open(os.path.join(pci, "remove"), "w") as f:
-                    f.write("1")
-                with open("/sys/bus/pci/rescan", "w") as f:
-                    f.write("1")
+                rig.write_file(os.path.join(pci, "remove"), "1")
+                rig.write_file("/sys/bus/pci/rescan", "1")
                 self.assertTrue(rig.eventually(lambda: os.path.exists("/sys/class/graphics/fb0"), timeout=20),
                                 "no framebuffer came back: %s" % sorted(os.listdir("/sys/class/graphics")))
             finally:
@@ -358,10 +353,8 @@ class FramebufferRegisteredAgain(WithBus):
         both, it is removed and found again, as card0 for the tests that follow."""
         if os.path.exists("/dev/dri/card0"):
             return
-        with open(os.path.join(os.path.realpath("/sys/class/drm/card1/device"), "remove"), "w") as f:
-            f.write("1")
-        with open("/sys/bus/pci/rescan", "w") as f:
-            f.write("1")
+        rig.write_file(os.path.join(os.path.realpath("/sys/class/drm/card1/device"), "remove"), "1")
+        rig.write_file("/sys/bus/pci/rescan", "1")
         self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20),
                         "the display did not come back as card0: %s" % sorted(os.listdir("/sys/class/drm")))
 

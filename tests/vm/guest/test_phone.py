@@ -53,11 +53,6 @@ def find_capslock():
     raise unittest.SkipTest("no keyboard with a capslock LED")
 
 
-def write_file(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def read_file(path):
     with open(path) as f:
         return f.read()
@@ -104,7 +99,7 @@ class Phone(rig.PersonaTestCase):
         os.mkdir(cls.bl_dir)
         for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
                             ("bl_power", 0)):
-            write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
+            rig.write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
         cls.bus = rig.Bus()
         conf = "\n".join([
             "[Daemon]", "Routed=yes", "SwitchKeys=KEY_LEFTMETA+KEY_F1:work KEY_LEFTMETA+KEY_F2:personal", "",
@@ -407,7 +402,7 @@ class Phone(rig.PersonaTestCase):
             self.inside(p, "sh", "-c", "echo %d > /sys/class/backlight/%s/brightness" % (levels[p], bl))
         frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(200, 260)) for p in PERSONAS}
         try:
-            write_file(os.path.join(pci, "remove"), "1")
+            rig.write_file(os.path.join(pci, "remove"), "1")
             self.assertTrue(rig.eventually(lambda: "Display: gone" in rig.devnsctl("status").stdout),
                             "devnsd did not notice the display going:\n" + self.daemon.output())
             for p in PERSONAS:
@@ -429,7 +424,7 @@ class Phone(rig.PersonaTestCase):
             self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(levels["personal"]))
             self.assertEqual(self.bl_power(), "0")
         finally:
-            write_file("/sys/bus/pci/rescan", "1")
+            rig.write_file("/sys/bus/pci/rescan", "1")
         self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20),
                         "the display did not come back as card0")
         ok, diff = fbrig.screen_shows("phone-back", self.w, self.h, frames["personal"])

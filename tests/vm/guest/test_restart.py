@@ -62,11 +62,6 @@ def read_file(path):
         return f.read()
 
 
-def write_file(path, text):
-    with open(path, "w") as f:
-        f.write(text)
-
-
 def read_in_thread(fd, result, key, size=24):
     """Starts a thread that reads fd once and puts the errno it got (0 for data) in result[key]."""
     def run():
@@ -196,7 +191,7 @@ class Restart(unittest.TestCase):
         os.mkdir(cls.bl_dir)
         for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
                             ("bl_power", 0)):
-            write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
+            rig.write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
         cls.conf = "\n".join([
             "[Daemon]", "Routed=yes", "",
             "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
@@ -358,7 +353,7 @@ class Restart(unittest.TestCase):
         personal_var = self.draw_personas(w, h)
         # Backlight levels through each persona's view (the container's through its bound view).
         for p in ("work", "personal"):
-            write_file(self.view(p, "backlight", bl), "%d\n" % LEVELS[p])
+            rig.write_file(self.view(p, "backlight", bl), "%d\n" % LEVELS[p])
         c.run("sh", "-c", "echo %d > /sys/class/backlight/%s/brightness" % (LEVELS["guest"], bl))
         rig.devnsctl("switch", "personal")
         # work, in the background, holds caps lock through its evdev node.
@@ -510,7 +505,7 @@ class Restart(unittest.TestCase):
         """The same memory and record through systemd's fd store, with no holder and no state file."""
         d = tempfile.mkdtemp(prefix="devnsd-systemd-")
         conf = os.path.join(d, "devnsd.conf")
-        write_file(conf, self.conf)
+        rig.write_file(conf, self.conf)
         log = open(os.path.join(d, "log"), "a+")
         systemd = SystemdEmulation(d)
         proc = systemd.start(conf, log)
@@ -726,7 +721,7 @@ class Restart(unittest.TestCase):
             fbrig.write_all(fd, frame)
             time.sleep(0.5)
             self.kill(daemon)
-            write_file(os.path.join(pci, "remove"), "1")
+            rig.write_file(os.path.join(pci, "remove"), "1")
             self.assertTrue(eventually(lambda: not os.path.exists("/dev/dri/card0")), "card0 did not go")
             daemon = rig.Daemon(self.conf)
             self.assertIn("/dev/dri/card0: still not there after 10 s; starting without it, at %dx%d (the last "
@@ -735,7 +730,7 @@ class Restart(unittest.TestCase):
             self.assertTrue(self.screenshot("work", "display-gone")[2] == fbrig.to_rgb(frame),
                             "work's frame of the last run is not back")
             self.assert_serves(self.persona_node("work", self.kbd_hw))
-            write_file("/sys/bus/pci/rescan", "1")
+            rig.write_file("/sys/bus/pci/rescan", "1")
             self.assertTrue(eventually(lambda: os.path.exists("/dev/dri/card0"), 20), "card0 did not come back")
             self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(frame)), "display-back"), 0,
                              "work's frame is not shown once the display is back")
@@ -745,7 +740,7 @@ class Restart(unittest.TestCase):
             raise
         finally:
             if not os.path.exists("/sys/class/drm/card0"):
-                write_file("/sys/bus/pci/rescan", "1")
+                rig.write_file("/sys/bus/pci/rescan", "1")
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
     def test_3_corrupt_state_file_gives_a_clean_start(self):
@@ -754,7 +749,7 @@ class Restart(unittest.TestCase):
         for label, text in (("garbage", "\x00\xff garbage\n" * 100), ("cut short", good[:-4]),
                             ("oversized", "devnsd-state 1\n" + "x" * (2 << 20))):
             os.makedirs("/run/devnsd", exist_ok=True)
-            write_file(STATE, text)
+            rig.write_file(STATE, text)
             daemon = rig.Daemon(self.conf)
             try:
                 self.assertRegex(daemon.output(), r"state of the last run is unusable \(.+\); starting clean",
@@ -763,7 +758,7 @@ class Restart(unittest.TestCase):
             finally:
                 self.assertEqual(daemon.stop(), 0, daemon.output())
         # And the good one is taken (the check above can fail).
-        write_file(STATE, good)
+        rig.write_file(STATE, good)
         daemon = rig.Daemon(self.conf)
         try:
             self.assertEqual(self.personas(), ({"work", "personal", "ghost"}, "personal"))
@@ -794,7 +789,7 @@ class Restart(unittest.TestCase):
                             f = line.split()
                             f[3] = str(int(f[3]) + 1)
                             text[i] = " ".join(f)
-                    write_file(STATE, "\n".join(text))
+                    rig.write_file(STATE, "\n".join(text))
                 daemon.start()
                 want = "is another process now" if case == "another process" else "is gone"
                 line = "restart: persona personal: process %d %s; not re-attached" % (c.pid, want)
