@@ -265,12 +265,14 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
  */
 int display_wait_device(struct manager *m, const struct conf *conf);
 /*
- * Opens the configured display (DRM or fbdev) showing width x height, or
- * the configuration's mode when width is 0. Logs nothing; -EBUSY when
- * another program is the DRM master, -ENODEV without a connected output of
- * that mode, -EMEDIUMTYPE for a framebuffer that is not XRGB.
+ * Opens the configured display (DRM or fbdev), or the node device of the
+ * configured backend when not NULL, showing width x height, or the
+ * configuration's mode when width is 0. Logs nothing; -EBUSY when another
+ * program is the DRM master, -ENODEV without a connected output of that
+ * mode, -EMEDIUMTYPE for a framebuffer that is not XRGB.
  */
-int display_open_output(const struct conf *conf, uint32_t width, uint32_t height, struct display_output **ret);
+int display_open_output(const struct conf *conf, const char *device, uint32_t width, uint32_t height,
+			struct display_output **ret);
 /*
  * What presents while the display's device is gone: width x height in
  * memory, with no spare buffers, so a switch copies into memory nobody sees.

@@ -39,6 +39,12 @@ static inline void freep(void *p) {
 	free(*(void **)p);
 }
 
+/* Frees p and returns NULL, for "x = mfree(x)". */
+static inline void *mfree(void *p) {
+	free(p);
+	return NULL;
+}
+
 static inline void closep(int *fd) {
 	if (*fd >= 0) {
 		int saved = errno;

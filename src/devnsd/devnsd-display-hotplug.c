@@ -4,10 +4,17 @@
  * or reloaded, a USB display unplugged. While it is gone the personas go
  * on drawing, switching and blanking, their frames kept in memory; when
  * the configured device comes back with the same mode, the active
- * persona's frame goes up on it.
+ * persona's frame goes up on it. The device may come back under another
+ * name: devnsd held the old one until it heard of the removal, so a driver
+ * bound again meanwhile got the next free number (card1). It is known by
+ * the hardware it belongs to (its parent in sysfs, the GPU's PCI device).
  */
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "devnsd-display.h"
@@ -25,6 +32,15 @@ struct display_hotplug {
 	struct hotplug *watch;
 	/* The node the display was opened through, resolved: what a "remove" names. */
 	char *devnode;
+	/*
+	 * Known once the display was opened: the sysfs directory of the
+	 * hardware behind it, and the kind of its node, its sysfs name without
+	 * the number ("card", not "renderD"; "fb").
+	 */
+	char *hardware;
+	char *kind;
+	/* While it is gone: a node of the same hardware and kind under another name, tried in its place. */
+	char *candidate;
 	/* Asks the device again: while it shows no output yet (until retry_until), or while another program is master. */
 	sd_event_source *retry;
 	uint64_t retry_until;
@@ -34,6 +50,56 @@ struct display_hotplug {
 
 static const char *subsystem_of(const struct conf *conf) {
 	return conf->display == DISPLAY_FBDEV ? "graphics" : "drm";
+}
+
+/* The hardware and the kind of the device behind node (see struct display_hotplug). */
+static int node_hardware(const char *node, char **ret_hardware, char **ret_kind) {
+	char link[PATH_MAX], self[PATH_MAX], hardware[PATH_MAX];
+	const char *name;
+	struct stat st;
+	size_t len;
+
+	if (stat(node, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode))
+		return -ENODEV;
+	snprintf(link, sizeof(link), "/sys/dev/char/%u:%u", major(st.st_rdev), minor(st.st_rdev));
+	if (!realpath(link, self))
+		return -errno;
+	if ((size_t)snprintf(link, sizeof(link), "%s/device", self) >= sizeof(link))
+		return -ENAMETOOLONG;
+	if (!realpath(link, hardware))
+		return -errno;
+	name = strrchr(self, '/') + 1;
+	for (len = strlen(name); len > 0 && name[len - 1] >= '0' && name[len - 1] <= '9'; len--)
+		;
+	_cleanup_(freep) char *h = strdup(hardware), *k = strndup(name, len);
+	if (!h || !k)
+		return -ENOMEM;
+	*ret_hardware = TAKE_PTR(h);
+	*ret_kind = TAKE_PTR(k);
+	return 0;
+}
+
+/* Remembers what the display now open through node is, for when it comes back under another name. */
+static void know_hardware(struct display_hotplug *h, const char *node) {
+	char *hardware, *kind;
+
+	if (node_hardware(node, &hardware, &kind) < 0)
+		/* Not known: only the configured name is taken again. */
+		return;
+	free(h->hardware);
+	free(h->kind);
+	h->hardware = hardware;
+	h->kind = kind;
+}
+
+/* Whether node is the display's hardware under another name. */
+static bool is_same_hardware(struct display_hotplug *h, const char *node) {
+	_cleanup_(freep) char *hardware = NULL, *kind = NULL;
+
+	return h->hardware && node_hardware(node, &hardware, &kind) >= 0 && streq(hardware, h->hardware) &&
+	       streq(kind, h->kind);
 }
 
 static void lose(struct display_hotplug *h) {
@@ -78,19 +144,27 @@ static void log_failure(struct display_hotplug *h, int r, uint32_t width, uint32
 		log_error_errno(r, "%s: back, but devnsd cannot drive it: %m", device);
 }
 
+/* Whether node is the device the configuration names, as it resolves now (a udev symlink may name it). */
+static bool is_configured(struct display_hotplug *h, const char *node) {
+	_cleanup_(freep) char *now = realpath(h->class->device, NULL);
+
+	return now && streq(now, node);
+}
+
 static void try_open(struct display_hotplug *h) {
 	struct display_class *dc = h->class;
 	uint32_t width = dc->backend->mode.width, height = dc->backend->mode.height;
-	/* Its node as the configured path leads there now: a "remove" names that. */
-	_cleanup_(freep) char *node = realpath(dc->device, NULL);
+	/* Its node as the configured path leads there now, or the same hardware's under another name: a "remove" names that. */
+	_cleanup_(freep) char *node = realpath(h->candidate ?: dc->device, NULL);
 	struct display_output *b = NULL;
 	uint64_t now = 0;
+	bool renamed;
 	int r;
 
 	if (!node)
 		/* Not there (any more): its "add" tries again. */
 		return;
-	r = display_open_output(h->conf, width, height, &b);
+	r = display_open_output(h->conf, node, width, height, &b);
 	if (r == -ENODEV && sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now) >= 0 && now < h->retry_until) {
 		/* Its connectors are not registered yet (see DISPLAY_OUTPUT_RETRY_USEC). */
 		retry_in(h, DISPLAY_OUTPUT_RETRY_USEC);
@@ -107,7 +181,10 @@ static void try_open(struct display_hotplug *h) {
 	h->failed = 0;
 	free(h->devnode);
 	h->devnode = TAKE_PTR(node);
-	log_info("%s: back; showing persona %s%s", dc->device,
+	h->candidate = mfree(h->candidate);
+	know_hardware(h, h->devnode);
+	renamed = !is_configured(h, h->devnode);
+	log_info("%s: back%s%s; showing persona %s%s", dc->device, renamed ? " as " : "", renamed ? h->devnode : "",
 		 dc->base.manager->active ? dc->base.manager->active->name : "(none)",
 		 b->screen_width ? " in the middle of a larger mode" : "");
 }
@@ -132,31 +209,41 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
 	return 0;
 }
 
-/* Whether node is the device the configuration names, as it resolves now (a udev symlink may name it). */
-static bool is_configured(struct display_hotplug *h, const char *node) {
-	_cleanup_(freep) char *now = realpath(h->class->device, NULL);
-
-	return now && streq(now, node);
-}
-
 static void on_added(void *userdata, const struct hotplug_device *dev) {
 	struct display_hotplug *h = userdata;
+	char *candidate;
 
-	if (h->class->lost && dev->devnode && is_configured(h, dev->devnode))
+	if (!h->class->lost || !dev->devnode)
+		return;
+	if (is_configured(h, dev->devnode)) {
+		h->candidate = mfree(h->candidate);
 		start_trying(h);
+	} else if (is_same_hardware(h, dev->devnode)) {
+		candidate = strdup(dev->devnode);
+		if (!candidate)
+			return;
+		free(h->candidate);
+		h->candidate = candidate;
+		start_trying(h);
+	}
 }
 
 static void on_removed(void *userdata, const struct hotplug_device *dev) {
 	struct display_hotplug *h = userdata;
 	bool there;
 
-	if (!dev->devnode || !streq(dev->devnode, h->devnode))
+	if (!dev->devnode)
 		return;
 	if (h->class->lost) {
+		if (!streq(dev->devnode, h->candidate ?: h->devnode))
+			return;
 		/* Gone again before devnsd could take it. */
+		h->candidate = mfree(h->candidate);
 		sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
 		return;
 	}
+	if (!streq(dev->devnode, h->devnode))
+		return;
 	/*
 	 * The kernel sends "remove" on request too (a write to the device's
 	 * uevent file): gone is a device whose node is no more, or whose file
@@ -189,6 +276,8 @@ int display_hotplug_new(struct display_class *dc, const struct conf *conf, struc
 	/* A device not there yet is named as the configuration names it. */
 	h->devnode = realpath(dc->device, NULL) ?: strdup(dc->device);
 	r = h->devnode ? 0 : -ENOMEM;
+	if (r >= 0 && !dc->lost)
+		know_hardware(h, h->devnode);
 	if (r >= 0)
 		r = sd_event_add_time_relative(dc->base.manager->event, &h->retry, CLOCK_MONOTONIC,
 					       DISPLAY_OUTPUT_RETRY_USEC, 1, on_retry, h);
@@ -214,6 +303,9 @@ struct display_hotplug *display_hotplug_free(struct display_hotplug *h) {
 	hotplug_free(h->watch);
 	sd_event_source_disable_unref(h->retry);
 	free(h->devnode);
+	free(h->hardware);
+	free(h->kind);
+	free(h->candidate);
 	free(h);
 	return NULL;
 }

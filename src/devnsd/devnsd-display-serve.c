@@ -255,17 +255,19 @@ int display_wait_device(struct manager *m, const struct conf *conf) {
 	return r;
 }
 
-int display_open_output(const struct conf *conf, uint32_t width, uint32_t height, struct display_output **ret) {
+int display_open_output(const struct conf *conf, const char *device, uint32_t width, uint32_t height,
+			struct display_output **ret) {
 	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
 	struct display_output *b = NULL;
 	int r;
 
+	device = device ?: device_of(conf);
 	switch (conf->display) {
 	case DISPLAY_DRM:
-		return display_drm_open(device_of(conf), width ?: conf->display_width, width ? height : conf->display_height,
+		return display_drm_open(device, width ?: conf->display_width, width ? height : conf->display_height,
 					&spares, ret);
 	case DISPLAY_FBDEV:
-		r = display_fbdev_open(device_of(conf), &b);
+		r = display_fbdev_open(device, &b);
 		if (r >= 0 && width && (b->mode.width != width || b->mode.height != height)) {
 			display_output_free(b);
 			return -EMEDIUMTYPE;
@@ -285,7 +287,7 @@ int display_stand_in_new(uint32_t width, uint32_t height, struct display_output 
 /* At start a DRM device that has just come may not show its connectors yet (DISPLAY_OUTPUT_RETRY_USEC). */
 static int open_output(const struct conf *conf, const char *device, struct display_output **ret) {
 	for (uint64_t waited = 0;; waited += DISPLAY_OUTPUT_RETRY_USEC) {
-		int r = display_open_output(conf, 0, 0, ret);
+		int r = display_open_output(conf, device, 0, 0, ret);
 
 		if (r != -ENODEV || conf->display != DISPLAY_DRM || waited >= DISPLAY_OUTPUT_WAIT_USEC)
 			return r;

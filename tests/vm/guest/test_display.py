@@ -138,6 +138,18 @@ def display_pci_device():
     return os.path.realpath("/sys/class/drm/card0/device")
 
 
+def card0_again():
+    """Leaves the display as card0, as the tests that follow expect it: a test may leave it gone, or back
+    as card1 (a device that came back while devnsd, or the old framebuffer, held the old one)."""
+    if os.path.exists("/dev/dri/card0"):
+        return
+    if os.path.exists("/sys/class/drm/card1"):
+        rig.write_file(os.path.join(os.path.realpath("/sys/class/drm/card1/device"), "remove"), "1")
+    rig.write_file("/sys/bus/pci/rescan", "1")
+    assert rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20), \
+        "the display did not come back as card0: %s" % sorted(os.listdir("/sys/class/drm"))
+
+
 class DisplayGoesAndComesBack(WithBus):
     """The display's device goes away while devnsd runs (its PCI device removed, as a driver unbound
     or a USB display unplugged) and comes back (a PCI rescan): the personas go on drawing and
@@ -160,8 +172,7 @@ class DisplayGoesAndComesBack(WithBus):
             self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
             self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         finally:
-            if not os.path.exists("/dev/dri/card0"):
-                self.come_back()
+            card0_again()
 
     def write(self, persona, data):
         fbrig.set_pos(self.fds[persona], 0)
@@ -225,6 +236,44 @@ class DisplayGoesAndComesBack(WithBus):
         self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "unblanking did not power it up")
         self.assert_screen("back-unblanked", a, "work's frame is not shown once it unblanks")
 
+
+    def test_a_driver_bound_again_before_devnsd_let_go_is_taken_under_its_new_name(self):
+        """The display's device is removed and found again while devnsd is stopped (SIGSTOP), as when its
+        driver is unbound and bound again quickly: devnsd still holds card0, so the device comes back as
+        card1. devnsd knows it by its PCI device, takes it, and shows the active persona on it."""
+        a = fbrig.frame(self.w, self.h, (200, 40, 40), band=(10, 50))
+        self.write("work", a)
+        self.assert_screen("rebound-before", a, "work's frame is not on the screen before the display goes")
+        os.kill(self.daemon.proc.pid, signal.SIGSTOP)
+        try:
+            rig.write_file(os.path.join(self.pci, "remove"), "1")
+            rig.write_file("/sys/bus/pci/rescan", "1")
+            self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card1"), timeout=20),
+                            "the display did not come back as card1: %s" % sorted(os.listdir("/sys/class/drm")))
+        finally:
+            os.kill(self.daemon.proc.pid, signal.SIGCONT)
+        self.assertTrue(rig.eventually(lambda: "/dev/dri/card0: back as /dev/dri/card1; showing persona work"
+                                       in self.daemon.output(), timeout=20),
+                        "devnsd did not take the display under its new name:\n" + self.daemon.output())
+        self.assert_screen("rebound-after", a, "the display that came back as card1 does not show work's frame")
+        b = fbrig.frame(self.w, self.h, (40, 40, 200), band=(300, 380))
+        self.write("work", b)
+        self.assert_screen("rebound-drawn", b, "work's next frame does not reach card1")
+        self.assertIn("Display: on", rig.devnsctl("status").stdout)
+
+        # Gone again under its new name, and back once more.
+        self.assertTrue(rig.eventually(lambda: not os.path.exists("/dev/dri/card0")), "devnsd still holds card0")
+        rig.write_file(os.path.join(self.pci, "remove"), "1")
+        self.assertTrue(rig.eventually(lambda: self.daemon.output().count("/dev/dri/card0: gone;") == 2),
+                        "devnsd did not notice card1 going:\n" + self.daemon.output())
+        rig.write_file("/sys/bus/pci/rescan", "1")
+        self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20),
+                        "the display did not come back as card0 once devnsd let go of card1: %s"
+                        % sorted(os.listdir("/sys/class/drm")))
+        self.assertTrue(rig.eventually(lambda: "/dev/dri/card0: back; showing persona work" in self.daemon.output(),
+                                       timeout=20),
+                        "devnsd did not take card0 again:\n" + self.daemon.output())
+        self.assert_screen("rebound-again", b, "the display back as card0 does not show work's frame")
 
     def test_a_remove_event_for_a_device_still_there_is_not_a_device_gone(self):
         """A "remove" event the kernel sends for card0 on request (a write to its uevent file), with the
@@ -345,19 +394,8 @@ class FramebufferRegisteredAgain(WithBus):
             os.close(fd)
             self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
             self.assertEqual(daemon.stop(), 0, daemon.output())
-            self.card0_again()
+            card0_again()
         self.assertEqual(console_mode(), KD_TEXT, "devnsd left the console in graphics mode")
-
-    def card0_again(self):
-        """The old framebuffer held the old DRM device, so the new one is card1: once devnsd let go of
-        both, it is removed and found again, as card0 for the tests that follow."""
-        if os.path.exists("/dev/dri/card0"):
-            return
-        rig.write_file(os.path.join(os.path.realpath("/sys/class/drm/card1/device"), "remove"), "1")
-        rig.write_file("/sys/bus/pci/rescan", "1")
-        self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20),
-                        "the display did not come back as card0: %s" % sorted(os.listdir("/sys/class/drm")))
-
 
 KDGETMODE, KD_TEXT, KD_GRAPHICS = 0x4B3B, 0, 1
 
