@@ -14,7 +14,8 @@ Programs under libdevns-fbmmap.so in both containers take the library's
 own paths (a write() copied into the memfd, a pan passed by value). A
 container that blanks its screen powers the display down, and the hotkey
 to the other persona powers it up. The display's device goes and comes
-back while the containers draw, type and switch."""
+back while the containers draw, type and switch. All of it runs twice: with
+the display on DRM, and on the kernel's framebuffer (Backend=fbdev)."""
 
 import glob
 import os
@@ -88,6 +89,12 @@ class PhoneContainer(rig.Container):
 
 
 class Phone(rig.PersonaTestCase):
+    # How the display is driven, and its node, which comes back when its PCI device is found again.
+    DISPLAY = ("Backend=drm", "Device=/dev/dri/card0")
+    DISPLAY_NODE = "/dev/dri/card0"
+    # Whether the display keeps the frames shown before in buffers of their own (spares).
+    SPARES = True
+
     @classmethod
     def setUpClass(cls):
         cls.kbd = rig.make_keyboard()
@@ -103,7 +110,7 @@ class Phone(rig.PersonaTestCase):
         cls.bus = rig.Bus()
         conf = "\n".join([
             "[Daemon]", "Routed=yes", "SwitchKeys=KEY_LEFTMETA+KEY_F1:work KEY_LEFTMETA+KEY_F2:personal", "",
-            "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
+            "[Display]", *cls.DISPLAY, "",
             # Every input device, those that come later included.
             "[Input]", "Devices=/dev/input/event*", "",
             # The capslock LEDs of every keyboard, those plugged in later included.
@@ -239,6 +246,8 @@ class Phone(rig.PersonaTestCase):
             for p in PERSONAS:
                 self.assertEqual(self.inside(p, "cat", "/sys/class/backlight/%s/brightness" % bl).stdout.strip(),
                                  str(levels[p]))
+        if not self.SPARES:
+            return
         # Both frames were shown before the last two switches and did not change since: each was a flip to
         # a frame kept in video memory, and the one not shown is kept for the next switch.
         self.assertEqual([flips[1] - flips[0], flips[2] - flips[1]], [1, 1], flips)
@@ -425,8 +434,8 @@ class Phone(rig.PersonaTestCase):
             self.assertEqual(self.bl_power(), "0")
         finally:
             rig.write_file("/sys/bus/pci/rescan", "1")
-        self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/dri/card0"), timeout=20),
-                        "the display did not come back as card0")
+        self.assertTrue(rig.eventually(lambda: os.path.exists(self.DISPLAY_NODE), timeout=20),
+                        "the display did not come back as " + self.DISPLAY_NODE)
         ok, diff = fbrig.screen_shows("phone-back", self.w, self.h, frames["personal"])
         self.assertTrue(ok, "personal's frame is not shown once the display is back (%s pixels differ)\n%s"
                         % (diff, self.daemon.output()))
@@ -443,6 +452,15 @@ class Phone(rig.PersonaTestCase):
             self.assertEqual(names, [bl])
             st = os.stat("/run/devns/%s/sys/class/backlight/%s/brightness" % (p, bl))
             self.assertTrue(stat.S_ISREG(st.st_mode))
+
+
+class PhoneFbdev(Phone):
+    """The same phone with a display the kernel offers as a framebuffer only (Backend=fbdev on
+    /dev/fb0, bochs' fbdev emulation here), as older phones and SoC boards have: no spares, and
+    blanking through FBIOBLANK."""
+    DISPLAY = ("Backend=fbdev", "Device=/dev/fb0")
+    DISPLAY_NODE = "/dev/fb0"
+    SPARES = False
 
 
 if __name__ == "__main__":
