@@ -6,8 +6,11 @@
  * the configured device comes back with the same mode, the active
  * persona's frame goes up on it. The device may come back under another
  * name: devnsd held the old one until it heard of the removal, so a driver
- * bound again meanwhile got the next free number (card1). It is known by
- * the hardware it belongs to (its parent in sysfs, the GPU's PCI device).
+ * bound again meanwhile got the next free number (card1). Once opened, it
+ * is known by the hardware it belongs to (its parent in sysfs, the GPU's
+ * PCI device), and only that hardware is taken again, under any name; but
+ * the firmware's framebuffer, which a GPU's driver takes over early in a
+ * boot (simpledrm, efifb), is followed by the next device of its kind.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -81,25 +84,47 @@ static int node_hardware(const char *node, char **ret_hardware, char **ret_kind)
 	return 0;
 }
 
-/* Remembers what the display now open through node is, for when it comes back under another name. */
+/* Remembers what the display now open through node is, for when it comes back. */
 static void know_hardware(struct display_hotplug *h, const char *node) {
 	char *hardware, *kind;
 
+	h->hardware = mfree(h->hardware);
+	h->kind = mfree(h->kind);
 	if (node_hardware(node, &hardware, &kind) < 0)
-		/* Not known: only the configured name is taken again. */
+		/* Not known: the configured name is taken again, whatever comes under it. */
 		return;
-	free(h->hardware);
-	free(h->kind);
 	h->hardware = hardware;
 	h->kind = kind;
 }
 
-/* Whether node is the display's hardware under another name. */
-static bool is_same_hardware(struct display_hotplug *h, const char *node) {
+/* The platform devices the kernel makes for the framebuffer the firmware set up (drivers/firmware/sysfb.c). */
+static bool is_firmware_framebuffer(const char *hardware) {
+	static const char *const names[] = { "simple-framebuffer.", "efi-framebuffer.", "vesa-framebuffer." };
+	const char *name = strrchr(hardware, '/');
+
+	name = name ? name + 1 : hardware;
+	for (size_t i = 0; i < ELEMENTSOF(names); i++)
+		if (strncmp(name, names[i], strlen(names[i])) == 0)
+			return true;
+	return false;
+}
+
+/* Whether node is the device the configuration names, as it resolves now (a udev symlink may name it). */
+static bool is_configured(struct display_hotplug *h, const char *node) {
+	_cleanup_(freep) char *now = realpath(h->class->device, NULL);
+
+	return now && streq(now, node);
+}
+
+/* Whether the display that is gone may be taken again through node (see the top of this file). */
+static bool is_successor(struct display_hotplug *h, const char *node) {
 	_cleanup_(freep) char *hardware = NULL, *kind = NULL;
 
-	return h->hardware && node_hardware(node, &hardware, &kind) >= 0 && streq(hardware, h->hardware) &&
-	       streq(kind, h->kind);
+	if (!h->hardware)
+		return is_configured(h, node);
+	if (node_hardware(node, &hardware, &kind) < 0 || !streq(kind, h->kind))
+		return false;
+	return streq(hardware, h->hardware) || is_firmware_framebuffer(h->hardware);
 }
 
 static void lose(struct display_hotplug *h) {
@@ -125,44 +150,40 @@ static void retry_in(struct display_hotplug *h, uint64_t usec) {
 	sd_event_source_set_enabled(h->retry, SD_EVENT_ONESHOT);
 }
 
-static void log_failure(struct display_hotplug *h, int r, uint32_t width, uint32_t height) {
-	const char *device = h->class->device;
+/* node: what was tried, named when it is not the configured device. */
+static void log_failure(struct display_hotplug *h, const char *node, int r, uint32_t width, uint32_t height) {
+	const char *device = h->class->device, *as = is_configured(h, node) ? "" : " as ";
 
+	if (!*as)
+		node = "";
 	if (r == h->failed)
 		return;
 	h->failed = r;
 	if (r == -ENODEV)
-		log_error("%s: back, but without an output of %ux%u (the personas' mode) or larger; restart devnsd to take another",
-			  device, width, height);
+		log_error("%s: back%s%s, but without an output of %ux%u (the personas' mode) or larger; restart devnsd to take another",
+			  device, as, node, width, height);
 	else if (r == -EMEDIUMTYPE)
-		log_error("%s: back, but not a 32-bit XRGB framebuffer of %ux%u, the personas' mode; restart devnsd to take another",
-			  device, width, height);
+		log_error("%s: back%s%s, but not a 32-bit XRGB framebuffer of %ux%u, the personas' mode; restart devnsd to take another",
+			  device, as, node, width, height);
 	else if (r == -EBUSY)
-		log_error("%s: back, but another program is its DRM master; asking again every %u s", device,
+		log_error("%s: back%s%s, but another program is its DRM master; asking again every %u s", device, as, node,
 			  (unsigned int)(DISPLAY_BUSY_RETRY_USEC / 1000000u));
 	else
-		log_error_errno(r, "%s: back, but devnsd cannot drive it: %m", device);
-}
-
-/* Whether node is the device the configuration names, as it resolves now (a udev symlink may name it). */
-static bool is_configured(struct display_hotplug *h, const char *node) {
-	_cleanup_(freep) char *now = realpath(h->class->device, NULL);
-
-	return now && streq(now, node);
+		log_error_errno(r, "%s: back%s%s, but devnsd cannot drive it: %m", device, as, node);
 }
 
 static void try_open(struct display_hotplug *h) {
 	struct display_class *dc = h->class;
 	uint32_t width = dc->backend->mode.width, height = dc->backend->mode.height;
-	/* Its node as the configured path leads there now, or the same hardware's under another name: a "remove" names that. */
+	/* The node an event named, or the configured path as it leads now: a "remove" names that. */
 	_cleanup_(freep) char *node = realpath(h->candidate ?: dc->device, NULL);
 	struct display_output *b = NULL;
 	uint64_t now = 0;
 	bool renamed;
 	int r;
 
-	if (!node)
-		/* Not there (any more): its "add" tries again. */
+	if (!node || !is_successor(h, node))
+		/* Not there (any more), or its number taken by another device already: the next "add" tries again. */
 		return;
 	r = display_open_output(h->conf, node, width, height, &b);
 	if (r == -ENODEV && sd_event_now(dc->base.manager->event, CLOCK_MONOTONIC, &now) >= 0 && now < h->retry_until) {
@@ -173,7 +194,7 @@ static void try_open(struct display_hotplug *h) {
 	if (r >= 0)
 		r = display_class_set_output(dc, b, false);
 	if (r < 0) {
-		log_failure(h, r, width, height);
+		log_failure(h, node, r, width, height);
 		if (r == -EBUSY)
 			retry_in(h, DISPLAY_BUSY_RETRY_USEC);
 		return;
@@ -209,23 +230,22 @@ static int on_retry(sd_event_source *s, uint64_t usec, void *userdata) {
 	return 0;
 }
 
+/* Tries node from now on, in place of the configured path. */
+static void try_through(struct display_hotplug *h, const char *node) {
+	char *candidate = strdup(node);
+
+	if (!candidate)
+		return;
+	free(h->candidate);
+	h->candidate = candidate;
+	start_trying(h);
+}
+
 static void on_added(void *userdata, const struct hotplug_device *dev) {
 	struct display_hotplug *h = userdata;
-	char *candidate;
 
-	if (!h->class->lost || !dev->devnode)
-		return;
-	if (is_configured(h, dev->devnode)) {
-		h->candidate = mfree(h->candidate);
-		start_trying(h);
-	} else if (is_same_hardware(h, dev->devnode)) {
-		candidate = strdup(dev->devnode);
-		if (!candidate)
-			return;
-		free(h->candidate);
-		h->candidate = candidate;
-		start_trying(h);
-	}
+	if (h->class->lost && dev->devnode && is_successor(h, dev->devnode))
+		try_through(h, dev->devnode);
 }
 
 static void on_removed(void *userdata, const struct hotplug_device *dev) {
@@ -255,7 +275,7 @@ static void on_removed(void *userdata, const struct hotplug_device *dev) {
 		return;
 	lose(h);
 	if (there)
-		start_trying(h);
+		try_through(h, h->devnode);
 }
 
 static const struct hotplug_ops display_hotplug_ops = {

@@ -258,10 +258,18 @@ int display_wait_device(struct manager *m, const struct conf *conf) {
 int display_open_output(const struct conf *conf, const char *device, uint32_t width, uint32_t height,
 			struct display_output **ret) {
 	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
+	_cleanup_(freep) char *node = NULL;
 	struct display_output *b = NULL;
 	int r;
 
 	device = device ?: device_of(conf);
+	if (device) {
+		/* The backends open the node itself: a udev link (/dev/dri/by-path/...) leads there first. */
+		node = realpath(device, NULL);
+		if (!node)
+			return -errno;
+		device = node;
+	}
 	switch (conf->display) {
 	case DISPLAY_DRM:
 		return display_drm_open(device, width ?: conf->display_width, width ? height : conf->display_height,

@@ -319,6 +319,29 @@ def in_the_middle(xrgb, w, h, screen_w, screen_h):
     return bytes(out)
 
 
+class DeviceThroughALink(WithBus):
+    """Device= names a link to the display's node, as udev's /dev/dri/by-path/ links are: devnsd
+    drives the node it leads to."""
+
+    def test_the_device_a_link_leads_to_is_driven(self):
+        link = os.path.join(tempfile.mkdtemp(prefix="by-path-"), "pci-card")
+        os.symlink("/dev/dri/card0", link)
+        conf = fbrig.conf_display().replace("Device=/dev/dri/card0", "Device=" + link)
+        self.assertIn("Device=" + link, conf)
+        daemon = rig.Daemon(conf, timeout=60)
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            var = fbrig.get_var(fd)
+            a = fbrig.frame(var["xres"], var["yres"], (90, 20, 160), band=(100, 160))
+            fbrig.write_all(fd, a)
+            ok, diff = fbrig.screen_shows("through-a-link", var["xres"], var["yres"], a)
+            self.assertTrue(ok, "work's frame is not on the screen (%s pixels differ)\n%s" % (diff, daemon.output()))
+        finally:
+            os.close(fd)
+            self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
+
 class ModeTheDisplayLacks(WithBus):
     """Mode= names a size the display has no mode of, as for a persona's system made for another
     panel: the personas get that size, and the screen, in its preferred mode, shows the active
@@ -396,6 +419,49 @@ class FramebufferRegisteredAgain(WithBus):
             self.assertEqual(daemon.stop(), 0, daemon.output())
             card0_again()
         self.assertEqual(console_mode(), KD_TEXT, "devnsd left the console in graphics mode")
+
+    def test_another_framebuffer_under_its_name_is_left_alone_and_its_own_taken_under_a_new_one(self):
+        """While devnsd is stopped the display's PCI device is removed, vfb (a framebuffer in memory)
+        registers as /dev/fb0, and the display comes back as /dev/fb1: devnsd leaves vfb alone and
+        takes fb1, which belongs to the same PCI device as the framebuffer it held."""
+        pci = display_pci_device()
+        daemon = rig.Daemon(fbrig.conf_display(backend="fbdev"), timeout=60)
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            var = fbrig.get_var(fd)
+            w, h = var["xres"], var["yres"]
+            a = fbrig.frame(w, h, (20, 160, 90), band=(40, 80))
+            fbrig.set_pos(fd, 0)
+            fbrig.write_all(fd, a)
+            ok, diff = fbrig.screen_shows("fb1-before", w, h, a)
+            self.assertTrue(ok, "work's frame is not on the screen (%s pixels differ)\n%s" % (diff, daemon.output()))
+
+            os.kill(daemon.proc.pid, signal.SIGSTOP)
+            try:
+                rig.write_file(os.path.join(pci, "remove"), "1")
+                subprocess.run(["modprobe", "vfb", "vfb_enable=1"], check=True)
+                self.assertIn("vfb", os.path.realpath("/sys/class/graphics/fb0/device"))
+                rig.write_file("/sys/bus/pci/rescan", "1")
+                self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/fb1"), timeout=20),
+                                "the display did not come back as fb1: %s" % sorted(os.listdir("/sys/class/graphics")))
+            finally:
+                os.kill(daemon.proc.pid, signal.SIGCONT)
+
+            self.assertTrue(rig.eventually(lambda: "/dev/fb0: back as /dev/fb1; showing persona work" in daemon.output(),
+                                           timeout=20),
+                            "devnsd did not take the display as fb1:\n" + daemon.output())
+            b = fbrig.frame(w, h, (160, 20, 90), band=(400, 480))
+            fbrig.set_pos(fd, 0)
+            fbrig.write_all(fd, b)
+            ok, diff = fbrig.screen_shows("fb1-after", w, h, b, timeout=20)
+            self.assertTrue(ok, "fb1 does not show work's frame (%s pixels differ)\n%s" % (diff, daemon.output()))
+            self.assertNotIn("back, but", daemon.output(), "devnsd tried vfb's fb0")
+        finally:
+            os.close(fd)
+            self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+            subprocess.run(["rmmod", "vfb"])
+            card0_again()
 
 KDGETMODE, KD_TEXT, KD_GRAPHICS = 0x4B3B, 0, 1
 
