@@ -14,8 +14,10 @@
 #define EVDEV_MT_CODES (EVDEV_MT_LAST - EVDEV_MT_FIRST + 1)
 /* Slots tracked per device; devices with more are truncated to this. */
 #define EVDEV_MAX_SLOTS 64
+/* The hats: a gamepad's d-pad, whose rest is 0. */
+#define EVDEV_HATS (ABS_HAT3Y - ABS_HAT0X + 1)
 /* Upper bound of the events evdev_state_release() produces. */
-#define EVDEV_RELEASE_MAX (EVDEV_MAX_SLOTS * 2 + KEY_CNT + 2)
+#define EVDEV_RELEASE_MAX (EVDEV_MAX_SLOTS * 2 + EVDEV_HATS + KEY_CNT + 2)
 
 /*
  * What one observer believes the device's state to be: the hardware's own
@@ -44,14 +46,14 @@ static inline bool evdev_is_mt_code(unsigned int code) {
 void evdev_state_apply(struct evdev_state *s, const struct input_event *ev);
 
 /*
- * Writes the events that lift every active touch and release every pressed
- * key or button, followed by SYN_REPORT; returns how many (0 when nothing
- * is held). out must hold EVDEV_RELEASE_MAX events. Only type/code/value are
+ * Writes the events that lift every active touch, centre every hat pressed
+ * to a side and release every pressed key or button, followed by
+ * SYN_REPORT; returns how many (0 when nothing is held). out must hold EVDEV_RELEASE_MAX events. Only type/code/value are
  * set. The state itself is not changed.
  */
 size_t evdev_state_release(const struct evdev_state *s, struct input_event *out);
 
-/* Releases every key and button and lifts every touch in s itself. */
+/* Releases every key, button and hat and lifts every touch in s itself. */
 void evdev_state_release_all(struct evdev_state *s);
 
 /* True when keys, switches, axes and slots agree (LEDs and sounds are not compared). */

@@ -237,6 +237,7 @@ static int set_repeat(struct evdev_node *n) {
 static int write_feedback(struct evdev_node *n, const struct input_event *ev, bool *ret_sync) {
 	struct input_event echo[2] = { *ev, { .type = EV_SYN, .code = SYN_REPORT } };
 	bool on = ev->value != 0;
+	int r;
 
 	if (!evdev_caps_has(&n->caps, ev->type, ev->code))
 		return 0;
@@ -248,8 +249,16 @@ static int write_feedback(struct evdev_node *n, const struct input_event *ev, bo
 		return 0;
 	}
 	*ret_sync = true;
-	/* The hardware echoes the change back; that updates the view. */
-	return forward(n, ev->type, ev->code, on);
+	r = forward(n, ev->type, ev->code, on);
+	if (r < 0)
+		return r;
+	/*
+	 * The view changes now, as the input core's state does at a write, so
+	 * that a change back in the same write goes out too; readers see it
+	 * when the hardware echoes it.
+	 */
+	evdev_state_apply(&n->view, &(struct input_event){ .type = ev->type, .code = ev->code, .value = on });
+	return 0;
 }
 
 int evdev_node_write(struct evdev_node *n, struct evdev_client *c, const struct input_event *evs, size_t count) {

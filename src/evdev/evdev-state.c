@@ -82,6 +82,9 @@ size_t evdev_state_release(const struct evdev_state *s, struct input_event *out)
 		}
 		put(out, &n, EV_ABS, ABS_MT_TRACKING_ID, -1);
 	}
+	for (unsigned int code = ABS_HAT0X; code <= ABS_HAT3Y; code++)
+		if (s->abs[code] != 0)
+			put(out, &n, EV_ABS, (uint16_t)code, 0);
 	for (unsigned int code = 0; code <= KEY_MAX; code++)
 		if (bit_test(s->key, code))
 			put(out, &n, EV_KEY, (uint16_t)code, 0);

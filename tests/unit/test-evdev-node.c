@@ -164,6 +164,17 @@ static void test_write_led_active(void **state) {
 	WRITE(f->node, f->client, EV(EV_LED, LED_NUML, 0), EV(EV_LED, LED_CAPSL, 1), SYN_EV);
 	EXPECT_EVENTS(f->rec.forwarded, f->rec.n_forwarded, EV(EV_LED, LED_NUML, 0), EV(EV_LED, LED_CAPSL, 1),
 		      SYN_EV);
+	DELIVER(f->node, EV(EV_LED, LED_NUML, 0), EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+	EXPECT_READ(f->client, EV(EV_LED, LED_NUML, 0), EV(EV_LED, LED_CAPSL, 1), SYN_EV);
+
+	/* On and off again in one write, before the hardware echoes either: both go out, and it ends off. */
+	recorder_clear(&f->rec);
+	WRITE(f->node, f->client, EV(EV_LED, LED_SCROLLL, 1), EV(EV_LED, LED_SCROLLL, 0), SYN_EV);
+	EXPECT_EVENTS(f->rec.forwarded, f->rec.n_forwarded, EV(EV_LED, LED_SCROLLL, 1), EV(EV_LED, LED_SCROLLL, 0),
+		      SYN_EV);
+	DELIVER(f->node, EV(EV_LED, LED_SCROLLL, 1), SYN_EV, EV(EV_LED, LED_SCROLLL, 0), SYN_EV);
+	EXPECT_READ(f->client, EV(EV_LED, LED_SCROLLL, 1), SYN_EV, EV(EV_LED, LED_SCROLLL, 0), SYN_EV);
+	assert_false(led_on(f, f->client, LED_SCROLLL));
 }
 
 static void test_write_led_not_on_device(void **state) {

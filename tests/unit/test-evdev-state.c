@@ -129,6 +129,28 @@ static void test_release_keys_and_touches(void **state) {
 	assert_true(nothing_held(&s));
 }
 
+static void test_release_hats(void **state) {
+	struct evdev_state s;
+	struct input_event out[EVDEV_RELEASE_MAX];
+	size_t n;
+
+	(void)state;
+	evdev_state_init(&s, 0);
+	/* A d-pad held left and down, a stick pushed, a button held. */
+	APPLY(&s, EV(EV_ABS, ABS_HAT0X, -1), EV(EV_ABS, ABS_HAT0Y, 1), EV(EV_ABS, ABS_X, 200),
+	      EV(EV_KEY, BTN_SOUTH, 1));
+	n = evdev_state_release(&s, out);
+	EXPECT_EVENTS(out, n, EV(EV_ABS, ABS_HAT0X, 0), EV(EV_ABS, ABS_HAT0Y, 0), EV(EV_KEY, BTN_SOUTH, 0), SYN_EV);
+	apply_all(&s, out, n);
+	assert_int_equal(evdev_state_value(&s, EV_ABS, ABS_HAT0X), 0);
+	assert_int_equal(evdev_state_release(&s, out), 0);
+
+	/* A hat alone is held too. */
+	APPLY(&s, EV(EV_ABS, ABS_HAT1Y, 1));
+	n = evdev_state_release(&s, out);
+	EXPECT_EVENTS(out, n, EV(EV_ABS, ABS_HAT1Y, 0), SYN_EV);
+}
+
 static void test_release_current_slot(void **state) {
 	struct evdev_state s;
 	struct input_event out[EVDEV_RELEASE_MAX];
@@ -218,6 +240,7 @@ int main(void) {
 		cmocka_unit_test(test_apply_slots),
 		cmocka_unit_test(test_release_nothing_held),
 		cmocka_unit_test(test_release_keys_and_touches),
+		cmocka_unit_test(test_release_hats),
 		cmocka_unit_test(test_release_current_slot),
 		cmocka_unit_test(test_release_every_slot),
 		cmocka_unit_test(test_input_equal),

@@ -198,6 +198,23 @@ class InputPersonas(rig.PersonaTestCase):
         time.sleep(0.3)
         self.assertEqual(set(hw.leds()), set())
 
+    def test_led_on_and_off_in_one_write_reaches_the_hardware_in_order(self):
+        """A program turns an LED on and off again in one write(), before the hardware reported the
+        first change back: the keyboard gets both, as from the kernel's evdev, and the LED ends off."""
+        hw = evdev.InputDevice(self.kbd_hw)
+        self.addCleanup(hw.close)
+        work = self.node("work", self.kbd_hw)
+        self.drain(self.kbd.fd)
+        os.write(work, b"".join(rig.EVENT.pack(0, 0, *ev) for ev in (
+            (e.EV_LED, e.LED_SCROLLL, 1), (e.EV_SYN, e.SYN_REPORT, 0),
+            (e.EV_LED, e.LED_SCROLLL, 0), (e.EV_SYN, e.SYN_REPORT, 0))))
+        got = [ev for ev in rig.read_events(self.kbd.fd, until=lambda evs: (e.EV_LED, e.LED_SCROLLL, 0) in evs)
+               if ev[0] == e.EV_LED]
+        self.assertEqual(got, [(e.EV_LED, e.LED_SCROLLL, 1), (e.EV_LED, e.LED_SCROLLL, 0)])
+        time.sleep(0.3)
+        self.assertNotIn(e.LED_SCROLLL, hw.leds())
+        self.assertNotIn(e.LED_SCROLLL, rig.led_state(work))
+
     # --- errors ---------------------------------------------------------------
 
     def assertErrno(self, code, fn, *args):
