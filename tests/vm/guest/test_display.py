@@ -383,85 +383,69 @@ class FramebufferRegisteredAgain(WithBus):
     /dev/fb0 before devnsd hears of the removal, as when a driver is rebound quickly: a framebuffer's
     number is free again as soon as it is unregistered, while devnsd still holds the old one."""
 
-    def test_the_active_persona_is_shown_on_the_new_framebuffer(self):
-        pci = display_pci_device()
-        daemon = rig.Daemon(fbrig.conf_display(backend="fbdev"), timeout=60)
-        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+    def setUp(self):
+        self.pci = display_pci_device()
+        self.daemon = rig.Daemon(fbrig.conf_display(backend="fbdev"), timeout=60)
+        self.fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        var = fbrig.get_var(self.fd)
+        self.w, self.h = var["xres"], var["yres"]
+        self.draw_and_see("before", (200, 40, 40), (10, 50), "work's frame is not on the screen")
+
+    def tearDown(self):
+        os.close(self.fd)
         try:
-            var = fbrig.get_var(fd)
-            w, h = var["xres"], var["yres"]
-            a = fbrig.frame(w, h, (200, 40, 40), band=(10, 50))
-            fbrig.set_pos(fd, 0)
-            fbrig.write_all(fd, a)
-            ok, diff = fbrig.screen_shows("fbdev-before", w, h, a)
-            self.assertTrue(ok, "work's frame is not on the screen (%s pixels differ)\n%s" % (diff, daemon.output()))
-
-            os.kill(daemon.proc.pid, signal.SIGSTOP)
-            try:
-                rig.write_file(os.path.join(pci, "remove"), "1")
-                rig.write_file("/sys/bus/pci/rescan", "1")
-                self.assertTrue(rig.eventually(lambda: os.path.exists("/sys/class/graphics/fb0"), timeout=20),
-                                "no framebuffer came back: %s" % sorted(os.listdir("/sys/class/graphics")))
-            finally:
-                os.kill(daemon.proc.pid, signal.SIGCONT)
-
-            b = fbrig.frame(w, h, (40, 40, 200), band=(300, 380))
-            fbrig.set_pos(fd, 0)
-            fbrig.write_all(fd, b)
-            ok, diff = fbrig.screen_shows("fbdev-again", w, h, b, timeout=20)
-            self.assertTrue(ok, "the new framebuffer does not show work's frame (%s pixels differ)\n%s"
-                            % (diff, daemon.output()))
-            self.assertIn("Display: on", rig.devnsctl("status").stdout)
-            self.assertEqual(console_mode(), KD_GRAPHICS, "the console may draw over the frame")
+            self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+            self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         finally:
-            os.close(fd)
-            self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
-            self.assertEqual(daemon.stop(), 0, daemon.output())
+            subprocess.run(["rmmod", "vfb"], stderr=subprocess.DEVNULL)
             card0_again()
         self.assertEqual(console_mode(), KD_TEXT, "devnsd left the console in graphics mode")
+
+    def draw_and_see(self, name, color, band, what):
+        data = fbrig.frame(self.w, self.h, color, band=band)
+        fbrig.set_pos(self.fd, 0)
+        fbrig.write_all(self.fd, data)
+        ok, diff = fbrig.screen_shows("fbdev-" + name, self.w, self.h, data, timeout=20)
+        self.assertTrue(ok, "%s (%s pixels differ)\n%s" % (what, diff, self.daemon.output()))
+
+    def while_stopped(self, *steps):
+        """Runs steps while devnsd is stopped, so that it hears of what they do only afterwards."""
+        os.kill(self.daemon.proc.pid, signal.SIGSTOP)
+        try:
+            for step in steps:
+                step()
+        finally:
+            os.kill(self.daemon.proc.pid, signal.SIGCONT)
+
+    def remove(self):
+        rig.write_file(os.path.join(self.pci, "remove"), "1")
+
+    def rescan(self, node):
+        rig.write_file("/sys/bus/pci/rescan", "1")
+        self.assertTrue(rig.eventually(lambda: os.path.exists(node), timeout=20),
+                        "the display did not come back as %s: %s" % (node, sorted(os.listdir("/sys/class/graphics"))))
+
+    def test_the_active_persona_is_shown_on_the_new_framebuffer(self):
+        self.while_stopped(self.remove, lambda: self.rescan("/dev/fb0"))
+        self.draw_and_see("again", (40, 40, 200), (300, 380), "the new framebuffer does not show work's frame")
+        self.assertIn("Display: on", rig.devnsctl("status").stdout)
+        self.assertEqual(console_mode(), KD_GRAPHICS, "the console may draw over the frame")
 
     def test_another_framebuffer_under_its_name_is_left_alone_and_its_own_taken_under_a_new_one(self):
         """While devnsd is stopped the display's PCI device is removed, vfb (a framebuffer in memory)
         registers as /dev/fb0, and the display comes back as /dev/fb1: devnsd leaves vfb alone and
         takes fb1, which belongs to the same PCI device as the framebuffer it held."""
-        pci = display_pci_device()
-        daemon = rig.Daemon(fbrig.conf_display(backend="fbdev"), timeout=60)
-        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
-        try:
-            var = fbrig.get_var(fd)
-            w, h = var["xres"], var["yres"]
-            a = fbrig.frame(w, h, (20, 160, 90), band=(40, 80))
-            fbrig.set_pos(fd, 0)
-            fbrig.write_all(fd, a)
-            ok, diff = fbrig.screen_shows("fb1-before", w, h, a)
-            self.assertTrue(ok, "work's frame is not on the screen (%s pixels differ)\n%s" % (diff, daemon.output()))
+        def vfb():
+            subprocess.run(["modprobe", "vfb", "vfb_enable=1"], check=True)
+            self.assertIn("vfb", os.path.realpath("/sys/class/graphics/fb0/device"))
 
-            os.kill(daemon.proc.pid, signal.SIGSTOP)
-            try:
-                rig.write_file(os.path.join(pci, "remove"), "1")
-                subprocess.run(["modprobe", "vfb", "vfb_enable=1"], check=True)
-                self.assertIn("vfb", os.path.realpath("/sys/class/graphics/fb0/device"))
-                rig.write_file("/sys/bus/pci/rescan", "1")
-                self.assertTrue(rig.eventually(lambda: os.path.exists("/dev/fb1"), timeout=20),
-                                "the display did not come back as fb1: %s" % sorted(os.listdir("/sys/class/graphics")))
-            finally:
-                os.kill(daemon.proc.pid, signal.SIGCONT)
+        self.while_stopped(self.remove, vfb, lambda: self.rescan("/dev/fb1"))
+        self.assertTrue(rig.eventually(lambda: "/dev/fb0: back as /dev/fb1; showing persona work"
+                                       in self.daemon.output(), timeout=20),
+                        "devnsd did not take the display as fb1:\n" + self.daemon.output())
+        self.draw_and_see("fb1", (160, 20, 90), (400, 480), "fb1 does not show work's frame")
+        self.assertNotIn("back, but", self.daemon.output(), "devnsd tried vfb's fb0")
 
-            self.assertTrue(rig.eventually(lambda: "/dev/fb0: back as /dev/fb1; showing persona work" in daemon.output(),
-                                           timeout=20),
-                            "devnsd did not take the display as fb1:\n" + daemon.output())
-            b = fbrig.frame(w, h, (160, 20, 90), band=(400, 480))
-            fbrig.set_pos(fd, 0)
-            fbrig.write_all(fd, b)
-            ok, diff = fbrig.screen_shows("fb1-after", w, h, b, timeout=20)
-            self.assertTrue(ok, "fb1 does not show work's frame (%s pixels differ)\n%s" % (diff, daemon.output()))
-            self.assertNotIn("back, but", daemon.output(), "devnsd tried vfb's fb0")
-        finally:
-            os.close(fd)
-            self.assertTrue(daemon.alive(), "devnsd died:\n" + daemon.output())
-            self.assertEqual(daemon.stop(), 0, daemon.output())
-            subprocess.run(["rmmod", "vfb"])
-            card0_again()
 
 KDGETMODE, KD_TEXT, KD_GRAPHICS = 0x4B3B, 0, 1
 
