@@ -30,6 +30,8 @@ struct evdev_state {
 	unsigned long sw[BITS_TO_LONGS(SW_CNT)];
 	int32_t abs[ABS_CNT];
 	unsigned int n_slots;
+	/* The device has more slots than are tracked: values for those are not kept. */
+	bool slots_beyond;
 	int32_t slot;
 	int32_t mt[EVDEV_MAX_SLOTS][EVDEV_MT_CODES];
 };

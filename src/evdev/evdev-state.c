@@ -6,6 +6,7 @@
 void evdev_state_init(struct evdev_state *s, unsigned int n_slots) {
 	memset(s, 0, sizeof(*s));
 	s->n_slots = MIN(n_slots, EVDEV_MAX_SLOTS);
+	s->slots_beyond = n_slots > EVDEV_MAX_SLOTS;
 	for (unsigned int i = 0; i < EVDEV_MAX_SLOTS; i++)
 		s->mt[i][ABS_MT_TRACKING_ID - EVDEV_MT_FIRST] = -1;
 }
@@ -39,6 +40,9 @@ void evdev_state_apply(struct evdev_state *s, const struct input_event *ev) {
 		if (ev->code == ABS_MT_SLOT) {
 			if (ev->value >= 0 && (unsigned int)ev->value < s->n_slots)
 				s->slot = ev->value;
+			else if (ev->value >= 0 && s->slots_beyond)
+				/* A slot the device has but devnsd does not track: its values go nowhere. */
+				s->slot = -1;
 			s->abs[ABS_MT_SLOT] = ev->value;
 		} else if (evdev_is_mt_code(ev->code)) {
 			if (s->slot >= 0 && (unsigned int)s->slot < s->n_slots)
@@ -114,6 +118,7 @@ void evdev_state_copy_input(struct evdev_state *dst, const struct evdev_state *s
 	memcpy(dst->sw, src->sw, sizeof(dst->sw));
 	memcpy(dst->abs, src->abs, sizeof(dst->abs));
 	dst->n_slots = src->n_slots;
+	dst->slots_beyond = src->slots_beyond;
 	dst->slot = src->slot;
 	memcpy(dst->mt, src->mt, sizeof(dst->mt));
 }

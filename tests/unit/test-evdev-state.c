@@ -96,6 +96,25 @@ static void test_apply_slots(void **state) {
 	assert_int_equal(MT(&s, 3, ABS_MT_POSITION_Y), 334);
 }
 
+static void test_slots_beyond_those_tracked(void **state) {
+	struct evdev_state s;
+	struct input_event out[EVDEV_RELEASE_MAX];
+	size_t n;
+
+	(void)state;
+	/* A device with more slots than devnsd tracks: a lift in slot 70 must not lift the touch in slot 2. */
+	evdev_state_init(&s, EVDEV_MAX_SLOTS + 10);
+	APPLY(&s, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, 5), EV(EV_ABS, ABS_MT_POSITION_X, 20),
+	      EV(EV_ABS, ABS_MT_SLOT, 70), EV(EV_ABS, ABS_MT_TRACKING_ID, 9), EV(EV_ABS, ABS_MT_POSITION_X, 700),
+	      EV(EV_ABS, ABS_MT_TRACKING_ID, -1));
+	assert_int_equal(TRACKING(&s, 2), 5);
+	assert_int_equal(MT(&s, 2, ABS_MT_POSITION_X), 20);
+	n = evdev_state_release(&s, out);
+	EXPECT_EVENTS(out, n, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, -1), SYN_EV);
+	APPLY(&s, EV(EV_ABS, ABS_MT_SLOT, 2), EV(EV_ABS, ABS_MT_TRACKING_ID, -1));
+	assert_int_equal(TRACKING(&s, 2), -1);
+}
+
 static void test_release_nothing_held(void **state) {
 	struct evdev_state s;
 	struct input_event out[EVDEV_RELEASE_MAX];
@@ -238,6 +257,7 @@ int main(void) {
 		cmocka_unit_test(test_init),
 		cmocka_unit_test(test_apply_bits_and_axes),
 		cmocka_unit_test(test_apply_slots),
+		cmocka_unit_test(test_slots_beyond_those_tracked),
 		cmocka_unit_test(test_release_nothing_held),
 		cmocka_unit_test(test_release_keys_and_touches),
 		cmocka_unit_test(test_release_hats),
