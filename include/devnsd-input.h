@@ -120,11 +120,11 @@ void input_class_remove_device(struct input_class *ic, struct input_device *d);
 /*
  * The device went away (its backend said ENODEV, or hotplug saw it go):
  * what the active persona held on it is released (readers already asleep
- * in read() see keys go up and touches lifted, with a SYN_REPORT, as the
- * input core releases keys before it lets go of a device), then every
- * handle on its nodes gets ENODEV, as from the kernel's evdev, whatever it
- * had not read yet. The nodes stay until the device is removed. Does
- * nothing the second time.
+ * in read() see keys go up, hats centred and touches lifted, with a
+ * SYN_REPORT, as the input core releases keys before it lets go of a
+ * device), then every handle on its nodes gets ENODEV, as from the
+ * kernel's evdev, whatever it had not read yet. The nodes stay until the
+ * device is removed. Does nothing the second time.
  */
 void input_device_set_gone(struct input_device *d);
 

@@ -50,8 +50,9 @@ void evdev_state_apply(struct evdev_state *s, const struct input_event *ev);
 /*
  * Writes the events that lift every active touch, centre every hat pressed
  * to a side and release every pressed key or button, followed by
- * SYN_REPORT; returns how many (0 when nothing is held). out must hold EVDEV_RELEASE_MAX events. Only type/code/value are
- * set. The state itself is not changed.
+ * SYN_REPORT; returns how many (0 when nothing is held). out must hold
+ * EVDEV_RELEASE_MAX events. Only type/code/value are set. The state itself
+ * is not changed.
  */
 size_t evdev_state_release(const struct evdev_state *s, struct input_event *out);
 

@@ -258,6 +258,8 @@ static int write_feedback(struct evdev_node *n, const struct input_event *ev, bo
 	 * when the hardware echoes it.
 	 */
 	evdev_state_apply(&n->view, &(struct input_event){ .type = ev->type, .code = ev->code, .value = on });
+	if (n->ops && n->ops->feedback_changed)
+		n->ops->feedback_changed(n->userdata);
 	return 0;
 }
 
@@ -417,9 +419,6 @@ int evdev_node_set_feedback(struct evdev_node *n, uint16_t type, uint16_t code, 
 	r = write_feedback(n, &ev, &sync);
 	if (r >= 0 && sync)
 		r = forward(n, EV_SYN, SYN_REPORT, 0);
-	/* The view takes the value now; the hardware's echo reaches the clients later. */
-	if (r >= 0 && n->active)
-		evdev_state_apply(&n->view, &ev);
 	evdev_node_flush_wakeups(n);
 	return r;
 }
