@@ -265,9 +265,9 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
  */
 int display_wait_device(struct manager *m, const struct conf *conf);
 /*
- * Opens the configured display (DRM or fbdev), or the node device of the
- * configured backend when not NULL, showing width x height, or the
- * configuration's mode when width is 0. Logs nothing; -EBUSY when another
+ * Opens the configured display (DRM or fbdev), or device with the
+ * configured backend when device is not NULL, showing width x height, or
+ * the configuration's mode when width is 0. Logs nothing; -EBUSY when another
  * program is the DRM master, -ENODEV without a connected output of that
  * mode, -EMEDIUMTYPE for a framebuffer that is not XRGB.
  */
@@ -283,10 +283,34 @@ int display_stand_in_new(uint32_t width, uint32_t height, struct display_output 
  * devnsd-display-hotplug.c: follows the display's device going away and
  * coming back (the configuration's device, kernel or udev events): while it
  * is gone the class presents in memory, and once it is back with the same
- * mode, on it again. Logs what happens.
+ * mode, on it again. node: what the display was opened through, NULL when
+ * it is not there (dc->lost). Logs what happens.
  */
-int display_hotplug_new(struct display_class *dc, const struct conf *conf, struct display_hotplug **ret);
+int display_hotplug_new(struct display_class *dc, const struct conf *conf, const char *node,
+			struct display_hotplug **ret);
 struct display_hotplug *display_hotplug_free(struct display_hotplug *h);
+/* The hardware and kind of the display (devnsd-display-hardware.c), once known; NULL before. */
+const char *display_hotplug_hardware(const struct display_hotplug *h, const char **ret_kind);
+
+/*
+ * devnsd-display-hardware.c: the hardware behind a display's node, what
+ * stays when the kernel names the node anew: the sysfs directory of the
+ * node's device's parent, and the node's kind ("card", "fb").
+ */
+int display_hardware_of(const char *node, char **ret_hardware, char **ret_kind);
+/*
+ * Whether hardware is the framebuffer the firmware set up: a platform
+ * device the kernel made for it (drivers/firmware/sysfb.c), or one a
+ * device tree describes ("<address>.framebuffer"), known by its driver.
+ */
+bool display_hardware_is_firmware(const char *hardware);
+/* The node in /dev of the given kind that hardware has now; -ENOENT if none. */
+int display_hardware_find(const char *hardware, const char *kind, char **ret_node);
+/*
+ * The hardware the last run's display was on ("KIND PATH" in the state
+ * record), when that was a display device; NULL otherwise.
+ */
+int display_hardware_last(struct manager *m, char **ret_hardware, char **ret_kind);
 
 /*
  * devnsd-display.c: the display class's core over backend b (taken over,

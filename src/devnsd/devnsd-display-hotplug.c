@@ -10,18 +10,17 @@
  * is known by the hardware it belongs to (its parent in sysfs, the GPU's
  * PCI device), and only that hardware is taken again, under any name; but
  * the firmware's framebuffer, which a GPU's driver takes over early in a
- * boot (simpledrm, efifb), is followed by the next device of its kind.
+ * boot (simpledrm, efifb), is followed by the next device of its kind. The
+ * hardware goes into the state record, so that a devnsd started again
+ * finds the display under the name it has then.
  */
-#include <limits.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "devnsd-display.h"
 #include "devnsd-hotplug.h"
+#include "devnsd-state.h"
 #include "display-backend.h"
 #include "log.h"
 #include "util.h"
@@ -36,13 +35,15 @@ struct display_hotplug {
 	/* The node the display was opened through, resolved: what a "remove" names. */
 	char *devnode;
 	/*
-	 * Known once the display was opened: the sysfs directory of the
-	 * hardware behind it, and the kind of its node, its sysfs name without
-	 * the number ("card", not "renderD"; "fb").
+	 * Known once the display was opened, or from the last run's record:
+	 * the sysfs directory of the hardware behind it, and the kind of its
+	 * node (devnsd-display-hardware.c).
 	 */
 	char *hardware;
 	char *kind;
-	/* While it is gone: a node of the same hardware and kind under another name, tried in its place. */
+	/* The hardware is the framebuffer the firmware set up. */
+	bool firmware;
+	/* While it is gone: the node an event named, tried in place of the configured path. */
 	char *candidate;
 	/* Asks the device again: while it shows no output yet (until retry_until), or while another program is master. */
 	sd_event_source *retry;
@@ -55,58 +56,22 @@ static const char *subsystem_of(const struct conf *conf) {
 	return conf->display == DISPLAY_FBDEV ? "graphics" : "drm";
 }
 
-/* The hardware and the kind of the device behind node (see struct display_hotplug). */
-static int node_hardware(const char *node, char **ret_hardware, char **ret_kind) {
-	char link[PATH_MAX], self[PATH_MAX], hardware[PATH_MAX];
-	const char *name;
-	struct stat st;
-	size_t len;
-
-	if (stat(node, &st) < 0)
-		return -errno;
-	if (!S_ISCHR(st.st_mode))
-		return -ENODEV;
-	snprintf(link, sizeof(link), "/sys/dev/char/%u:%u", major(st.st_rdev), minor(st.st_rdev));
-	if (!realpath(link, self))
-		return -errno;
-	if ((size_t)snprintf(link, sizeof(link), "%s/device", self) >= sizeof(link))
-		return -ENAMETOOLONG;
-	if (!realpath(link, hardware))
-		return -errno;
-	name = strrchr(self, '/') + 1;
-	for (len = strlen(name); len > 0 && name[len - 1] >= '0' && name[len - 1] <= '9'; len--)
-		;
-	_cleanup_(freep) char *h = strdup(hardware), *k = strndup(name, len);
-	if (!h || !k)
-		return -ENOMEM;
-	*ret_hardware = TAKE_PTR(h);
-	*ret_kind = TAKE_PTR(k);
-	return 0;
-}
-
-/* Remembers what the display now open through node is, for when it comes back. */
+/* Remembers what the display now open through node is, for when it comes back, in this run or the next. */
 static void know_hardware(struct display_hotplug *h, const char *node) {
-	char *hardware, *kind;
+	char *hardware = NULL, *kind = NULL;
+	bool same;
 
-	h->hardware = mfree(h->hardware);
-	h->kind = mfree(h->kind);
-	if (node_hardware(node, &hardware, &kind) < 0)
-		/* Not known: the configured name is taken again, whatever comes under it. */
-		return;
+	/* Not known: the configured name is taken again, whatever comes under it. */
+	(void)display_hardware_of(node, &hardware, &kind);
+	same = hardware && h->hardware && streq(hardware, h->hardware);
+	free(h->hardware);
+	free(h->kind);
 	h->hardware = hardware;
 	h->kind = kind;
-}
-
-/* The platform devices the kernel makes for the framebuffer the firmware set up (drivers/firmware/sysfb.c). */
-static bool is_firmware_framebuffer(const char *hardware) {
-	static const char *const names[] = { "simple-framebuffer.", "efi-framebuffer.", "vesa-framebuffer." };
-	const char *name = strrchr(hardware, '/');
-
-	name = name ? name + 1 : hardware;
-	for (size_t i = 0; i < ELEMENTSOF(names); i++)
-		if (strncmp(name, names[i], strlen(names[i])) == 0)
-			return true;
-	return false;
+	/* Asked now: its driver is gone with it. */
+	h->firmware = hardware && display_hardware_is_firmware(hardware);
+	if (!same)
+		state_changed(h->class->base.manager);
 }
 
 /* Whether node is the device the configuration names, as it resolves now (a udev symlink may name it). */
@@ -122,9 +87,9 @@ static bool is_successor(struct display_hotplug *h, const char *node) {
 
 	if (!h->hardware)
 		return is_configured(h, node);
-	if (node_hardware(node, &hardware, &kind) < 0 || !streq(kind, h->kind))
+	if (display_hardware_of(node, &hardware, &kind) < 0 || !streq(kind, h->kind))
 		return false;
-	return streq(hardware, h->hardware) || is_firmware_framebuffer(h->hardware);
+	return streq(hardware, h->hardware) || h->firmware;
 }
 
 static void lose(struct display_hotplug *h) {
@@ -284,7 +249,13 @@ static const struct hotplug_ops display_hotplug_ops = {
 	.removed = on_removed,
 };
 
-int display_hotplug_new(struct display_class *dc, const struct conf *conf, struct display_hotplug **ret) {
+const char *display_hotplug_hardware(const struct display_hotplug *h, const char **ret_kind) {
+	*ret_kind = h->kind;
+	return h->hardware;
+}
+
+int display_hotplug_new(struct display_class *dc, const struct conf *conf, const char *node,
+			struct display_hotplug **ret) {
 	struct display_hotplug *h;
 	int r;
 
@@ -294,10 +265,13 @@ int display_hotplug_new(struct display_class *dc, const struct conf *conf, struc
 	h->class = dc;
 	h->conf = conf;
 	/* A device not there yet is named as the configuration names it. */
-	h->devnode = realpath(dc->device, NULL) ?: strdup(dc->device);
+	h->devnode = realpath(node ?: dc->device, NULL) ?: strdup(dc->device);
 	r = h->devnode ? 0 : -ENOMEM;
 	if (r >= 0 && !dc->lost)
 		know_hardware(h, h->devnode);
+	else if (r >= 0 && display_hardware_last(dc->base.manager, &h->hardware, &h->kind) >= 0)
+		/* Not there now: the last run's display is taken under whatever name it comes with. */
+		h->firmware = display_hardware_is_firmware(h->hardware);
 	if (r >= 0)
 		r = sd_event_add_time_relative(dc->base.manager->event, &h->retry, CLOCK_MONOTONIC,
 					       DISPLAY_OUTPUT_RETRY_USEC, 1, on_retry, h);

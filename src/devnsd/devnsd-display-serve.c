@@ -228,14 +228,34 @@ static const char *mode_without_device(struct manager *m, const struct conf *con
 	return NULL;
 }
 
+/*
+ * The node the last run's display has now, when the configured device is
+ * not there: the kernel may have named it anew (card1) while devnsd held
+ * the old one. NULL if none.
+ */
+static char *last_run_node(struct manager *m) {
+	_cleanup_(freep) char *hardware = NULL, *kind = NULL;
+	char *node = NULL;
+
+	if (display_hardware_last(m, &hardware, &kind) < 0 || display_hardware_find(hardware, kind, &node) < 0)
+		return NULL;
+	return node;
+}
+
 int display_wait_device(struct manager *m, const struct conf *conf) {
 	uint32_t width, height;
 	const char *known;
 	const char *device = device_of(conf);
+	_cleanup_(freep) char *last = NULL;
 	int r;
 
 	if (!device || access(device, F_OK) == 0)
 		return 0;
+	last = last_run_node(m);
+	if (last) {
+		log_info("%s: not there; the last run's display is %s now", device, last);
+		return 0;
+	}
 	log_info("%s: not there yet; waiting up to %d s for it", device, DISPLAY_WAIT_SECONDS);
 	r = node_wait(device, (uint64_t)DISPLAY_WAIT_SECONDS * 1000000u);
 	known = r == -ETIMEDOUT ? mode_without_device(m, conf, &width, &height) : NULL;
@@ -308,16 +328,27 @@ static int open_output(const struct conf *conf, const char *device, struct displ
 
 /*
  * Returns 0, or 1 when the DRM device is not there and *ret, in memory,
- * stands in for it until it comes.
+ * stands in for it until it comes. *ret_node: the node opened when it is
+ * not the configured device but the last run's display under a new name.
  */
 static int open_backend(struct manager *m, const struct conf *conf, struct display_output **ret,
-			const char **ret_device) {
+			const char **ret_device, char **ret_node) {
 	const char *device = device_of(conf);
+	_cleanup_(freep) char *last = NULL;
 	uint32_t width, height;
 	int r;
 
 	*ret_device = device ?: "headless";
 	r = open_output(conf, device, ret);
+	if (r == -ENOENT && (last = last_run_node(m))) {
+		r = open_output(conf, last, ret);
+		if (r >= 0) {
+			log_info("%s: taking %s, where the last run's display is now", device, last);
+			*ret_node = TAKE_PTR(last);
+			return 0;
+		}
+		device = last;
+	}
 	switch (conf->display) {
 	case DISPLAY_DRM:
 		if (r == -ENOENT && mode_without_device(m, conf, &width, &height)) {
@@ -344,12 +375,13 @@ static int open_backend(struct manager *m, const struct conf *conf, struct displ
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
 	struct display_class *dc;
 	const char *device = NULL;
+	_cleanup_(freep) char *node = NULL;
 	struct display_output *b;
 	unsigned int want;
 	bool lost;
 	int r;
 
-	r = open_backend(m, conf, &b, &device);
+	r = open_backend(m, conf, &b, &device, &node);
 	if (r < 0)
 		return r;
 	lost = r > 0;
@@ -363,7 +395,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 		return log_error_errno(r, "cannot keep the display's state for a restart: %m");
 	}
 	if (device_of(conf)) {
-		r = display_hotplug_new(dc, conf, &dc->hotplug);
+		r = display_hotplug_new(dc, conf, node, &dc->hotplug);
 		if (r < 0 && lost) {
 			/* Nothing would ever bring the display. */
 			display_class_free(dc);

@@ -2,10 +2,13 @@
 /*
  * The display class's part of a restart: each persona's framebuffer memory
  * is kept in the fd store as "fb-PERSONA" and adopted again, and its mode,
- * pan and blanking are an item of the state record.
+ * pan and blanking are an item of the state record; so is the hardware the
+ * display is on, found again when its node has another name by then.
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "devnsd-display.h"
 #include "devnsd-state.h"
@@ -59,6 +62,34 @@ void display_state_fb_removed(struct display_class *dc, struct persona *p) {
 	state_forget_fd(dc->base.manager, name);
 }
 
+static void save_hardware(struct display_class *dc, struct persona *p, struct state_record *rec) {
+	const char *kind, *hardware = dc->hotplug ? display_hotplug_hardware(dc->hotplug, &kind) : NULL;
+	char value[STATE_VALUE_MAX + 1];
+
+	if (!hardware || (size_t)snprintf(value, sizeof(value), "%s %s", kind, hardware) >= sizeof(value))
+		return;
+	(void)state_record_add_item(rec, p->name, PART, "hardware", value);
+}
+
+int display_hardware_last(struct manager *m, char **ret_hardware, char **ret_kind) {
+	const char *value = state_last_value(m, PART, "hardware"), *space;
+	size_t len;
+
+	if (!value || !(space = strchr(value, ' ')))
+		return -ENOENT;
+	len = (size_t)(space - value);
+	/* Only what this file writes: a kind of letters, a directory in sysfs. */
+	if (len == 0 || strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != len ||
+	    strncmp(space + 1, "/sys/devices/", 13) != 0 || strstr(space + 1, "/../"))
+		return -EINVAL;
+	_cleanup_(freep) char *kind = strndup(value, len), *hardware = strdup(space + 1);
+	if (!kind || !hardware)
+		return -ENOMEM;
+	*ret_hardware = TAKE_PTR(hardware);
+	*ret_kind = TAKE_PTR(kind);
+	return 0;
+}
+
 static void save(void *userdata, struct persona *p, struct state_record *rec) {
 	struct display_node *dn = display_node_of(userdata, p);
 	const struct fb_var_screeninfo *v;
@@ -70,6 +101,7 @@ static void save(void *userdata, struct persona *p, struct state_record *rec) {
 	snprintf(value, sizeof(value), "%u %u %u %u %u %u %d", v->xres, v->yres, v->xres_virtual, v->yres_virtual,
 		 v->xoffset, v->yoffset, dn->fb->state.blank);
 	(void)state_record_add_item(rec, p->name, PART, "var", value);
+	save_hardware(userdata, p, rec);
 }
 
 static int load(void *userdata, struct persona *p, const char *key, const char *value) {
@@ -81,6 +113,9 @@ static int load(void *userdata, struct persona *p, const char *key, const char *
 	int blank, r;
 	char tail;
 
+	if (dn && streq(key, "hardware"))
+		/* Taken at start (display_hardware_last()). */
+		return 0;
 	if (!dn || !streq(key, "var"))
 		return -ENOENT;
 	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %d%c", &w, &h, &xv,

@@ -142,6 +142,8 @@ def card0_again():
     """Leaves the display as card0, as the tests that follow expect it: a test may leave it gone, or back
     as card1 (a device that came back while devnsd, or the old framebuffer, held the old one)."""
     if os.path.exists("/dev/dri/card0"):
+        assert os.path.realpath("/sys/class/graphics/fb0/device") == os.path.realpath("/sys/class/drm/card0/device"), \
+            "fb0 is not the display's: %s" % os.path.realpath("/sys/class/graphics/fb0/device")
         return
     if os.path.exists("/sys/class/drm/card1"):
         rig.write_file(os.path.join(os.path.realpath("/sys/class/drm/card1/device"), "remove"), "1")
@@ -261,8 +263,18 @@ class DisplayGoesAndComesBack(WithBus):
         self.assert_screen("rebound-drawn", b, "work's next frame does not reach card1")
         self.assertIn("Display: on", rig.devnsctl("status").stdout)
 
+        # devnsd killed and started again: card0 is not there, the last run's display is card1.
+        os.kill(self.daemon.proc.pid, signal.SIGKILL)
+        self.daemon.proc.wait()
+        self.daemon.start()
+        self.assertIn("/dev/dri/card0: taking /dev/dri/card1, where the last run's display is now",
+                      self.daemon.output())
+        self.assert_screen("rebound-restarted", b, "devnsd started again does not show work's frame on card1")
+        for name in self.fds:
+            os.close(self.fds[name])
+            self.fds[name] = os.open(fbrig.fb_node(name), os.O_RDWR)
+
         # Gone again under its new name, and back once more.
-        self.assertTrue(rig.eventually(lambda: not os.path.exists("/dev/dri/card0")), "devnsd still holds card0")
         rig.write_file(os.path.join(self.pci, "remove"), "1")
         self.assertTrue(rig.eventually(lambda: self.daemon.output().count("/dev/dri/card0: gone;") == 2),
                         "devnsd did not notice card1 going:\n" + self.daemon.output())
@@ -324,7 +336,9 @@ class DeviceThroughALink(WithBus):
     drives the node it leads to."""
 
     def test_the_device_a_link_leads_to_is_driven(self):
-        link = os.path.join(tempfile.mkdtemp(prefix="by-path-"), "pci-card")
+        tmp = tempfile.TemporaryDirectory(prefix="by-path-")
+        self.addCleanup(tmp.cleanup)
+        link = os.path.join(tmp.name, "pci-card")
         os.symlink("/dev/dri/card0", link)
         conf = fbrig.conf_display().replace("Device=/dev/dri/card0", "Device=" + link)
         self.assertIn("Device=" + link, conf)
@@ -386,18 +400,22 @@ class FramebufferRegisteredAgain(WithBus):
     def setUp(self):
         self.pci = display_pci_device()
         self.daemon = rig.Daemon(fbrig.conf_display(backend="fbdev"), timeout=60)
+        self.addCleanup(self.stop)
         self.fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        self.addCleanup(os.close, self.fd)
         var = fbrig.get_var(self.fd)
         self.w, self.h = var["xres"], var["yres"]
         self.draw_and_see("before", (200, 40, 40), (10, 50), "work's frame is not on the screen")
 
-    def tearDown(self):
-        os.close(self.fd)
+    def stop(self):
         try:
             self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
             self.assertEqual(self.daemon.stop(), 0, self.daemon.output())
         finally:
-            subprocess.run(["rmmod", "vfb"], stderr=subprocess.DEVNULL)
+            if os.path.exists("/sys/bus/platform/drivers/vfb/vfb.0"):
+                # fbcon may hold vfb's framebuffer: unbinding it lets go.
+                rig.write_file("/sys/bus/platform/drivers/vfb/unbind", "vfb.0")
+                subprocess.run(["rmmod", "vfb"], check=True)
             card0_again()
         self.assertEqual(console_mode(), KD_TEXT, "devnsd left the console in graphics mode")
 
