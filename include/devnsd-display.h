@@ -304,13 +304,14 @@ int display_hardware_of(const char *node, char **ret_hardware, char **ret_kind);
  * device tree describes ("<address>.framebuffer"), known by its driver.
  */
 bool display_hardware_is_firmware(const char *hardware);
-/* The node in /dev of the given kind that hardware has now; -ENOENT if none. */
+/* The node in /dev of the given kind ("card", "fb") that hardware has now; -ENOENT if none. */
 int display_hardware_find(const char *hardware, const char *kind, char **ret_node);
 /*
  * The hardware the last run's display was on ("KIND PATH" in the state
- * record), when that was a display device; NULL otherwise.
+ * record), when that was a node of the kind the configured backend drives
+ * ("card", "fb"); -ENOENT or -EINVAL otherwise.
  */
-int display_hardware_last(struct manager *m, char **ret_hardware, char **ret_kind);
+int display_hardware_last(struct manager *m, const struct conf *conf, char **ret_hardware, char **ret_kind);
 
 /*
  * devnsd-display.c: the display class's core over backend b (taken over,

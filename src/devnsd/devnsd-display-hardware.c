@@ -73,8 +73,8 @@ bool display_hardware_is_firmware(const char *hardware) {
 
 int display_hardware_find(const char *hardware, const char *kind, char **ret_node) {
 	static const struct {
-		const char *subsystem, *dev;
-	} where[] = { { "drm", "/dev/dri" }, { "graphics", "/dev" } };
+		const char *kind, *subsystem, *dev;
+	} where[] = { { "card", "drm", "/dev/dri" }, { "fb", "graphics", "/dev" } };
 	char path[PATH_MAX];
 	size_t len = strlen(kind);
 
@@ -83,6 +83,8 @@ int display_hardware_find(const char *hardware, const char *kind, char **ret_nod
 		DIR *dir;
 		int r = -ENOENT;
 
+		if (!streq(kind, where[i].kind))
+			continue;
 		if ((size_t)snprintf(path, sizeof(path), "%s/%s", hardware, where[i].subsystem) >= sizeof(path))
 			return -ENAMETOOLONG;
 		dir = opendir(path);

@@ -269,9 +269,12 @@ int display_hotplug_new(struct display_class *dc, const struct conf *conf, const
 	r = h->devnode ? 0 : -ENOMEM;
 	if (r >= 0 && !dc->lost)
 		know_hardware(h, h->devnode);
-	else if (r >= 0 && display_hardware_last(dc->base.manager, &h->hardware, &h->kind) >= 0)
+	else if (r >= 0 && display_hardware_last(dc->base.manager, conf, &h->hardware, &h->kind) >= 0) {
 		/* Not there now: the last run's display is taken under whatever name it comes with. */
 		h->firmware = display_hardware_is_firmware(h->hardware);
+		/* Or has already, and could not be taken at start (another master): tried below. */
+		(void)display_hardware_find(h->hardware, h->kind, &h->candidate);
+	}
 	if (r >= 0)
 		r = sd_event_add_time_relative(dc->base.manager->event, &h->retry, CLOCK_MONOTONIC,
 					       DISPLAY_OUTPUT_RETRY_USEC, 1, on_retry, h);

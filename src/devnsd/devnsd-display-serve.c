@@ -233,11 +233,11 @@ static const char *mode_without_device(struct manager *m, const struct conf *con
  * not there: the kernel may have named it anew (card1) while devnsd held
  * the old one. NULL if none.
  */
-static char *last_run_node(struct manager *m) {
+static char *last_run_node(struct manager *m, const struct conf *conf) {
 	_cleanup_(freep) char *hardware = NULL, *kind = NULL;
 	char *node = NULL;
 
-	if (display_hardware_last(m, &hardware, &kind) < 0 || display_hardware_find(hardware, kind, &node) < 0)
+	if (display_hardware_last(m, conf, &hardware, &kind) < 0 || display_hardware_find(hardware, kind, &node) < 0)
 		return NULL;
 	return node;
 }
@@ -251,7 +251,7 @@ int display_wait_device(struct manager *m, const struct conf *conf) {
 
 	if (!device || access(device, F_OK) == 0)
 		return 0;
-	last = last_run_node(m);
+	last = last_run_node(m, conf);
 	if (last) {
 		log_info("%s: not there; the last run's display is %s now", device, last);
 		return 0;
@@ -340,14 +340,16 @@ static int open_backend(struct manager *m, const struct conf *conf, struct displ
 
 	*ret_device = device ?: "headless";
 	r = open_output(conf, device, ret);
-	if (r == -ENOENT && (last = last_run_node(m))) {
-		r = open_output(conf, last, ret);
-		if (r >= 0) {
+	if (r == -ENOENT && (last = last_run_node(m, conf))) {
+		int q = open_output(conf, last, ret);
+
+		if (q >= 0) {
 			log_info("%s: taking %s, where the last run's display is now", device, last);
 			*ret_node = TAKE_PTR(last);
 			return 0;
 		}
-		device = last;
+		/* As if it were not there: it is tried again when it changes. */
+		log_warning_errno(q, "%s: cannot take %s, where the last run's display is now: %m", device, last);
 	}
 	switch (conf->display) {
 	case DISPLAY_DRM:

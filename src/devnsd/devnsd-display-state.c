@@ -71,16 +71,17 @@ static void save_hardware(struct display_class *dc, struct persona *p, struct st
 	(void)state_record_add_item(rec, p->name, PART, "hardware", value);
 }
 
-int display_hardware_last(struct manager *m, char **ret_hardware, char **ret_kind) {
+int display_hardware_last(struct manager *m, const struct conf *conf, char **ret_hardware, char **ret_kind) {
 	const char *value = state_last_value(m, PART, "hardware"), *space;
+	const char *want = conf->display == DISPLAY_FBDEV ? "fb" : "card";
 	size_t len;
 
 	if (!value || !(space = strchr(value, ' ')))
 		return -ENOENT;
 	len = (size_t)(space - value);
-	/* Only what this file writes: a kind of letters, a directory in sysfs. */
-	if (len == 0 || strspn(value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") != len ||
-	    strncmp(space + 1, "/sys/devices/", 13) != 0 || strstr(space + 1, "/../"))
+	/* Only what this file writes for this backend: its kind of node, a directory in sysfs. */
+	if (len != strlen(want) || strncmp(value, want, len) != 0 || strncmp(space + 1, "/sys/devices/", 13) != 0 ||
+	    strstr(space + 1, "/.") || strstr(space + 1, "//"))
 		return -EINVAL;
 	_cleanup_(freep) char *kind = strndup(value, len), *hardware = strdup(space + 1);
 	if (!kind || !hardware)
