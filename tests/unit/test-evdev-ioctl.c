@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #include <libevdev/libevdev.h>
 #include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <termios.h>
 
 #include "test-util.h"
@@ -586,21 +588,142 @@ static void test_clock_invalid(void **state) {
 	assert_int_equal(do_ioctl(f->node, f->client, EVIOCSCLOCKID, &clk), -EINVAL);
 }
 
+/*
+ * This program's own clock_gettime(), which the code under test calls in
+ * place of libc's: CLOCK_BOOTTIME runs boot_ahead_usec ahead of the real one,
+ * as it does after a suspend of that long. On a machine that never slept,
+ * CLOCK_BOOTTIME equals CLOCK_MONOTONIC and a wrong clock could not show.
+ */
+static long long boot_ahead_usec;
+
+int clock_gettime(clockid_t clock, struct timespec *ts) {
+	long long ns;
+
+	if (syscall(SYS_clock_gettime, clock, ts) != 0)
+		return -1;
+	if (clock == CLOCK_BOOTTIME && boot_ahead_usec) {
+		ns = (long long)ts->tv_sec * 1000000000LL + ts->tv_nsec + boot_ahead_usec * 1000LL;
+		ts->tv_sec = ns / 1000000000LL;
+		ts->tv_nsec = ns % 1000000000LL;
+	}
+	return 0;
+}
+
+/* The real CLOCK_BOOTTIME less CLOCK_MONOTONIC (not 0 on a machine that slept), in µs. */
+static long long real_boot_offset_usec(void) {
+	struct timespec boot, mono;
+
+	assert_int_equal(syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &mono), 0);
+	assert_int_equal(syscall(SYS_clock_gettime, CLOCK_BOOTTIME, &boot), 0);
+	return ((long long)boot.tv_sec - mono.tv_sec) * 1000000 + (boot.tv_nsec - mono.tv_nsec) / 1000;
+}
+
+/* Hands the node one key packet stamped at mono_usec in CLOCK_MONOTONIC. */
+static void deliver_at(struct evdev_node *n, long long mono_usec) {
+	struct timeval t = { .tv_sec = mono_usec / 1000000, .tv_usec = mono_usec % 1000000 };
+	struct input_event evs[2] = { EV(EV_KEY, KEY_A, 1), SYN_EV };
+
+	evs[0].time = evs[1].time = t;
+	evdev_node_deliver(n, evs, 2);
+}
+
+static long long read_key_time(struct evdev_client *c) {
+	struct input_event ev[2];
+
+	assert_int_equal(evdev_client_read(c, ev, 2), 2);
+	assert_int_equal(ev[0].code, KEY_A);
+	assert_int_equal(ev[1].type, EV_SYN);
+	assert_int_equal(timeval_usec(ev[1].time), timeval_usec(ev[0].time));
+	return timeval_usec(ev[0].time);
+}
+
+/* Without the node's batch_time(), the clocks are read: each client gets its own. */
 static void test_clock_monotonic(void **state) {
 	struct fixture *f = *state;
-	struct input_event ev[2];
+	struct evdev_client *boot = fixture_open(f), *mono = fixture_open(f);
+	/* Far from both CLOCK_MONOTONIC (0) and CLOCK_REALTIME (decades). */
+	const long long ahead = 10LL * 24 * 3600 * 1000000;
+	long long t0 = clock_usec(CLOCK_MONOTONIC), expected, got;
 	int clk = CLOCK_MONOTONIC;
 
-	assert_int_equal(do_ioctl(f->node, f->client, EVIOCSCLOCKID, &clk), 0);
-	DELIVER(f->node, EV(EV_KEY, KEY_A, 1), SYN_EV);
-	assert_int_equal(evdev_client_read(f->client, ev, 2), 2);
-	assert_true(llabs(timeval_usec(ev[0].time) - clock_usec(CLOCK_MONOTONIC)) < 2000000);
-
+	assert_int_equal(do_ioctl(f->node, mono, EVIOCSCLOCKID, &clk), 0);
 	clk = CLOCK_BOOTTIME;
-	assert_int_equal(do_ioctl(f->node, f->client, EVIOCSCLOCKID, &clk), 0);
-	DELIVER(f->node, EV(EV_KEY, KEY_A, 0), SYN_EV);
-	assert_int_equal(evdev_client_read(f->client, ev, 2), 2);
-	assert_true(llabs(timeval_usec(ev[0].time) - clock_usec(CLOCK_BOOTTIME)) < 2000000);
+	assert_int_equal(do_ioctl(f->node, boot, EVIOCSCLOCKID, &clk), 0);
+
+	boot_ahead_usec = ahead;
+	deliver_at(f->node, t0);
+	expected = real_boot_offset_usec() + ahead;
+	boot_ahead_usec = 0;
+
+	/* CLOCK_MONOTONIC is the events' own clock: passed on as it is. */
+	assert_int_equal(read_key_time(mono), t0);
+	/*
+	 * CLOCK_BOOTTIME: the time plus BOOTTIME's lead over MONOTONIC. The two
+	 * clocks are read one after the other, so the lead read there may differ
+	 * from expected by the time between two reads: the check only asks that
+	 * it be nearer BOOTTIME's lead than any other clock's.
+	 */
+	got = read_key_time(boot) - t0;
+	if (llabs(got - expected) >= ahead / 2)
+		fail_msg("a CLOCK_BOOTTIME client got an event %lld µs after its CLOCK_MONOTONIC time, "
+			 "where CLOCK_BOOTTIME is %lld µs ahead", got, expected);
+	evdev_node_close(f->node, boot);
+	evdev_node_close(f->node, mono);
+}
+
+/* The node's batch_time(): CLOCK_BOOTTIME an hour ahead of CLOCK_MONOTONIC, CLOCK_REALTIME in 2024. */
+#define BATCH_MONO_USEC 5000000000LL
+#define BATCH_BOOT_AHEAD_USEC 3600000000LL
+#define BATCH_REAL_USEC 1700000000000000LL
+
+static unsigned int batch_time_calls;
+
+static int fake_batch_time(void *userdata, clockid_t clock, uint64_t *ret_usec) {
+	(void)userdata;
+	batch_time_calls++;
+	switch (clock) {
+	case CLOCK_MONOTONIC:
+		*ret_usec = BATCH_MONO_USEC;
+		return 0;
+	case CLOCK_BOOTTIME:
+		*ret_usec = BATCH_MONO_USEC + BATCH_BOOT_AHEAD_USEC;
+		return 0;
+	case CLOCK_REALTIME:
+		*ret_usec = BATCH_REAL_USEC;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* With the node's batch_time() (as devnsd gives it), each client's clock is offset from the batch's instant. */
+static void test_clock_from_batch_time(void **state) {
+	struct fixture *f = *state;
+	struct evdev_node_ops ops = recorder_ops;
+	struct evdev_client *boot = fixture_open(f), *mono = fixture_open(f), *real = fixture_open(f);
+	const long long t0 = BATCH_MONO_USEC - 1500; /* taken 1.5 ms before the batch's wakeup */
+	int clk;
+
+	ops.batch_time = fake_batch_time;
+	f->node->ops = &ops;
+	clk = CLOCK_BOOTTIME;
+	assert_int_equal(do_ioctl(f->node, boot, EVIOCSCLOCKID, &clk), 0);
+	clk = CLOCK_MONOTONIC;
+	assert_int_equal(do_ioctl(f->node, mono, EVIOCSCLOCKID, &clk), 0);
+	clk = CLOCK_REALTIME;
+	assert_int_equal(do_ioctl(f->node, real, EVIOCSCLOCKID, &clk), 0);
+
+	batch_time_calls = 0;
+	deliver_at(f->node, t0);
+	assert_int_equal(read_key_time(boot), t0 + BATCH_BOOT_AHEAD_USEC);
+	assert_int_equal(read_key_time(mono), t0);
+	assert_int_equal(read_key_time(real), t0 + BATCH_REAL_USEC - BATCH_MONO_USEC);
+	assert_true(batch_time_calls > 0);
+
+	evdev_node_close(f->node, boot);
+	evdev_node_close(f->node, mono);
+	evdev_node_close(f->node, real);
+	f->node->ops = &recorder_ops;
 }
 
 static void test_clock_change_drops_queue(void **state) {
@@ -790,6 +913,7 @@ int main(void) {
 		KBD(test_revoke),
 		KBD(test_clock_invalid),
 		KBD(test_clock_monotonic),
+		KBD(test_clock_from_batch_time),
 		KBD(test_clock_change_drops_queue),
 		KBD(test_mask_default),
 		KBD(test_mask_codes),
