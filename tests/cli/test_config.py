@@ -8,6 +8,9 @@ import sys
 import tempfile
 import unittest
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), ".."))
+import unittest_main  # noqa: E402  (tests/unittest_main.py: exits 77 when a test skipped)
+
 DEVNSD = sys.argv.pop(1) if len(sys.argv) > 1 else "devnsd"
 
 
@@ -95,4 +98,4 @@ class Config(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    unittest_main.main()

@@ -510,4 +510,4 @@ class Views(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

@@ -20,6 +20,12 @@ from evdev import ecodes as e
 
 import hangreport
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", ".."))
+import unittest_main  # noqa: E402  (tests/unittest_main.py)
+
+# A test file's __main__: exits 1 on a failure, 77 (skipped) when any test skipped, 0 otherwise.
+main = unittest_main.main
+
 BUILD = os.environ["DEVNS_BUILD_DIR"]
 SOURCE = os.environ["DEVNS_SOURCE_DIR"]
 DEVNSD = os.path.join(BUILD, "src", "devnsd")
@@ -98,6 +104,84 @@ def read_events(fd, timeout=1.0, until=None):
             events.append((typ, code, value))
         if until and until(events):
             return events
+
+
+# Markers: an event sent through a uinput device after the events under test
+# arrives behind them, on every handle that gets that device's events. Once a
+# handle has read the marker, devnsd has dealt with everything sent before
+# it, for every persona: an event that did not reach a handle by then never
+# will (pending() then tells what a handle holds, without waiting).
+MARKER_TIMEOUT = 60
+_marker_values = iter(range(0x7E0000, 0x7FFFFF))
+
+
+def send_marker(ui):
+    """Writes a marker (EV_MSC MSC_SCAN with a value not used before) through uinput
+    device ui, which must have MSC_SCAN; returns the event, for read_to()."""
+    value = next(_marker_values)
+    ui.write(e.EV_MSC, e.MSC_SCAN, value)
+    ui.syn()
+    return (e.EV_MSC, e.MSC_SCAN, value)
+
+
+def read_to(fd, marker, timeout=MARKER_TIMEOUT):
+    """Reads fd until the marker arrives; returns the events before it. A marker that
+    has not come after timeout s is a failure (the time-out is no latency bound)."""
+    deadline = time.monotonic() + timeout
+    events = []
+    while marker not in events:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise AssertionError("marker %r not read within %d s; before it: %r" % (marker, timeout, events))
+        try:
+            data = os.read(fd, EVENT.size * 64)
+        except BlockingIOError:
+            continue
+        for off in range(0, len(data), EVENT.size):
+            _, _, typ, code, value = EVENT.unpack_from(data, off)
+            events.append((typ, code, value))
+    return events[:events.index(marker)]
+
+
+def read_until(fd, done, timeout=MARKER_TIMEOUT):
+    """Reads fd until done(events) is true; a failure after timeout s (no latency bound)."""
+    deadline = time.monotonic() + timeout
+    events = []
+    while not done(events):
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise AssertionError("expected events not read within %d s; read: %r" % (timeout, events))
+        try:
+            data = os.read(fd, EVENT.size * 64)
+        except BlockingIOError:
+            continue
+        for off in range(0, len(data), EVENT.size):
+            _, _, typ, code, value = EVENT.unpack_from(data, off)
+            events.append((typ, code, value))
+    return events
+
+
+def pending(fd):
+    """The events fd holds now, read without waiting (devnsd answers each read from the
+    handle's queue at once)."""
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+    if not flags & os.O_NONBLOCK:
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_NONBLOCK)
+    events = []
+    try:
+        while True:
+            try:
+                data = os.read(fd, EVENT.size * 64)
+            except BlockingIOError:
+                return events
+            if not data:
+                return events
+            for off in range(0, len(data), EVENT.size):
+                _, _, typ, code, value = EVENT.unpack_from(data, off)
+                events.append((typ, code, value))
+    finally:
+        if not flags & os.O_NONBLOCK:
+            fcntl.fcntl(fd, fcntl.F_SETFL, flags)
 
 
 def write_event(fd, typ, code, value):

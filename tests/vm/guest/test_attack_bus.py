@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import unittest
 
 import busping
 import devnsrig as rig
@@ -306,10 +305,8 @@ class BusAttacks(rig.PersonaTestCase):
 
     def test_request_active_in_a_user_namespaced_container(self):
         # Root mapped to host uid 100000: its uid inside decides, read through its uid_map.
-        try:
-            c = rig.Container(userns=True)
-        except (TypeError, RuntimeError, OSError) as err:
-            self.skipTest("no user-namespaced containers in this rig: %s" % err)
+        # A container that cannot be made is a failure of this rig, not a reason to skip.
+        c = rig.Container(userns=True)
         ask = [sys.executable, "-c", ASK, HERE]
         # dbus-daemon takes connections only from uids the host's user database knows.
         for inside in (0, 1000):
@@ -448,4 +445,4 @@ class BusAttacks(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

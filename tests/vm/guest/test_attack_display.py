@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import unittest
 
 import devnsrig as rig
 import fbrig
@@ -386,4 +385,4 @@ def child_of(pid):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

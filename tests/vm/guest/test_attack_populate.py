@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import unittest
 
 import devnsrig as rig
 
@@ -223,4 +222,4 @@ class PopulateAttacks(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

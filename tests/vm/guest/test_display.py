@@ -1226,4 +1226,4 @@ class RecentPersonas(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

@@ -15,7 +15,6 @@ import struct
 import subprocess
 import tempfile
 import time
-import unittest
 
 import devnsrig as rig
 import fbrig
@@ -476,4 +475,4 @@ class TrackingOff(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

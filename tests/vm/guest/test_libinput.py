@@ -10,7 +10,6 @@ import re
 import signal
 import subprocess
 import time
-import unittest
 
 from evdev import ecodes as e
 
@@ -240,4 +239,4 @@ class LibinputFollowsHotplug(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

@@ -16,6 +16,7 @@ import os
 import tempfile
 import unittest
 
+import devnsrig as rig
 import managerrig as mr
 
 NAME = "work"  # the container, bound to the persona of the same name
@@ -104,4 +105,4 @@ class Lxc(mr.ManagerChecks, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

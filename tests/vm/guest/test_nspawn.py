@@ -278,4 +278,4 @@ class Nspawn(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

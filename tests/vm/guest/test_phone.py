@@ -464,4 +464,4 @@ class PhoneFbdev(Phone):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

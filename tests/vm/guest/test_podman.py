@@ -12,6 +12,7 @@ import os
 import tempfile
 import unittest
 
+import devnsrig as rig
 import managerrig as mr
 
 PERSONA = "personal"  # the container's name too, as the script names it
@@ -90,4 +91,4 @@ class Podman(mr.ManagerChecks, unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

@@ -181,4 +181,4 @@ class QtApps(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

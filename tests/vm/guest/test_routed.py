@@ -6,7 +6,6 @@ revocation and removal, and serve new opens."""
 import errno
 import os
 import time
-import unittest
 
 from evdev import ecodes as e
 
@@ -78,4 +77,4 @@ class RoutedHandles(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()
