@@ -13,7 +13,6 @@ import struct
 import subprocess
 import threading
 import time
-import unittest
 
 from evdev import ecodes as e
 
@@ -73,6 +72,7 @@ class RumblePad:
         self.uploads = []   # (hardware id, type)
         self.erases = []    # hardware ids
         self.ff = []        # (code, value)
+        self.log = []       # ("upload" or "erase", hardware id), in the order the driver answered them
         self.loaded = set()
         self.stopping = False
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -121,6 +121,7 @@ class RumblePad:
         typ, hw_id = struct.unpack_from("Hh", effect)
         with self.lock:
             self.uploads.append((hw_id, typ))
+            self.log.append(("upload", hw_id))
             self.loaded.add(hw_id)
         fcntl.ioctl(self.fd, UI_END_FF_UPLOAD, UPLOAD.pack(request_id, 0, effect, bytes(48)))
 
@@ -130,6 +131,7 @@ class RumblePad:
         _, _, hw_id = ERASE.unpack(bytes(buf))
         with self.lock:
             self.erases.append(hw_id)
+            self.log.append(("erase", hw_id))
             self.loaded.discard(hw_id)
         fcntl.ioctl(self.fd, UI_END_FF_ERASE, ERASE.pack(request_id, 0, hw_id))
 
@@ -137,8 +139,19 @@ class RumblePad:
         """What the driver saw since the last take: (uploads, erases, ff events)."""
         with self.lock:
             seen = (self.uploads, self.erases, self.ff)
-            self.uploads, self.erases, self.ff = [], [], []
+            self.uploads, self.erases, self.ff, self.log = [], [], [], []
         return seen
+
+    def take_log(self):
+        """The uploads and erases since the last take, in order; and the ids loaded now."""
+        with self.lock:
+            log, loaded = self.log, set(self.loaded)
+            self.uploads, self.erases, self.ff, self.log = [], [], [], []
+        return log, loaded
+
+    def wait_log(self, count, timeout=60):
+        """Waits until the driver answered count uploads and erases since the last take."""
+        return rig.eventually(lambda: len(self.log) >= count, timeout)
 
     def wait_ff(self, want, timeout=3.0):
         """Waits until the EV_FF events in want were all seen; returns everything seen."""
@@ -331,33 +344,38 @@ class ForceFeedback(rig.PersonaTestCase):
         _, erases, _ = self.quiet()
         self.assertEqual(erases, [uploads[0][0]])
 
-    def test_timing(self):
-        """How long an upload and erase take through a persona node and on the pad's own node,
-        and a switch that moves four effects each way."""
-        def round_trips(fd, count=20):
-            times = []
-            for _ in range(count):
-                t = time.monotonic()
-                erase(fd, upload(fd, rumble()))
-                times.append(time.monotonic() - t)
-            return sorted(times)[count // 2] * 1000
+    def test_round_trips_and_a_full_switch(self):
+        """Twenty upload and erase pairs through the active persona's node reach the driver in
+        that order, one slot reused, none left loaded; a switch with both personas' four slots
+        full erases the four of the one going back before it uploads the four of the one coming
+        forward. (bench/ff-bench.py times the same steps.)"""
+        fd = self.node("work")
+        ids = []
+        for _ in range(20):
+            eid = upload(fd, rumble())
+            ids.append(eid)
+            erase(fd, eid)
+        self.assertTrue(self.pad.wait_log(40))
+        log, loaded = self.pad.take_log()
+        self.assertEqual(ids, [0] * 20)
+        self.assertEqual([what for what, _ in log], ["upload", "erase"] * 20, log)
+        self.assertEqual(len({hw_id for _, hw_id in log}), 1, log)
+        self.assertEqual(loaded, set())
 
-        persona = round_trips(self.node("work"))
-        hw = rig.open_node(self.pad.path)
-        try:
-            direct = round_trips(hw)
-        finally:
-            os.close(hw)
         for name in ("work", "personal"):
             fd = self.node(name)
             for _ in range(HW_EFFECTS):
                 upload(fd, rumble())
-        t = time.monotonic()
+        self.assertTrue(self.pad.wait_log(HW_EFFECTS))
+        log, work_loaded = self.pad.take_log()
+        self.assertEqual([what for what, _ in log], ["upload"] * HW_EFFECTS, log)
+        self.assertEqual(len(work_loaded), HW_EFFECTS)
         rig.devnsctl("switch", "personal")
-        switch = (time.monotonic() - t) * 1000
-        self.pad.take()
-        print("\nupload+erase median: persona node %.2f ms, pad's own node %.2f ms; "
-              "devnsctl switch moving 4+4 effects: %.1f ms" % (persona, direct, switch))
+        self.assertTrue(self.pad.wait_log(2 * HW_EFFECTS), self.pad.log)
+        log, loaded = self.pad.take_log()
+        self.assertEqual(sorted(i for _, i in log[:HW_EFFECTS]), sorted(work_loaded), log)
+        self.assertEqual([what for what, _ in log], ["erase"] * HW_EFFECTS + ["upload"] * HW_EFFECTS, log)
+        self.assertEqual(len(loaded), HW_EFFECTS)
 
     def test_fftest(self):
         """fftest, unmodified, uploads its effects through the persona node and plays the one asked for."""
@@ -386,4 +404,4 @@ class ForceFeedback(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()
