@@ -146,9 +146,9 @@ class CapslockViews(rig.PersonaTestCase):
         """A persona's evdev reader gets the EV_LED its sysfs write caused, like the kernel's."""
         put(self.view("work"), "0\n")
         fd = self.node("work")
-        rig.read_events(fd, timeout=0.2)
+        rig.pending(fd)
         put(self.view("work"), "1\n")
-        events = rig.read_events(fd, timeout=1.0, until=lambda evs: (e.EV_LED, e.LED_CAPSL, 1) in evs)
+        events = rig.read_until(fd, lambda evs: (e.EV_LED, e.LED_CAPSL, 1) in evs)
         self.assertIn((e.EV_LED, e.LED_CAPSL, 1), events)
 
     def test_refused_values(self):
@@ -304,4 +304,4 @@ class LedsComeAndGo(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()
