@@ -13,7 +13,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import unittest
 
 from evdev import ecodes as e
 
@@ -436,9 +435,13 @@ class InputAndViewAttacks(rig.PersonaTestCase):
         c = self.box(userns=True)
         self.attach("spare", c)
         path = self.view("spare", "backlight")
+        put(path, "321")
         self.assertEqual(self.fill(path, 1000, 10050, 10050, c), (VIEW_FILES_PER_UID, errno.EMFILE))
         self.assertEqual(self.fill(path, 4, 10051, 10051, c), (4, 0))
-        self.assertEqual(read_file(path), read_file(path))
+        # The file still opens for others, and reads what was written before the flood.
+        self.assertEqual(read_file(path), "321\n")
+        out = python("-c", "print(open(%r).read().strip())" % path, container=c)
+        self.assertEqual(out.stdout.strip(), "321", out.stderr)
 
     # --- routed handles of removed personas ---
 
@@ -458,4 +461,4 @@ class InputAndViewAttacks(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()
