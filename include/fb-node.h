@@ -45,7 +45,12 @@ int fb_node_adopt(struct fb_node **ret, const struct fb_mode *mode, const char *
  */
 int fb_node_renew(struct fb_node *n);
 
-/* A new fd of the node's memfd open only for reading (O_RDONLY) or writing (O_WRONLY). */
+/*
+ * A new description of the node's memory, for one program: open for reading
+ * (O_RDONLY), writing (O_WRONLY) or both (O_RDWR). It never waits: -EAGAIN
+ * when someone holds a lease on the memory (the node's own description
+ * counts as a writer, which keeps leases off it while the node has it).
+ */
 int fb_node_reopen(const struct fb_node *n, int access_mode, int *ret_fd);
 struct fb_node *fb_node_free(struct fb_node *n);
 static inline void fb_node_freep(struct fb_node **n) {

@@ -7,7 +7,7 @@
 #include "util.h"
 
 int sysfs_attr_read(int dirfd, const char *name, char *buf, size_t size) {
-	_cleanup_(closep) int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	_cleanup_(closep) int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	ssize_t n;
 
 	if (fd < 0)
@@ -32,7 +32,7 @@ int sysfs_attr_read_u32(int dirfd, const char *name, uint32_t *ret) {
 
 int sysfs_attr_write(int dirfd, const char *name, const char *text) {
 	/* O_TRUNC: sysfs ignores it; a plain file standing in for an attribute needs it. */
-	_cleanup_(closep) int fd = openat(dirfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+	_cleanup_(closep) int fd = openat(dirfd, name, O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	size_t len = strlen(text);
 	ssize_t n;
 

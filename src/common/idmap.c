@@ -66,7 +66,7 @@ int idmap_read(int proc_fd, const char *file, struct idmap *ret) {
 	size_t len = 0;
 	int r;
 
-	fd = openat(proc_fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = openat(proc_fd, file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	buf = malloc(IDMAP_TEXT_MAX);

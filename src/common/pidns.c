@@ -27,7 +27,7 @@ int pidns_of_pid(pid_t pid, struct pidns *ret) {
 	if (pid <= 0)
 		return -ESRCH;
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	return pidns_from_fd(fd, ret);

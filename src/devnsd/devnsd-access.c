@@ -46,7 +46,7 @@ static bool acts_as_root(pid_t pid) {
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);

@@ -216,7 +216,7 @@ static int read_proc_gids(struct bus_peer *peer) {
 	r = bus_peer_proc(peer, &proc);
 	if (r < 0)
 		return r;
-	fd = openat(proc, "status", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	fd = openat(proc, "status", O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	f = fdopen(fd, "re");
@@ -357,7 +357,7 @@ int ns_open_at(int proc_fd, const char *which, struct pidns *ret) {
 	int fd;
 
 	snprintf(path, sizeof(path), "ns/%s", which);
-	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC);
+	fd = openat(proc_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return errno == ENOENT ? -ESRCH : -errno;
 	if (fstat(fd, &st) < 0) {

@@ -21,6 +21,7 @@
 #include "devnsd-display.h"
 #include "fd-closer.h"
 #include "log.h"
+#include "ratelimit.h"
 #include "util.h"
 
 /* Programs of one persona that may map the framebuffer at once, and how many of them one uid may run. */
@@ -31,6 +32,9 @@
 #define DISPLAY_SOCKET_MAX_PENDING_PER_UID (DISPLAY_SOCKET_MAX_PENDING / 4)
 /* Uids whose refusal was logged. */
 #define REFUSALS_REMEMBERED 16
+/* Failures to hand over the memory that are logged: a few at once, then one a minute. */
+#define GRANT_FAILURES_LOGGED 5
+#define GRANT_FAILURE_LOG_INTERVAL_USEC (60 * 1000000ULL)
 #define SOCKET_NAME "fb0"
 
 /*
@@ -64,6 +68,7 @@ struct display_socket {
 	unsigned int n_pending, n_mappers;
 	uid_t refused[REFUSALS_REMEMBERED];
 	unsigned int n_refused;
+	struct ratelimit grant_failures;
 };
 
 static void conn_free(struct conn *c) {
@@ -131,14 +136,16 @@ static int send_memfd(int fd, int memfd, const struct fb_node *fb) {
 	return 0;
 }
 
-/* The memfd with the open file's access: the node's own for O_RDWR, a reopened one otherwise. */
+/*
+ * The memory with the open file's access, in a description of the
+ * program's own: never devnsd's, whose flags and leases the program could
+ * otherwise change for devnsd and every other program.
+ */
 static int grant_memfd(struct conn *c, int access_mode) {
 	const struct fb_node *fb = c->socket->node->fb;
 	_cleanup_(closep) int fd = -1;
 	int r;
 
-	if (access_mode == O_RDWR)
-		return send_memfd(c->fd, fb->memfd, fb);
 	r = fb_node_reopen(fb, access_mode, &fd);
 	if (r < 0)
 		return r;
@@ -173,8 +180,18 @@ static void handle_request(struct conn *c) {
 		return refuse(c, "too many mappings");
 	r = grant_memfd(c, grant.access_mode);
 	if (r < 0) {
-		log_warning_errno(r, "%s: cannot send the framebuffer to uid %u: %m", dn->socket_path,
-				  (unsigned int)grant.uid);
+		uint64_t now = 0;
+
+		(void)sd_event_now(dn->class->base.manager->event, CLOCK_MONOTONIC, &now);
+		if (!ratelimit_take(&ds->grant_failures, now))
+			return conn_free(c);
+		if (r == -EAGAIN)
+			log_notice("%s: refused uid %u the framebuffer: someone holds a lease on its memory, and devnsd "
+				   "does not wait for one to break (failures are logged at most once a minute)",
+				   dn->socket_path, (unsigned int)grant.uid);
+		else
+			log_warning_errno(r, "%s: cannot send the framebuffer to uid %u: %m (failures are logged at "
+					  "most once a minute)", dn->socket_path, (unsigned int)grant.uid);
 		return conn_free(c);
 	}
 	if (req.intent != DEVNS_FB_INTENT_MAP) {
@@ -468,6 +485,7 @@ int display_socket_new(struct display_socket **ret, struct display_node *dn) {
 		return -ENOMEM;
 	ds->node = dn;
 	ds->dir_fd = -1;
+	ds->grant_failures = RATELIMIT_INIT(GRANT_FAILURE_LOG_INTERVAL_USEC, GRANT_FAILURES_LOGGED);
 	LIST_INIT(&ds->conns);
 	ds->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (ds->fd < 0) {

@@ -66,7 +66,7 @@ static int unpublish_there(const char *path, int tree, dev_t dev) {
  * flush it, which on a FUSE file waits for the client's server.
  */
 static int run_in_host_ns(int (*fn)(const char *, int, dev_t), const char *path, int tree, dev_t dev) {
-	_cleanup_(closep) int ns = open(HOST_NS, O_RDONLY | O_CLOEXEC);
+	_cleanup_(closep) int ns = open(HOST_NS, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	int status;
 	pid_t pid;
 

@@ -229,7 +229,7 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 	if (r < 0)
 		return r;
 	root_fd = openat(proc_fd, "root", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC);
+	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (root_fd < 0 || mnt_fd < 0)
 		return -errno;
 	populate_plan_mountinfo(plan, proc_fd);

@@ -155,7 +155,7 @@ static int pid_start_time(pid_t pid, uint64_t *ret) {
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	r = read_bounded(fd, buf, sizeof(buf) - 1, &len);

@@ -136,7 +136,7 @@ static int write_text(int dir, const char *name, const char *text) {
 }
 
 static int read_text(const char *path, char *buf, size_t size) {
-	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	size_t len;
 	int r;
 

@@ -183,7 +183,7 @@ int uevent_netns_of_pid(pid_t pid, int *ret_fd) {
 	if (pidfd < 0)
 		return errno == EINVAL ? -ESRCH : -errno;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return -errno;
 	if (pidfd_exited(pidfd))

@@ -106,7 +106,7 @@ int populate_plan_owner(struct plan *plan, int proc_fd) {
 
 /* The kernel's text of the container's mount table (never a file of the container's). */
 void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
-	_cleanup_(closep) int fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
+	_cleanup_(closep) int fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	size_t len = 0;
 
 	plan->mountinfo[0] = '\0';

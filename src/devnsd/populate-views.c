@@ -23,7 +23,7 @@ void populate_views_plan(struct manager *m, struct plan *plan, int proc_fd) {
 
 	if (old == 0 || !dir || strlen(dir) >= sizeof(plan->view_dir))
 		return;
-	fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC);
+	fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	text = malloc(CFS_READ_MAX);
 	if (fd < 0 || !text || read_bounded(fd, text, CFS_READ_MAX, &len) < 0)
 		return;

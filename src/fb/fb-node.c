@@ -22,6 +22,46 @@ static int memfd_sized(const char *name, size_t size, unsigned int flags, int *r
 	return 0;
 }
 
+/*
+ * A description of the memory opened through /proc, never waiting: a lease
+ * on the memory (its owner, root, may take one) makes the open fail with
+ * -EAGAIN where a blocking one would sleep until the lease breaks.
+ */
+static int memory_open(int memfd, int access_mode, int *ret_fd) {
+	char path[64];
+	int fd, flags;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", memfd);
+	fd = open(path, access_mode | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+/*
+ * The daemon's own description of the memory: one opened through /proc,
+ * which (unlike memfd_create()'s) counts as a writer of the file, so that
+ * nobody can take a lease on the memory while the daemon has it.
+ */
+static int memory_own(int *fd) {
+	int own, r;
+
+	r = memory_open(*fd, O_RDWR, &own);
+	if (r < 0)
+		return r;
+	close(*fd);
+	*fd = own;
+	return 0;
+}
+
 /* Memory of size bytes for name, mapped, and sealed against resizing. */
 static int memory_new(const char *label, size_t size, int *ret_fd, uint8_t **ret_mem) {
 	_cleanup_(closep) int fd = -1;
@@ -37,6 +77,9 @@ static int memory_new(const char *label, size_t size, int *ret_fd, uint8_t **ret
 	/* A read-only fd of it must not be reopened for writing through /proc by anyone but root. */
 	if (fchmod(fd, 0600) < 0)
 		return -errno;
+	r = memory_own(&fd);
+	if (r < 0)
+		return r;
 	mem = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (mem == MAP_FAILED)
 		return -errno;
@@ -108,6 +151,10 @@ int fb_node_adopt(struct fb_node **ret, const struct fb_mode *mode, const char *
 		return r;
 	if ((uint64_t)st.st_size != n->size)
 		return -ESTALE;
+	/* The last run's may be memfd_create()'s own, which leaves the memory open to leases. */
+	r = memory_own(&fd);
+	if (r < 0)
+		return r;
 	mem = mmap(NULL, n->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (mem == MAP_FAILED)
 		return -errno;
@@ -136,17 +183,9 @@ int fb_node_renew(struct fb_node *n) {
 }
 
 int fb_node_reopen(const struct fb_node *n, int access_mode, int *ret_fd) {
-	char path[64];
-	int fd;
-
-	if (access_mode != O_RDONLY && access_mode != O_WRONLY)
+	if (access_mode != O_RDONLY && access_mode != O_WRONLY && access_mode != O_RDWR)
 		return -EINVAL;
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", n->memfd);
-	fd = open(path, access_mode | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	*ret_fd = fd;
-	return 0;
+	return memory_open(n->memfd, access_mode, ret_fd);
 }
 
 struct fb_node *fb_node_free(struct fb_node *n) {

@@ -498,7 +498,22 @@ static void test_renew_and_reopen(void **state) {
 	assert_int_equal(fb_node_reopen(n, O_WRONLY, &fd), 0);
 	assert_int_equal(fcntl(fd, F_GETFL) & O_ACCMODE, O_WRONLY);
 	close(fd);
-	assert_int_equal(fb_node_reopen(n, O_RDWR, &fd), -EINVAL);
+	/* A program that reads and writes gets a description of its own, not the node's. */
+	assert_int_equal(fb_node_reopen(n, O_RDWR, &fd), 0);
+	assert_int_equal(fcntl(fd, F_GETFL) & O_ACCMODE, O_RDWR);
+	assert_int_equal(fcntl(fd, F_SETFL, O_NONBLOCK), 0);
+	assert_false(fcntl(n->memfd, F_GETFL) & O_NONBLOCK);
+	close(fd);
+	assert_int_equal(fb_node_reopen(n, O_RDWR | O_APPEND, &fd), -EINVAL);
+
+	/* Nobody gets a lease on the memory (the node's description is a writer): no open of it ever waits. */
+	assert_int_equal(fb_node_reopen(n, O_RDONLY, &fd), 0);
+	assert_true(fcntl(fd, F_SETLEASE, F_RDLCK) < 0);
+	assert_int_equal(errno, EAGAIN);
+	assert_true(fcntl(fd, F_SETLEASE, F_WRLCK) < 0);
+	assert_int_equal(errno, EAGAIN);
+	close(fd);
+	assert_true(fcntl(n->memfd, F_SETLEASE, F_RDLCK) < 0);
 }
 
 static void test_other_ioctls(void **state) {

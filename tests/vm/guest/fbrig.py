@@ -4,6 +4,7 @@ comparing what QEMU's screendump saw with what a persona drew."""
 import fcntl
 import glob
 import os
+import signal
 import struct
 import sys
 import time
@@ -379,6 +380,14 @@ def probe(args):
             attempt("mapwrite", do_map_write)
         elif step == "reopen-rw":
             attempt("reopen-rw", do_reopen_rw)
+        elif step == "lease":
+            # F_SETLEASE (r: read, w: write) on the last memfd. SIGIO is ignored: a program that holds on
+            # to its lease is not ended when someone breaks it.
+            kind = args[i]
+            i += 1
+            signal.signal(signal.SIGIO, signal.SIG_IGN)
+            attempt("lease " + kind, lambda: fcntl.fcntl(last[0], fcntl.F_SETLEASE,
+                                                         {"r": fcntl.F_RDLCK, "w": fcntl.F_WRLCK}[kind]))
         elif step == "held":
             print("held", len(held), flush=True)
         elif step == "sleep":
@@ -397,6 +406,6 @@ if __name__ == "__main__":
   open NAME PATH r|w|rw     info NAME     write NAME     wrote NAME     blank NAME LEVEL     close NAME
   ticket NAME TAG           forge TAG     redeem SOCKET TAG m|w
   legacy SOCKET             raw SOCKET HEX
-  mapwrite | reopen-rw      (on the last memfd received)
+  mapwrite | reopen-rw | lease r|w   (on the last memfd received)
   held     sleep SECONDS    wait (for a line on stdin)""")
     probe(sys.argv[2:])

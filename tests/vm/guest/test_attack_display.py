@@ -24,7 +24,7 @@ FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
 PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
-PERSONAS = ("work", "personal", "tickets", "appuid", "limits", "reattach", "owned")
+PERSONAS = ("work", "personal", "tickets", "appuid", "limits", "reattach", "owned", "lease")
 EACCES, EBADF, EMFILE, ENODEV = 13, 9, 24, 19
 APP_UID = 1000
 # Tickets live 5 s (devns-fb.h).
@@ -370,6 +370,77 @@ class AttackDisplay(rig.PersonaTestCase):
                 self.assertEqual((st.st_uid, st.st_gid), (0, video), path)
         finally:
             c.stop()
+        self.assert_untouched()
+
+    # --- a lease on the memory ----------------------------------------------------------------
+
+    def assert_no_process_in_d_state(self):
+        """No process sleeps uninterruptibly (state D) in three looks half a second apart."""
+        def stuck():
+            found = set()
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        stat = f.read()
+                except OSError:
+                    continue
+                if stat[stat.rindex(")") + 2] == "D":
+                    found.add(stat[:stat.rindex(")") + 1])
+            return found
+        always = stuck()
+        for _ in range(2):
+            time.sleep(0.5)
+            always &= stuck()
+        self.assertEqual(always, set(), "processes left in D state")
+
+    def test_lease_on_the_memory_holds_nothing_up(self):
+        """The container's root (no user namespace: host uid 0, like the memory's owner) takes leases on
+        the memory it got for a read-only and for a read-write fb0 file, ignoring SIGIO so that it never
+        gives them up. Another program of the persona then asks for the memory to write: devnsd must not
+        wait for a lease to break (45 s, past its watchdog). It answers D-Bus within a second, the
+        program gets its memory, and the other personas still draw and switch."""
+        sock = fbrig.socket_path("lease")
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "lease", "--pid", str(c.pid))
+            holder, lines = self.hold_probe(c, [], [
+                "open", "r", "/dev/fb0", "r", "ticket", "r", "tr", "redeem", sock, "tr", "m", "lease", "r", "lease", "w",
+                "open", "a", "/dev/fb0", "rw", "ticket", "a", "ta", "redeem", sock, "ta", "m", "lease", "r", "lease", "w",
+                "held", "wait"])
+            self.assertIn("redeem tr memfd ro", lines)
+            self.assertIn("redeem ta memfd rw", lines)
+            leases = [line for line in lines if line.startswith("lease ")]
+            writer = c.popen(*FBRIG, "open", "w", "/dev/fb0", "w", "ticket", "w", "tw", "redeem", sock, "tw", "w",
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                             env=dict(os.environ, PYTHONPATH=HERE))
+            wrote = rig.Output(writer)
+            try:
+                self.assertTrue(wrote.wait_for("ticket tw"), wrote.text)
+                # The request is on its way; devnsd reads it at once.
+                time.sleep(1)
+                self.assert_bus_answers()
+                self.assertTrue(wrote.wait_for("redeem tw"), wrote.text)
+                self.assertIn("redeem tw memfd wo", wrote.text)
+            finally:
+                writer.kill()
+                wrote.finish()
+                writer.stdout.close()
+            # Each program has a description of its own, and devnsd keeps the memory open for writing:
+            # no lease can be taken on it at all.
+            self.assertEqual(leases, ["lease r errno 11", "lease w errno 11"] * 2, "\n".join(lines))
+            self.release(holder)
+        finally:
+            c.stop()
+        self.assert_no_process_in_d_state()
+        # The other persona draws and is shown.
+        fd = os.open(fbrig.fb_node("personal"), os.O_RDWR)
+        try:
+            fbrig.write_all(fd, self.frames["personal"])
+        finally:
+            os.close(fd)
+        rig.devnsctl("switch", "personal")
+        self.assert_screen(self.frames["personal"], "the other persona after the lease")
+        rig.devnsctl("switch", "work")
         self.assert_untouched()
 
 
