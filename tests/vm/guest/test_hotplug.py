@@ -305,4 +305,4 @@ while True:
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()

@@ -155,4 +155,4 @@ class InputBatches(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    rig.main()
