@@ -106,6 +106,30 @@ struct cuse_kept_node {
  */
 int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_node *ret_node);
 
+/*
+ * Ends the device as hardware ends (an input device unplugged, a persona
+ * removed), in place of cuse_device_free(): its node leaves /dev now, and
+ * its connection stays, answering every request on the handles still open
+ * as the kernel's drivers answer a device that went (ENODEV; a poll
+ * POLLERR|POLLHUP, its pollers woken; 0 to a flush and a release), until
+ * the last handle is released; then it ends. The device's operations are
+ * never called again, and nothing of it is kept for the next run. group
+ * (a persona's name, "" or NULL for none) bounds how many linger: past
+ * CUSE_DEVICE_MAX_RETIRED_PER_GROUP of a group, or CUSE_DEVICE_MAX_RETIRED
+ * in all, the oldest ends, and its handles get the kernel's ENOTCONN. A
+ * device made later under the same node name or number ends the one
+ * lingering there first (the kernel gives each to one connection). d may
+ * be NULL.
+ */
+#define CUSE_DEVICE_GROUP_MAX 63
+#define CUSE_DEVICE_MAX_RETIRED_PER_GROUP 32
+#define CUSE_DEVICE_MAX_RETIRED 256
+void cuse_device_retire(struct cuse_device *d, const char *group);
+/* Ends the retired devices of group (NULL: all of them), as devnsd stops. */
+void cuse_device_end_retired(const char *group);
+/* How many retired devices of group (NULL: all) still answer their handles. */
+unsigned int cuse_device_n_retired(const char *group);
+
 static inline void cuse_device_freep(struct cuse_device **d) {
 	cuse_device_free(*d);
 }

@@ -37,6 +37,12 @@ int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname
  * cuse_evdev_close_node() first.
  */
 struct cuse_evdev *cuse_evdev_free(struct cuse_evdev *ce);
+/*
+ * Frees it as its device goes (unplugged, its persona removed): the node
+ * leaves /dev at once, and the handles still open get ENODEV until they are
+ * closed (cuse_device_retire(); group: the persona's name).
+ */
+struct cuse_evdev *cuse_evdev_retire(struct cuse_evdev *ce, const char *group);
 static inline void cuse_evdev_freep(struct cuse_evdev **ce) {
 	cuse_evdev_free(*ce);
 }

@@ -44,6 +44,12 @@ int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsi
  * files routed to it answer ENODEV. The fb node stays.
  */
 struct cuse_fb *cuse_fb_free(struct cuse_fb *cf);
+/*
+ * Frees it as its device goes (unplugged, its persona removed): the node
+ * leaves /dev at once, and the handles still open get ENODEV until they are
+ * closed (cuse_device_retire(); group: the persona's name).
+ */
+struct cuse_fb *cuse_fb_retire(struct cuse_fb *cf, const char *group);
 static inline void cuse_fb_freep(struct cuse_fb **cf) {
 	cuse_fb_free(*cf);
 }

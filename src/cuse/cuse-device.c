@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/queue.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -82,6 +83,10 @@ struct cuse_device {
 	bool swallow;
 	/* A node that is no more, answering ENODEV until this ends it. */
 	sd_event_source *end;
+	/* Retired (cuse_device_retire()): answers ENODEV until its last handle is released, then ends. */
+	bool retired;
+	char group[CUSE_DEVICE_GROUP_MAX + 1];
+	LIST_ENTRY(cuse_device) retired_link;
 };
 
 /* One receive buffer serves every session: the loop handles one request at a time. */
@@ -96,6 +101,10 @@ static bool forgot_since_sync;
 /* Sessions by fd, for the write hook (libfuse passes it the session's userdata, the device's operations'). */
 static struct cuse_device **by_fd;
 static size_t n_by_fd;
+
+/* Retired devices, newest first. */
+static LIST_HEAD(, cuse_device) retired_devices = LIST_HEAD_INITIALIZER(retired_devices);
+static unsigned int n_retired;
 
 static int (*connector)(void *userdata);
 static void *connector_userdata;
@@ -256,6 +265,54 @@ static uint64_t *request_handle(struct fuse_in_header *in, size_t size) {
 	return (uint64_t *)(void *)(in + 1);
 }
 
+static void reply_poll_gone(struct cuse_device *d, uint64_t unique) {
+	struct {
+		struct fuse_out_header h;
+		struct fuse_poll_out p;
+	} msg = { .h = { .len = sizeof(msg), .unique = unique }, .p = { .revents = POLLERR | POLLHUP } };
+
+	(void)!write(d->fd, &msg, sizeof(msg));
+}
+
+static void retired_end_soon(struct cuse_device *d);
+
+/*
+ * Every request to a retired device, answered as the kernel's drivers
+ * answer a file whose device went: ENODEV, a poll POLLERR|POLLHUP, and 0
+ * to a flush and a release. The device's operations are never called: their
+ * owner is gone. The last release ends the connection.
+ */
+static bool retired_request(struct cuse_device *d, struct fuse_buf *buf) {
+	struct fuse_in_header *in = buf->mem;
+	struct journal *j = d->journal;
+	struct journal_file *f;
+	uint64_t *handle;
+
+	/* An interrupt has no answer; nothing here waits to be interrupted. */
+	if (buf->size < sizeof(*in) || in->opcode == FUSE_INTERRUPT)
+		return true;
+	handle = request_handle(in, buf->size);
+	f = handle ? journal_file(j, *handle) : NULL;
+	switch (in->opcode) {
+	case FUSE_RELEASE:
+		if (f)
+			journal_file_drop(j, f);
+		reply_raw(d, in->unique, 0);
+		if (j->n_files == 0)
+			retired_end_soon(d);
+		break;
+	case FUSE_FLUSH:
+		reply_raw(d, in->unique, 0);
+		break;
+	case FUSE_POLL:
+		reply_poll_gone(d, in->unique);
+		break;
+	default:
+		reply_raw(d, in->unique, ENODEV);
+	}
+	return true;
+}
+
 /*
  * Before the device's operations see a request: records it, and puts the
  * device's own fh in place of the handle the kernel holds. Returns true
@@ -268,6 +325,8 @@ static bool request_filter(struct cuse_device *d, struct fuse_buf *buf) {
 	struct journal_file *f = NULL;
 	uint64_t *handle, ended = 0;
 
+	if (d->retired)
+		return retired_request(d, buf);
 	if (buf->size < sizeof(*in) || in->opcode == FUSE_INTERRUPT)
 		return false;
 	handle = request_handle(in, buf->size);
@@ -399,6 +458,8 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
 		/* The kernel ended the connection: stop listening, and keep nothing of it. */
 		sd_event_source_set_enabled(s, SD_EVENT_OFF);
 		forget_kept(d);
+		if (d->retired)
+			retired_end_soon(d);
 		return 0;
 	}
 	if (request_filter(d, &shared_buf))
@@ -500,6 +561,17 @@ static int open_fresh(struct cuse_device *d, int *ret_fd) {
 	return 0;
 }
 
+/* Ends the retired devices that hold node devname or number major:minor. */
+static void end_retired_holding(const char *devname, unsigned int major, unsigned int minor) {
+	struct cuse_device *r, *next;
+
+	for (r = LIST_FIRST(&retired_devices); r; r = next) {
+		next = LIST_NEXT(r, retired_link);
+		if (streq(r->devname, devname) || (major && r->major == major && r->minor == minor))
+			cuse_device_free(r);
+	}
+}
+
 /*
  * A device for node devname, or (devname "") for whatever node the
  * connection kept under keep serves; keep "" keeps nothing, and with
@@ -541,6 +613,9 @@ static int device_new(struct cuse_device **ret, sd_event *event, const char *dev
 	     (size_t)snprintf(d->journal_name, sizeof(d->journal_name), "%s.j", keep) >= sizeof(d->journal_name)))
 		return -ENAMETOOLONG;
 
+	/* The kernel gives a name and a number to one connection at a time. */
+	if (devname[0])
+		end_retired_holding(devname, major, minor);
 	resumed = d->keep_name[0] && take_kept(d, &fd) >= 0;
 	if (!resumed && only_kept) {
 		d->keep_name[0] = d->journal_name[0] = '\0';
@@ -696,6 +771,10 @@ int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mo
 struct cuse_device *cuse_device_free(struct cuse_device *d) {
 	if (!d)
 		return NULL;
+	if (d->retired) {
+		LIST_REMOVE(d, retired_link);
+		n_retired--;
+	}
 	sd_event_source_disable_unref(d->owner_retry);
 	sd_event_source_disable_unref(d->resume);
 	sd_event_source_disable_unref(d->end);
@@ -717,4 +796,133 @@ struct cuse_device *cuse_device_free(struct cuse_device *d) {
 		n_by_fd = 0;
 	}
 	return NULL;
+}
+
+/* --- retired devices ----------------------------------------------------------- */
+
+static int on_retired_end(sd_event_source *s, void *userdata) {
+	(void)s;
+	cuse_device_free(userdata);
+	return 0;
+}
+
+static void retired_end_soon(struct cuse_device *d) {
+	if (d->end)
+		return;
+	/* From the loop: the request being handled may still use the device. */
+	if (sd_event_add_defer(d->event, &d->end, on_retired_end, d) < 0)
+		d->end = NULL;
+}
+
+/* Removes the node from /dev (devtmpfs would only when the connection ends), and its folders once empty. */
+static void unlink_node(struct cuse_device *d) {
+	struct open_how how = {
+		.flags = O_PATH | O_DIRECTORY | O_CLOEXEC,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+	};
+	char parent[sizeof(d->devname)], *slash;
+	_cleanup_(closep) int dev = -1, dir = -1;
+	const char *base = d->devname;
+	struct stat st;
+
+	dev = open("/dev", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dev < 0)
+		return;
+	snprintf(parent, sizeof(parent), "%s", d->devname);
+	slash = strrchr(parent, '/');
+	if (slash) {
+		*slash = '\0';
+		base = slash + 1;
+		dir = (int)syscall(SYS_openat2, dev, parent, &how, sizeof(how));
+	} else
+		dir = fcntl(dev, F_DUPFD_CLOEXEC, 0);
+	if (dir < 0 || fstatat(dir, base, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
+	    (d->major && st.st_rdev != makedev(d->major, d->minor)) || unlinkat(dir, base, 0) < 0)
+		return;
+	while ((slash = strrchr(parent, '/')) || parent[0]) {
+		if (unlinkat(dev, parent, AT_REMOVEDIR) < 0)
+			break;
+		if (!slash)
+			break;
+		*slash = '\0';
+	}
+}
+
+void cuse_device_retire(struct cuse_device *d, const char *group) {
+	struct journal *j;
+	struct cuse_device *r, *oldest = NULL;
+	unsigned int in_group = 0;
+
+	if (!d)
+		return;
+	j = d->journal;
+	/* A node that never came, or one taken over and not resumed yet, has nobody to answer. */
+	if (d->retired || !j || !j->ready || d->resume || d->swallow || !d->source) {
+		cuse_device_free(d);
+		return;
+	}
+	d->owner_retry = sd_event_source_disable_unref(d->owner_retry);
+	d->end = sd_event_source_disable_unref(d->end);
+	/* A run started after this one must not take it for a node that lives. */
+	forget_kept(d);
+	for (uint32_t i = 0; i < j->n_requests; i++)
+		reply_raw(d, j->requests[i].unique, j->requests[i].opcode == FUSE_RELEASE ? 0 : ENODEV);
+	for (uint32_t i = 0; i < j->n_requests; i++)
+		if (j->requests[i].opcode == FUSE_RELEASE && j->requests[i].handle) {
+			struct journal_file *f = journal_file(j, j->requests[i].handle);
+
+			if (f)
+				journal_file_drop(j, f);
+		}
+	__atomic_store_n(&j->n_requests, 0, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i < j->n_files; i++) {
+		j->files[i].stale = 1;
+		if (j->files[i].kh)
+			notify_poll_raw(d, j->files[i].kh);
+	}
+	unlink_node(d);
+	d->retired = true;
+	snprintf(d->group, sizeof(d->group), "%s", group ?: "");
+	(void)sd_event_source_set_enabled(d->source, SD_EVENT_ON);
+	if (j->n_files == 0) {
+		LIST_INSERT_HEAD(&retired_devices, d, retired_link);
+		n_retired++;
+		cuse_device_free(d);
+		return;
+	}
+	/* Bounded: past the limits, the oldest of the group (or of all) ends, its handles then ENOTCONN. */
+	LIST_FOREACH(r, &retired_devices, retired_link)
+		if (streq(r->group, d->group)) {
+			in_group++;
+			oldest = r;
+		}
+	if (in_group >= CUSE_DEVICE_MAX_RETIRED_PER_GROUP)
+		cuse_device_free(oldest);
+	else if (n_retired >= CUSE_DEVICE_MAX_RETIRED)
+		for (oldest = LIST_FIRST(&retired_devices); oldest; oldest = r)
+			if (!(r = LIST_NEXT(oldest, retired_link))) {
+				cuse_device_free(oldest);
+				break;
+			}
+	LIST_INSERT_HEAD(&retired_devices, d, retired_link);
+	n_retired++;
+}
+
+void cuse_device_end_retired(const char *group) {
+	struct cuse_device *r, *next;
+
+	for (r = LIST_FIRST(&retired_devices); r; r = next) {
+		next = LIST_NEXT(r, retired_link);
+		if (!group || streq(r->group, group))
+			cuse_device_free(r);
+	}
+}
+
+unsigned int cuse_device_n_retired(const char *group) {
+	const struct cuse_device *r;
+	unsigned int n = 0;
+
+	LIST_FOREACH(r, &retired_devices, retired_link)
+		n += !group || streq(r->group, group);
+	return n;
 }

@@ -360,3 +360,16 @@ struct cuse_evdev *cuse_evdev_free(struct cuse_evdev *ce) {
 	free(ce);
 	return NULL;
 }
+
+struct cuse_evdev *cuse_evdev_retire(struct cuse_evdev *ce, const char *group) {
+	struct cuse_device *dev;
+
+	if (!ce)
+		return NULL;
+	/* Its handles' waiters are answered first, through the device, which then lingers on its own. */
+	dev = ce->dev;
+	ce->dev = NULL;
+	cuse_evdev_free(ce);
+	cuse_device_retire(dev, group);
+	return NULL;
+}

@@ -343,3 +343,16 @@ struct cuse_fb *cuse_fb_free(struct cuse_fb *cf) {
 	free(cf);
 	return NULL;
 }
+
+struct cuse_fb *cuse_fb_retire(struct cuse_fb *cf, const char *group) {
+	struct cuse_device *dev;
+
+	if (!cf)
+		return NULL;
+	/* Its handles' waiters are answered first, through the device, which then lingers on its own. */
+	dev = cf->dev;
+	cf->dev = NULL;
+	cuse_fb_free(cf);
+	cuse_device_retire(dev, group);
+	return NULL;
+}

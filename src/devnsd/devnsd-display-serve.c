@@ -87,7 +87,7 @@ static int serve_node_added(struct display_node *dn) {
 
 static void serve_node_removed(struct display_node *dn) {
 	dn->socket = display_socket_free(dn->socket);
-	dn->cuse = cuse_fb_free(dn->cuse);
+	dn->cuse = cuse_fb_retire(dn->cuse, dn->persona->name);
 }
 
 static void serve_revoke(struct display_node *dn) {

@@ -77,7 +77,8 @@ static void cuse_node_removed(struct input_node *in) {
 	/* A node of a device that went before its node came is not waited for. */
 	if (!in->ready && in->device->gone)
 		manager_node_ready(manager_of(in->device));
-	in->cuse = cuse_evdev_free(in->cuse);
+	/* Its handles get ENODEV until they are closed, as from the kernel's evdev. */
+	in->cuse = cuse_evdev_retire(in->cuse, in->persona->name);
 }
 
 static void cuse_wakeup(struct input_node *in, struct evdev_client *c) {
@@ -153,7 +154,7 @@ static int cuse_device_added(struct input_device *d) {
 static void cuse_device_removed(struct input_device *d) {
 	if (d->routed && !d->routed_ready && d->gone)
 		manager_node_ready(manager_of(d));
-	d->routed = cuse_evdev_free(d->routed);
+	d->routed = cuse_evdev_retire(d->routed, NULL);
 }
 
 static const struct input_transport_ops cuse_transport = {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <systemd/sd-daemon.h>
 
+#include "cuse-device.h"
 #include "devnsd-devnum.h"
 #include "devnsd-manager.h"
 #include "devnsd-populate.h"
@@ -128,6 +129,8 @@ struct manager *manager_free(struct manager *m) {
 		LIST_REMOVE(dc, link);
 		dc->ops->free(dc);
 	}
+	/* Handles of devices that went got ENODEV while devnsd ran; as it stops, their connections end. */
+	cuse_device_end_retired(NULL);
 	while ((p = LIST_FIRST(&m->personas)))
 		persona_free(p);
 	pidns_close(&m->self_ns);

@@ -263,6 +263,36 @@ class Containers(rig.PersonaTestCase):
         bad = rig.devnsctl("remove", "work", check=False)
         self.assertIn("is active", bad.stderr)
 
+    def test_removed_personas_handle_says_the_device_is_gone(self):
+        """A handle on a removed persona's node answers ENODEV (reads, and POLLERR|POLLHUP to a poll) for as
+        long as it stays open, as the kernel's evdev answers for an unplugged device, also once the node
+        has left /dev; never CUSE's ENOTCONN. A persona made again under that name gets its node back."""
+        import select
+        rig.devnsctl("create", "leaving")
+        node = rig.persona_node("leaving", self.kbd_hw)
+        fd = rig.open_node(node)
+        try:
+            rig.devnsctl("remove", "leaving")
+            self.assertTrue(rig.eventually(lambda: not os.path.exists(node), 30), node + " is still there")
+            time.sleep(3)
+            for _ in range(2):
+                with self.assertRaises(OSError) as cm:
+                    os.read(fd, 24)
+                self.assertEqual(cm.exception.errno, errno.ENODEV)
+            poller = select.poll()
+            poller.register(fd, select.POLLIN)
+            self.assertEqual(poller.poll(5000), [(fd, select.POLLERR | select.POLLHUP)])
+            # The name and number are free again while the old handle is still open.
+            rig.devnsctl("create", "leaving")
+            self.assertTrue(rig.eventually(lambda: os.path.exists(node), 30), node + " did not come back")
+            new = rig.open_node(node)
+            os.close(new)
+            with self.assertRaises(OSError):
+                os.read(fd, 24)
+        finally:
+            os.close(fd)
+            rig.devnsctl("remove", "leaving", check=False)
+
     # --- user namespaces -----------------------------------------------------------
 
     def test_user_namespaced_container(self):

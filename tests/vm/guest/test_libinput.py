@@ -238,5 +238,124 @@ class LibinputFollowsHotplug(rig.PersonaTestCase):
             p.stdout.close()
 
 
+# An event loop as libinput's evdev backend has one: a device whose read fails with ENODEV is removed
+# (its handle closed); any other error leaves it in the loop. Prints each error (the first few, then
+# every thousandth) and "removed".
+HELD_READER = """
+import errno, os, select, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK)
+print("open", flush=True)
+poller = select.poll()
+poller.register(fd, select.POLLIN)
+errors = 0
+while True:
+    poller.poll(1000)
+    try:
+        os.read(fd, 24 * 64)
+    except OSError as err:
+        if err.errno == errno.EAGAIN:
+            continue
+        errors += 1
+        if errors <= 3 or errors % 1000 == 0:
+            print("read errno", err.errno, flush=True)
+        if err.errno == errno.ENODEV:
+            os.close(fd)
+            print("removed", flush=True)
+            break
+"""
+
+
+def child_of(pid):
+    """The one child of process pid (nsenter forks the command into the container's pid namespace)."""
+    for _ in range(100):
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            kids = f.read().split()
+        if kids:
+            return int(kids[0])
+        time.sleep(0.05)
+    raise RuntimeError("no child of %d" % pid)
+
+
+def cpu_ticks(pid):
+    """User and system time of process pid, in clock ticks."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+class LibinputUnplugWithHandlesOpen(rig.PersonaTestCase):
+    """A device unplugged while programs in the container hold its node: libinput removes it and does
+    not spin, and a handle still open long after the node went answers ENODEV, as the kernel's evdev
+    answers until close, never CUSE's ENOTCONN, on which an event loop that waits for ENODEV spins."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(rig.conf_for(["/dev/input/event*"], active="work"))
+        cls.container = rig.Container(private_dev=True, netns=True)
+        rig.devnsctl("attach", "work", "--pid", str(cls.container.pid))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.container.stop()
+        cls.stop_daemon()
+
+    def test_unplug_while_held(self):
+        kbd = rig.make_keyboard()
+        procs = []
+        try:
+            hw = rig.event_node(kbd)
+            name = os.path.basename(hw)
+            node = rig.persona_node("work", hw)
+            self.assertTrue(rig.eventually(lambda: os.path.exists(node), 30), node)
+            li = self.container.popen("libinput", "debug-events", "--show-keycodes", stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True, start_new_session=True)
+            li_out = rig.Output(li)
+            procs.append((li, li_out))
+            self.assertTrue(li_out.wait_for(r"%s\s+DEVICE_ADDED.*devns test keyboard" % name), li_out.text)
+            reader = self.container.popen("python3", "-c", HELD_READER, "/dev/input/" + name,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                          start_new_session=True)
+            held = rig.Output(reader)
+            procs.append((reader, held))
+            self.assertTrue(held.wait_for("open"), held.text)
+            # The reader sleeps through the unplug and long after it, holding its handle.
+            reader_pid = child_of(reader.pid)
+            os.kill(reader_pid, signal.SIGSTOP)
+            li_pid = child_of(li.pid)
+            idle = cpu_ticks(li_pid)
+            time.sleep(3)
+            idle = cpu_ticks(li_pid) - idle
+
+            kbd.close()
+            kbd = None
+            self.assertTrue(li_out.wait_for(r"%s\s+DEVICE_REMOVED.*devns test keyboard" % name), li_out.text)
+            # The node leaves /dev while the handle is still open.
+            self.assertTrue(rig.eventually(lambda: not os.path.exists(node), 30), node + " is still there")
+            before = cpu_ticks(li_pid)
+            time.sleep(3)
+            busy = cpu_ticks(li_pid) - before
+            self.assertLess(busy, idle + 100, "libinput spins after the unplug: %d ticks in 3 s (idle: %d)"
+                            % (busy, idle))
+
+            # nsenter stopped itself with its child: it goes on first, then the reader.
+            os.kill(reader.pid, signal.SIGCONT)
+            os.kill(reader_pid, signal.SIGCONT)
+            self.assertTrue(held.wait_for("removed", timeout=30), held.text)
+            errors = re.findall(r"read errno (\d+)", held.text)
+            self.assertEqual(errors, ["19"], "the held handle answered:\n" + held.text)
+            self.assertEqual(reader.wait(30), 0, held.text)
+        finally:
+            if kbd:
+                kbd.close()
+            for p, out in procs:
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                out.finish()
+                p.stdout.close()
+
+
 if __name__ == "__main__":
     rig.main()
