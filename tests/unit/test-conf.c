@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "devnsd-conf.h"
+#include "conf/conf.h"
 #include "test-util.h"
 
 /* The longest line devnsd.conf(5) allows. */
