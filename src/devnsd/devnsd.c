@@ -17,6 +17,7 @@
 #include "input/input.h"
 #include "leds/leds.h"
 #include "core/manager.h"
+#include "populate/populate.h"
 #include "restart/state.h"
 #include "log.h"
 #include "util.h"
@@ -144,7 +145,7 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 		return 0;
 	sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	bus_attach_machines(a->bus);
-	state_restore_attachments(a->manager);
+	populate_restore_attachments(a->manager);
 	/* After the containers are bound again: they follow what went meanwhile. */
 	end_left_over(a->manager);
 	return 0;
@@ -218,7 +219,7 @@ static int run(const struct conf *conf) {
 	aw = (struct attach_when_ready){ .manager = m, .bus = bus };
 	if (m->notified || sd_event_add_post(event, &attach_wait, on_post_attach, &aw) < 0) {
 		bus_attach_machines(bus);
-		state_restore_attachments(m);
+		populate_restore_attachments(m);
 		end_left_over(m);
 	}
 

@@ -20,8 +20,6 @@
 #include <unistd.h>
 
 #include "core/manager.h"
-#include "populate/populate.h"
-#include "restart/state.h"
 #include "log.h"
 
 static bool same_ns(void *userdata, const struct pidns *ns) {
@@ -151,52 +149,18 @@ int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
 	}
 	pidns_close(&p->ns);
 	p->ns = ns;
-	state_note_attached(m, p, pid);
+	signal_emit(&m->events.attached, &(struct persona_attached){ .persona = p, .pid = pid });
 	return 0;
 }
 
 int manager_detach(struct manager *m, struct persona *p) {
 	if (p->ns.fd < 0)
 		return -ENOENT;
-	populate_cancel(p);
+	signal_emit(&m->events.leaving, p);
 	pidns_close(&p->ns);
 	p->owner = (struct persona_owner){ 0 };
 	manager_rebind(m, p, true);
-	state_changed(m);
+	signal_emit(&m->events.detached, p);
 	log_info("persona %s detached from its container", p->name);
 	return 0;
-}
-
-struct attach_call {
-	populate_done_fn done;
-	void *userdata;
-};
-
-/* The container's ids are known once its files were read: the nodes take them. */
-static void on_populated(struct persona *p, int r, const struct populate_result *res, void *userdata) {
-	struct attach_call *call = userdata;
-
-	if (r != -ECANCELED) {
-		p->owner = res->owner;
-		manager_rebind(p->manager, p, false);
-	}
-	call->done(p, r, res, call->userdata);
-	free(call);
-}
-
-int manager_attach_container(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata) {
-	struct attach_call *call;
-	int r;
-
-	r = manager_attach(m, p, pid);
-	if (r < 0)
-		return r;
-	call = malloc(sizeof(*call));
-	if (!call)
-		return -ENOMEM;
-	*call = (struct attach_call){ .done = done, .userdata = userdata };
-	r = populate_start(m, p, pid, on_populated, call);
-	if (r < 0)
-		free(call);
-	return r;
 }

@@ -6,8 +6,6 @@
 
 #include "core/devnum.h"
 #include "core/manager.h"
-#include "populate/populate.h"
-#include "restart/state.h"
 #include "log.h"
 
 static void persona_free(struct persona *p) {
@@ -91,6 +89,11 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	signal_init(&m->events.persona_added);
 	signal_init(&m->events.persona_removed);
 	signal_init(&m->events.display_power);
+	signal_init(&m->events.attached);
+	signal_init(&m->events.leaving);
+	signal_init(&m->events.detached);
+	signal_init(&m->events.freeing);
+	signal_init(&m->events.classes_freed);
 	r = pidns_of_pid(getpid(), &m->self_ns);
 	if (r < 0)
 		return log_error_errno(r, "Cannot open devnsd's own pid namespace: %m");
@@ -122,7 +125,7 @@ struct manager *manager_free(struct manager *m) {
 
 	if (!m)
 		return NULL;
-	populate_stop_all(m);
+	signal_emit(&m->events.freeing, m);
 	/* Classes let go of the switch under way as they are freed: it completes here. */
 	while ((dc = LIST_FIRST(&m->classes))) {
 		LIST_REMOVE(dc, link);
@@ -132,7 +135,7 @@ struct manager *manager_free(struct manager *m) {
 		persona_free(p);
 	pidns_close(&m->self_ns);
 	devnum_free(m->devnum);
-	state_free(m);
+	signal_emit(&m->events.classes_freed, m);
 	sd_event_unref(m->event);
 	free(m);
 	return NULL;
@@ -238,7 +241,7 @@ void manager_check_ready(struct manager *m) {
 static void remove_persona(struct manager *m, struct persona *p) {
 	struct device_class *dc;
 
-	populate_cancel(p);
+	signal_emit(&m->events.leaving, p);
 	LIST_FOREACH(dc, &m->classes, link)
 		dc->ops->remove_persona(dc, p);
 	persona_free(p);

@@ -126,6 +126,8 @@ struct manager {
 	LIST_HEAD(, device_class) classes;
 	/* Containers being populated (and finished ones whose helper is not reaped yet). */
 	LIST_HEAD(, populate) populates;
+	/* populate.c's listeners to events.leaving and events.freeing, added at its first start. */
+	struct listener populate_leaving, populate_freeing;
 	unsigned int n_nodes, n_ready;
 	bool notified;
 	/* devnsd's own pid namespace: processes in it may open any node. */
@@ -147,6 +149,14 @@ struct manager {
 	 * is freed); display_power, a const bool, true when the display has
 	 * just been powered down (a blanked active persona), false when it
 	 * has been powered up again.
+	 *
+	 * For the layers that keep what the manager does (populate, restart):
+	 * attached, a struct persona_attached, once a persona is bound to a
+	 * container's pid namespace; leaving, the persona, when it leaves its
+	 * container or is removed (before its nodes go); detached, the
+	 * persona, once it is unbound; freeing, the manager, as
+	 * manager_free() starts; classes_freed, the manager, in
+	 * manager_free() once the classes and personas are gone.
 	 */
 	struct {
 		struct signal_list active_changed;
@@ -154,7 +164,18 @@ struct manager {
 		struct signal_list persona_added;
 		struct signal_list persona_removed;
 		struct signal_list display_power;
+		struct signal_list attached;
+		struct signal_list leaving;
+		struct signal_list detached;
+		struct signal_list freeing;
+		struct signal_list classes_freed;
 	} events;
+};
+
+/* The data of events.attached: p is bound to the pid namespace of process pid. */
+struct persona_attached {
+	struct persona *persona;
+	pid_t pid;
 };
 
 /*

@@ -276,12 +276,35 @@ static void add_all_nodes(struct populate *pop, struct plan *plan) {
 	manager_foreach_node(pop->manager, plan->persona, populate_plan_node, plan);
 }
 
+static void on_leaving(struct listener *l, void *data) {
+	populate_cancel(data);
+}
+
+static void on_freeing(struct listener *l, void *data) {
+	struct manager *m = data;
+
+	listener_remove(&m->populate_leaving);
+	listener_remove(&m->populate_freeing);
+	populate_stop_all(m);
+}
+
+/* The manager tells populate when a persona leaves its container and when it stops: heard from the first start on. */
+static void listen_to_manager(struct manager *m) {
+	if (m->populate_freeing.signal)
+		return;
+	m->populate_leaving.notify = on_leaving;
+	m->populate_freeing.notify = on_freeing;
+	signal_add(&m->events.leaving, &m->populate_leaving);
+	signal_add(&m->events.freeing, &m->populate_freeing);
+}
+
 int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata) {
 	_cleanup_(freep) struct plan *plan = NULL;
 	_cleanup_(closep) int target = -1;
 	struct populate *pop;
 	int r;
 
+	listen_to_manager(m);
 	plan = populate_plan_new(p);
 	if (!plan)
 		return -ENOMEM;

@@ -87,9 +87,13 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, bool remove,
 		  populate_done_fn done, void *userdata);
 
-/* p left its container, or is removed: its populate and node changes stop; each done() gets -ECANCELED. */
+/*
+ * p left its container, or is removed: its populate and node changes stop;
+ * each done() gets -ECANCELED. Also called on the manager's events.leaving,
+ * which populate listens to from its first start.
+ */
 void populate_cancel(struct persona *p);
-/* Stops every populate (devnsd exits); each done() that is still owed gets -ECANCELED. */
+/* Stops every populate (devnsd exits, events.freeing); each done() that is still owed gets -ECANCELED. */
 void populate_stop_all(struct manager *m);
 
 /*
@@ -98,3 +102,10 @@ void populate_stop_all(struct manager *m);
  * ids and every class rebinds p's nodes to them, and done() is called.
  */
 int manager_attach_container(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata);
+
+/*
+ * Once the bus is up: the containers the last run had personas attached to
+ * are attached again (state_restore_attachments()), what fails noted for
+ * devnsctl status.
+ */
+void populate_restore_attachments(struct manager *m);

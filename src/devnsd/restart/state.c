@@ -12,7 +12,6 @@
 #include <sys/sysmacros.h>
 
 #include "restart/fdstore.h"
-#include "populate/populate.h"
 #include "restart/state.h"
 #include "log.h"
 
@@ -48,6 +47,9 @@ struct state {
 	int record_fds[2];
 	/* The manager's news that changes what is kept: a switch, a persona added or removed. */
 	struct listener active_changed, persona_added, persona_removed;
+	struct listener on_attached, detached, classes_freed;
+	/* How a container is attached again (state_restore_attachments()). */
+	state_attach_fn attach;
 };
 
 /* --- reading and writing the record ---------------------------------------- */
@@ -340,6 +342,22 @@ static void on_persona_removed(struct listener *l, void *data) {
 	state_changed(container_of(l, struct state, persona_removed)->manager);
 }
 
+static void on_attached(struct listener *l, void *data) {
+	const struct persona_attached *a = data;
+
+	state_note_attached(container_of(l, struct state, on_attached)->manager, a->persona, a->pid);
+}
+
+static void on_detached(struct listener *l, void *data) {
+	(void)data;
+	state_changed(container_of(l, struct state, detached)->manager);
+}
+
+/* The manager is going: the classes have kept what they keep. */
+static void on_classes_freed(struct listener *l, void *data) {
+	state_free(data);
+}
+
 int state_new(struct manager *m, const char *dir) {
 	struct state *s;
 	int r;
@@ -358,6 +376,12 @@ int state_new(struct manager *m, const char *dir) {
 	signal_add(&m->events.active_changed, &s->active_changed);
 	signal_add(&m->events.persona_added, &s->persona_added);
 	signal_add(&m->events.persona_removed, &s->persona_removed);
+	s->on_attached.notify = on_attached;
+	s->detached.notify = on_detached;
+	s->classes_freed.notify = on_classes_freed;
+	signal_add(&m->events.attached, &s->on_attached);
+	signal_add(&m->events.detached, &s->detached);
+	signal_add(&m->events.classes_freed, &s->classes_freed);
 	s->dir = strdup(dir);
 	if (!s->dir)
 		return log_warning_errno(ENOMEM, "out of memory");
@@ -387,6 +411,9 @@ void state_free(struct manager *m) {
 	listener_remove(&s->active_changed);
 	listener_remove(&s->persona_added);
 	listener_remove(&s->persona_removed);
+	listener_remove(&s->on_attached);
+	listener_remove(&s->detached);
+	listener_remove(&s->classes_freed);
 	sd_event_source_disable_unref(s->save_timer);
 	sd_event_source_disable_unref(s->ready_wait);
 	fdstore_free(s->fdstore);
@@ -542,16 +569,6 @@ void state_restore_items(struct manager *m) {
 	state_changed(m);
 }
 
-static void on_reattached(struct persona *p, int r, const struct populate_result *res, void *userdata) {
-	(void)userdata;
-	if (r < 0)
-		state_note(p->manager, "persona %s: cannot make the nodes in its container again (%s): %s", p->name,
-			   res->failed, strerror(-r));
-	else
-		log_info("restart: persona %s: %u nodes in its container again, %u views bound again%s", p->name,
-			 res->made, res->views, res->refused ? " (some places hold something else, left alone)" : "");
-}
-
 /* The recorded process, if it is still the one: same start time, same pid namespace. */
 static int verify_process(const struct state_persona *sp) {
 	_cleanup_(closep) int pidfd = -1;
@@ -594,7 +611,7 @@ static void restore_attachments(struct state *s) {
 		}
 		r = verify_process(sp);
 		if (r >= 0)
-			r = manager_attach_container(m, p, sp->pid, on_reattached, NULL);
+			r = s->attach(m, p, sp->pid);
 		if (r >= 0) {
 			log_info("restart: persona %s bound again to the pid namespace of process %d", p->name, (int)sp->pid);
 			continue;
@@ -621,12 +638,13 @@ static int on_post(sd_event_source *es, void *userdata) {
 	return 0;
 }
 
-void state_restore_attachments(struct manager *m) {
+void state_restore_attachments(struct manager *m, state_attach_fn attach) {
 	struct state *s = m->state;
 	int r;
 
 	if (!s)
 		return;
+	s->attach = attach;
 	if (m->notified) {
 		restore_attachments(s);
 		return;

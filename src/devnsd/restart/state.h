@@ -41,7 +41,8 @@ struct state_part {
 
 /*
  * Loads what the last run left (a bad record is logged and ignored), sets
- * up the fd store, and listens to the manager's switches and personas.
+ * up the fd store, and listens to the manager's switches, personas and
+ * attachments; it frees itself once the manager's classes are gone.
  * Call before any device is opened. Logs; on failure devnsd runs on
  * without keeping anything (state_free() it).
  */
@@ -80,11 +81,16 @@ void state_restore_personas(struct manager *m);
 /* After every class made every persona's nodes: each part takes its items back. */
 void state_restore_items(struct manager *m);
 /*
- * Once the bus is up: personas bound to a container are bound again, if
- * that process is still the one, as soon as every node is in /dev (so the
- * container gets them all again).
+ * Binds p to process pid's container again and populates it (what
+ * populate_restore_attachments() passes: manager_attach_container()).
  */
-void state_restore_attachments(struct manager *m);
+typedef int (*state_attach_fn)(struct manager *m, struct persona *p, pid_t pid);
+/*
+ * Once the bus is up: personas bound to a container are bound again with
+ * attach, if that process is still the one, as soon as every node is in
+ * /dev (so the container gets them all again).
+ */
+void state_restore_attachments(struct manager *m, state_attach_fn attach);
 
 /*
  * What the last restart could not take back (a persona no longer
