@@ -66,7 +66,7 @@ static int add_classes(struct manager *m, const struct conf *conf, struct input_
 		r = display_class_new(m, conf, &display);
 		if (r < 0)
 			return r;
-		r = manager_add_class(m, &display->base);
+		r = manager_add_class(m, display_class_base(display));
 		if (r < 0)
 			return r;
 	}

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "core-rig.h"
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "core/switch.h"
 #include "display-backend.h"
 #include "fb-node.h"

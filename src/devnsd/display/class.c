@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "restart/state.h"
 #include "display-backend.h"
 #include "log.h"
@@ -428,4 +428,8 @@ int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, u
 	*ret_height = dn->fb->state.var.yres;
 	*ret_stride = dn->fb->state.fix.line_length;
 	return 0;
+}
+
+struct device_class *display_class_base(struct display_class *dc) {
+	return &dc->base;
 }

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "util.h"
 
 int display_hardware_of(const char *node, char **ret_hardware, char **ret_kind) {

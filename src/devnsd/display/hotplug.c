@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "watch/hotplug.h"
 #include "restart/state.h"
 #include "display-backend.h"

@@ -40,7 +40,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "display-backend.h"
 #include "log.h"
 

@@ -12,7 +12,7 @@
 #include <sys/sysmacros.h>
 
 #include "cuse-fb.h"
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "restart/state.h"
 #include "display-backend.h"
 #include "log.h"

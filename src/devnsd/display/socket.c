@@ -18,7 +18,7 @@
 
 #include "cuse-fb.h"
 #include "devns-fb.h"
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "fd-closer.h"
 #include "log.h"
 #include "util.h"

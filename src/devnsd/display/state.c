@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "restart/state.h"
 #include "display-backend.h"
 #include "log.h"

@@ -36,7 +36,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "display/display.h"
+#include "display/display-internal.h"
 #include "fb-track.h"
 #include "fd-closer.h"
 #include "log.h"
