@@ -8,7 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 
-#include "bus/peer.h"
+#include "bus/bus-internal.h"
 #include "bus/bus.h"
 #include "display/display.h"
 #include "leds/leds.h"

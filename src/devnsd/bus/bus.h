@@ -51,9 +51,3 @@ static inline void bus_freep(struct bus **b) {
  * or starts again, is attached when systemd-machined announces it.
  */
 void bus_attach_machines(struct bus *b);
-void bus_machines_free(struct bus *b);
-
-/* Binds p to pid's container and makes its nodes there; msg (if any) is answered once that is done. */
-int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error);
-/* The leader pid of a systemd-machined machine, asked of systemd-machined. */
-int bus_machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_error *error);

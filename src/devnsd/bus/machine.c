@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus/bus.h"
+#include "bus/bus-internal.h"
 #include "core/manager.h"
 #include "log.h"
 #include "pidns.h"

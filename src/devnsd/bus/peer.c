@@ -22,7 +22,7 @@
 #include <sys/pidfd.h>
 #include <sys/stat.h>
 
-#include "bus/peer.h"
+#include "bus/bus-internal.h"
 #include "util.h"
 
 #define DBUS_NAME "org.freedesktop.DBus"

@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/* What the bus's files share: the callers' records (peer.c) and attaching (bus.c, machine.c). */
+
 #include <stdbool.h>
 #include <sys/types.h>
 #include <systemd/sd-bus.h>
 
+#include "bus/bus.h"
 #include "pidns.h"
 
 /* Groups of a caller looked at; more are not considered. */
@@ -87,3 +90,11 @@ int bus_peer_in_namespaces(const struct bus_peer *peer, const struct pidns *user
 
 /* Whether gid is among the peer's groups. */
 bool bus_peer_in_group(const struct bus_peer *peer, gid_t gid);
+
+/* machine.c: forgets the machines followed (bus_free()). */
+void bus_machines_free(struct bus *b);
+/* The leader pid of a systemd-machined machine, asked of systemd-machined. */
+int bus_machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_error *error);
+
+/* bus.c: binds p to pid's container and makes its nodes there; msg (if any) is answered once that is done. */
+int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error);
