@@ -126,7 +126,7 @@ struct manager {
 	LIST_HEAD(, device_class) classes;
 	/* Containers being populated (and finished ones whose helper is not reaped yet). */
 	LIST_HEAD(, populate) populates;
-	/* populate.c's listeners to events.leaving and events.freeing, added at its first start. */
+	/* populate/populate.c's listeners to events.leaving and events.freeing, added at its first start. */
 	struct listener populate_leaving, populate_freeing;
 	unsigned int n_nodes, n_ready;
 	bool notified;

@@ -29,8 +29,8 @@ struct leds_class;
 struct input_class;
 
 /*
- * leds/class.c: the LED and backlight class. Serves every persona's
- * sysfs views over FUSE. LEDs of input's devices (input may be NULL) are
+ * leds/class.c: the LED and backlight class; leds/serve.c serves every
+ * persona's sysfs views over FUSE. LEDs of input's devices (input may be NULL) are
  * driven through their evdev nodes: register the class after input's, so
  * that it is switched and freed first. *ret is NULL when no lights are
  * configured. Register it with manager_add_class(leds_class_base(lc)).
