@@ -5,11 +5,31 @@ revocation and removal, and serve new opens."""
 
 import errno
 import os
-import time
+import subprocess
+import sys
 
 from evdev import ecodes as e
 
 import devnsrig as rig
+
+# Opens argv[1] (blocking), prints "open", then "key CODE VALUE" for each key event it reads,
+# or "error ERRNO" once a read fails.
+READ_KEYS = r"""
+import os, struct, sys
+EV = struct.Struct("llHHi")
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("open", flush=True)
+while True:
+    try:
+        data = os.read(fd, EV.size * 64)
+    except OSError as err:
+        print("error %d" % err.errno, flush=True)
+        break
+    for off in range(0, len(data), EV.size):
+        typ, code, value = EV.unpack_from(data, off)[2:]
+        if typ == 1:
+            print("key %d %d" % (code, value), flush=True)
+"""
 
 
 class RoutedHandles(rig.PersonaTestCase):
@@ -48,7 +68,7 @@ class RoutedHandles(rig.PersonaTestCase):
         # A host process's routed handle reaches the active persona's node.
         fd = rig.open_node(self.routed)
         self.tap()
-        self.assertTrue(rig.read_events(fd, 2.0))
+        self.assertIn((e.EV_KEY, e.KEY_A, 1), rig.read_to(fd, rig.send_marker(self.kbd)))
         self.revoke_work()
         self.assert_enodev(fd)
         # The ended handle stays open, listed on the routed node: the next
@@ -64,8 +84,36 @@ class RoutedHandles(rig.PersonaTestCase):
         fd = rig.open_node(self.routed)
         self.fds.append(fd)
         self.tap(e.KEY_B)
-        codes = [ev[1] for ev in rig.read_events(fd, 2.0) if ev[0] == e.EV_KEY]
+        codes = [ev[1] for ev in rig.read_to(fd, rig.send_marker(self.kbd)) if ev[0] == e.EV_KEY]
         self.assertIn(e.KEY_B, codes)
+
+    def test_other_personas_routed_handles_outlive_a_revocation(self):
+        """A routed handle a container of personal holds still gets personal's input once personal
+        is active, after work's handles were all revoked twice."""
+        c = rig.Container()
+        p = None
+        try:
+            rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+            p = c.popen(sys.executable, "-c", READ_KEYS, self.routed, stdout=subprocess.PIPE, text=True)
+            out = rig.Output(p)
+            self.assertTrue(out.wait_for(r"(?m)^open$", 60), out.text)
+            self.revoke_work()
+            self.revoke_work()
+            rig.devnsctl("switch", "personal")
+            self.tap(e.KEY_C)
+            self.assertTrue(out.wait_for(r"(?m)^key %d 0$" % e.KEY_C, 60), out.text)
+            self.assertIn("key %d 1\n" % e.KEY_C, out.text)
+            self.assertNotIn("error", out.text)
+        finally:
+            # The reader runs under nsenter, in the container: ending the container ends it and
+            # closes its end of the pipe, before the pipe is read to its end and closed here.
+            c.stop()
+            if p:
+                p.kill()
+                out.finish()
+                p.stdout.close()
+            rig.devnsctl("switch", "work")
+            rig.devnsctl("detach", "personal", check=False)
 
     def test_revoked_routed_handle_closed_at_once(self):
         fd = rig.open_node(self.routed)
