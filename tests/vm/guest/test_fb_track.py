@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 
+import busping
 import devnsrig as rig
 import fbrig
 
@@ -424,14 +425,25 @@ class HeldMemoryLock(rig.PersonaTestCase):
             time.sleep(0.5)  # protected by now
             p.go()
             p.wait_for("holdlock ok")
-            # An untracked mapping of the persona: at the next refresh devnsd lifts the tracked one's protection.
+            # A D-Bus connection made beforehand: what its call waits for is devnsd alone.
+            bus = busping.Connection()
+            self.addCleanup(bus.close)
+            # An untracked mapping of the persona: at the next refresh devnsd lifts the tracked one's protection,
+            # and waits for the program, which holds its lock until the FUSE server ends (after this test).
             sock, m, addr, size = self.map_by_hand()
-            # devnsd waits for the program at the next refresh, while devnsctl starts.
-            t0 = time.monotonic()
-            rig.devnsctl("status")
-            took = time.monotonic() - t0
-            print("devnsctl status with the lock held: %.0f ms" % (took * 1000), flush=True)
-            self.assertLess(took, 3.0, "devnsd answered only after %.1f s" % took)
+            # devnsd answers while the lock is still held, so it did not wait for the lock; it logs that it
+            # waited at most its bound of 100 ms. The time of the answer is printed, not asserted.
+            took = bus.ping(timeout=120)
+            print("ListPersonas with the lock held: %.0f ms" % (took * 1000), flush=True)
+            self.assertTrue(rig.eventually(lambda: "held devnsd's change" in self.daemon.output(), timeout=60),
+                            "devnsd did not log the program holding it up:\n" + self.daemon.output())
+            self.assertIn("held devnsd's change of its mapping's write protection longer than 100 ms;",
+                          self.daemon.output())
+            # And goes on answering after it gave up, the lock still held: the FUSE server, which never
+            # answers the read that holds it, runs.
+            bus.ping(timeout=120)
+            self.assertIsNone(server.poll(), "the FUSE server holding the program's lock ended")
+            self.assertIsNone(p.proc.poll(), "the program holding its lock stopped")
             color = (20, 200, 220)
             data = fbrig.frame(self.w, self.h, color)
             line = self.fix["line_length"]
