@@ -3,7 +3,8 @@
 Opens a node non-blocking and waits in epoll_wait() with no timeout; after
 each wake it reads until EAGAIN. Prints "open ok" (or "open errno N"), then
 for each wake "woke NS" (CLOCK_MONOTONIC) followed by "ev TYPE CODE VALUE"
-for each event read. Ends when its stdin closes."""
+for each event read. Ends when its stdin closes, after it printed, as a
+last wake, what the node still holds."""
 
 import os
 import select
@@ -24,8 +25,7 @@ ep.register(sys.stdin.fileno(), select.EPOLLIN)
 print("open ok", flush=True)
 while True:
     ready = [f for f, _ in ep.poll()]
-    if sys.stdin.fileno() in ready:
-        break
+    ending = sys.stdin.fileno() in ready
     lines = ["woke %d" % time.monotonic_ns()]
     while True:
         try:
@@ -42,3 +42,5 @@ while True:
             _, _, t, c, v = EVENT.unpack_from(data, off)
             lines.append("ev %d %d %d" % (t, c, v))
     print("\n".join(lines), flush=True)
+    if ending:
+        break

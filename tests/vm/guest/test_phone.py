@@ -42,9 +42,6 @@ I8042 = "/dev/input/event0"
 PERSONAS = ("work", "personal")
 COLORS = {"work": (200, 30, 30), "personal": (30, 30, 200)}
 BL_MAX = 1000
-# How long a probe in a container reads, from its open: long enough for the other probes to start
-# on a loaded emulator before the key is pressed.
-PROBE_SECONDS = "8"
 
 
 def find_capslock():
@@ -152,6 +149,31 @@ class Phone(rig.PersonaTestCase):
     def inside(self, persona, *cmd, check=True):
         return self.containers[persona].run(*cmd, check=check)
 
+    def probe_key(self, node, kbd, key, active, personas=PERSONAS):
+        """Opens node in each of personas' containers (nsprobe.py, reading until its stdin ends),
+        presses and releases key on kbd, and sends a marker behind it. Once a host handle on the
+        active persona's node has read the marker, devnsd has dealt with the key for every persona:
+        the probes are told to end, each printing what its node still holds. Returns each
+        persona's output, to its end."""
+        marker_fd = rig.open_node(rig.persona_node(active, rig.event_node(kbd)), os.O_RDONLY | os.O_NONBLOCK)
+        probes = {}
+        try:
+            for p in personas:
+                probes[p] = self.containers[p].popen(*PROBE, node, "-", stdin=subprocess.PIPE,
+                                                     stdout=subprocess.PIPE, text=True)
+                self.assertEqual(probes[p].stdout.readline().strip(), "open ok", p)
+            rig.press(kbd, key, 1)
+            rig.press(kbd, key, 0)
+            rig.read_to(marker_fd, rig.send_marker(kbd))
+        finally:
+            os.close(marker_fd)
+            outs = {}
+            for p, proc in probes.items():
+                outs[p] = proc.communicate(input="", timeout=60)[0]
+        for p, out in outs.items():
+            self.assertTrue(out.endswith("end\n"), "%s's probe did not end as told: %r" % (p, out))
+        return outs
+
     def test_attach_answers_with_every_class_configured(self):
         for p, out in self.attach_out.items():
             self.assertEqual(out.returncode, 0, "%s: %s" % (p, out.stderr))
@@ -168,15 +190,7 @@ class Phone(rig.PersonaTestCase):
         node = "/dev/input/" + os.path.basename(self.kbd_hw)
         for active in PERSONAS:
             rig.devnsctl("switch", active)
-            probes = {p: self.containers[p].popen(*PROBE, node, PROBE_SECONDS, stdout=subprocess.PIPE, text=True)
-                      for p in PERSONAS}
-            for proc in probes.values():
-                self.assertEqual(proc.stdout.readline().strip(), "open ok")
-            time.sleep(0.3)
-            rig.press(self.kbd, e.KEY_A, 1)
-            rig.press(self.kbd, e.KEY_A, 0)
-            for p, proc in probes.items():
-                out = proc.communicate(timeout=30)[0]
+            for p, out in self.probe_key(node, self.kbd, e.KEY_A, active).items():
                 saw = "ev %d %d 1" % (e.EV_KEY, e.KEY_A) in out
                 self.assertEqual(saw, p == active, "%s saw %s while %s was active" % (p, out, active))
 
@@ -208,6 +222,11 @@ class Phone(rig.PersonaTestCase):
                 got = lines[active][:lines[active].index(press)]
                 woke = int([line for line in got if line.startswith("woke ")][-1].split()[1])
                 self.assertLess((woke - pressed) / 1e9, 5, "%s, press %d: woken late" % (active, i))
+            # A marker behind the last press: once the active waiter read it, devnsd has dealt with
+            # every press for both personas, and each waiter prints what its node still holds as it ends.
+            marker = "ev %d %d %d" % rig.send_marker(self.kbd)
+            self.assertTrue(rig.eventually(lambda: marker in lines[active], timeout=60),
+                            "%s's waiter did not read the marker: %s" % (active, lines[active]))
         finally:
             for w in waiters.values():
                 w.stdin.close()
@@ -289,12 +308,7 @@ class Phone(rig.PersonaTestCase):
             self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")), brightness)
             self.assertEqual(self.inside("work", "cat", "/sys/class/backlight/%s/bl_power" % bl).stdout.strip(), "0",
                              "work's own bl_power")
-            probe = self.containers["work"].popen(*PROBE, node, "4", stdout=subprocess.PIPE, text=True)
-            self.assertEqual(probe.stdout.readline().strip(), "open ok")
-            time.sleep(0.3)
-            rig.press(self.kbd, e.KEY_ENTER, 1)
-            rig.press(self.kbd, e.KEY_ENTER, 0)
-            out = probe.communicate(timeout=30)[0]
+            out = self.probe_key(node, self.kbd, e.KEY_ENTER, "work", personas=("work",))["work"]
             self.assertIn("ev %d %d 1" % (e.EV_KEY, e.KEY_ENTER), out, "work's keyboard while blanked")
             self.assertEqual(fbrig.dpms(), "Off", "a key press on a blanked persona")
 
@@ -321,12 +335,7 @@ class Phone(rig.PersonaTestCase):
         routed = "/dev/input/routed0"
         rig.devnsctl("switch", "personal")
         for p in PERSONAS:
-            proc = self.containers[p].popen(*PROBE, routed, "4", stdout=subprocess.PIPE, text=True)
-            self.assertEqual(proc.stdout.readline().strip(), "open ok")
-            time.sleep(0.3)
-            rig.press(self.kbd, e.KEY_B, 1)
-            rig.press(self.kbd, e.KEY_B, 0)
-            out = proc.communicate(timeout=30)[0]
+            out = self.probe_key(routed, self.kbd, e.KEY_B, "personal", personas=(p,))[p]
             self.assertEqual("ev %d %d 1" % (e.EV_KEY, e.KEY_B) in out, p == "personal", out)
 
     def test_keyboard_plugged_in_reaches_the_active_container_and_goes(self):
@@ -345,15 +354,7 @@ class Phone(rig.PersonaTestCase):
                                 "%s did not appear in %s's container" % (led_view, p))
             for active in ("personal", "work"):
                 rig.devnsctl("switch", active)
-                probes = {p: self.containers[p].popen(*PROBE, node, PROBE_SECONDS, stdout=subprocess.PIPE, text=True)
-                          for p in PERSONAS}
-                for proc in probes.values():
-                    self.assertEqual(proc.stdout.readline().strip(), "open ok")
-                time.sleep(0.3)
-                rig.press(kbd, e.KEY_C, 1)
-                rig.press(kbd, e.KEY_C, 0)
-                for p, proc in probes.items():
-                    out = proc.communicate(timeout=30)[0]
+                for p, out in self.probe_key(node, kbd, e.KEY_C, active).items():
                     self.assertEqual("ev %d %d 1" % (e.EV_KEY, e.KEY_C) in out, p == active,
                                      "%s saw %s while %s was active" % (p, out, active))
         finally:
@@ -420,12 +421,8 @@ class Phone(rig.PersonaTestCase):
                     f.write(frames[p])
                 self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
             node = "/dev/input/" + os.path.basename(self.kbd_hw)
-            probe = self.containers["work"].popen(*PROBE, node, "4", stdout=subprocess.PIPE, text=True)
-            self.assertEqual(probe.stdout.readline().strip(), "open ok")
-            time.sleep(0.3)
-            rig.press(self.kbd, e.KEY_SPACE, 1)
-            rig.press(self.kbd, e.KEY_SPACE, 0)
-            self.assertIn("ev %d %d 1" % (e.EV_KEY, e.KEY_SPACE), probe.communicate(timeout=30)[0],
+            out = self.probe_key(node, self.kbd, e.KEY_SPACE, "work", personas=("work",))["work"]
+            self.assertIn("ev %d %d 1" % (e.EV_KEY, e.KEY_SPACE), out,
                           "work's keyboard while the display was gone\n" + self.daemon.output())
             self.hotkey("personal")
             self.assertTrue(rig.eventually(lambda: "Active persona: personal\n" in rig.devnsctl("status").stdout),
