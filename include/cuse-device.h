@@ -3,6 +3,7 @@
 
 #define FUSE_USE_VERSION 35
 #include <cuse_lowlevel.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -69,6 +70,29 @@ struct cuse_keeper {
 #define CUSE_KEEP_PREFIX "cuse."
 #define CUSE_DEVICE_MAX_REQUESTS 4096
 #define CUSE_DEVICE_MAX_FILES 1024
+
+/*
+ * A node that several owners open (a routed node: every persona's
+ * containers, and the host) is split in n shares: each owner may hold at
+ * most CUSE_DEVICE_MAX_FILES / n handles and have at most
+ * (CUSE_DEVICE_MAX_REQUESTS - CUSE_DEVICE_MAX_FILES) / n requests other
+ * than releases in flight; past them, EMFILE and EBUSY, as past the
+ * device's own limits. n owners filling their shares still leave room for
+ * each other. n 0 (the default) counts the device as one owner; at most
+ * CUSE_DEVICE_MAX_FILES.
+ */
+int cuse_device_set_shares(struct cuse_device *d, unsigned int n);
+/*
+ * From a device's open operation, before it answers: the handle being
+ * opened belongs to owner (a number from 1 the caller chooses, e.g. a
+ * persona's; 0 is the owner of requests that name no handle).
+ * -EMFILE when owner holds its share of handles already (the open is then
+ * to be answered with it). Does nothing on a device without shares.
+ */
+int cuse_device_open_owner(struct cuse_device *d, uint32_t owner);
+/* The handles owner holds on d, and its requests in flight other than releases. */
+unsigned int cuse_device_owner_files(const struct cuse_device *d, uint32_t owner);
+unsigned int cuse_device_owner_requests(const struct cuse_device *d, uint32_t owner);
 
 /*
  * Opens a new connection (a non-blocking fd): /dev/cuse, unless connect is

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -19,9 +20,11 @@ struct cuse_evdev_hooks {
 	int (*may_open)(void *userdata, pid_t pid);
 	/*
 	 * For a routed node (created with node NULL): the evdev node this
-	 * process gets, decided at open; or a negative errno to refuse.
+	 * process gets, decided at open, and whose share of the node the
+	 * handle takes (see cuse_device_set_shares(); from 1); or a negative
+	 * errno to refuse.
 	 */
-	int (*route)(void *userdata, pid_t pid, struct evdev_node **ret);
+	int (*route)(void *userdata, pid_t pid, struct evdev_node **ret, uint32_t *ret_owner);
 };
 
 /*
@@ -57,6 +60,8 @@ static inline void cuse_evdev_freep(struct cuse_evdev **ce) {
  */
 void cuse_evdev_close_node(struct cuse_evdev *ce, struct evdev_node *n);
 
+/* Splits a routed node's handles and requests among n owners; see cuse_device_set_shares(). */
+int cuse_evdev_set_shares(struct cuse_evdev *ce, unsigned int n);
 /* The node's owner and mode in /dev; see cuse_device_set_owner(). */
 int cuse_evdev_set_owner(struct cuse_evdev *ce, uid_t uid, gid_t gid, mode_t mode);
 /* Notes the node's udev properties with its connection, for a restart that finds the device gone. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdint.h>
 #include <sys/types.h>
 #include <systemd/sd-event.h>
 
@@ -27,9 +28,11 @@ struct cuse_fb_hooks {
 	int (*may_open)(void *userdata, pid_t pid);
 	/*
 	 * For a routed node (created with node NULL), instead of may_open: the
-	 * persona's node this process gets, decided at open; or a negative errno.
+	 * persona's node this process gets, decided at open, and whose share
+	 * of the routed node the file takes (see cuse_device_set_shares();
+	 * from 1); or a negative errno.
 	 */
-	int (*route)(void *userdata, pid_t pid, struct cuse_fb **ret);
+	int (*route)(void *userdata, pid_t pid, struct cuse_fb **ret, uint32_t *ret_owner);
 	/* Rows of the virtual screen were written. */
 	void (*written)(void *userdata, const struct fb_rows *rows);
 	/* An ioctl changed what should be shown, or a caller waits for vsync (then cuse_fb_vsync() answers it). */
@@ -53,6 +56,9 @@ struct cuse_fb *cuse_fb_retire(struct cuse_fb *cf, const char *group);
 static inline void cuse_fb_freep(struct cuse_fb **cf) {
 	cuse_fb_free(*cf);
 }
+
+/* Splits a routed node's files and requests among n owners; see cuse_device_set_shares(). */
+int cuse_fb_set_shares(struct cuse_fb *cf, unsigned int n);
 
 /*
  * Every file working on cf (opened on it, or routed to it) answers ENODEV

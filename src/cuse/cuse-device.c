@@ -32,7 +32,8 @@ struct journal_request {
 	/* A release's: the handle it ends. */
 	uint64_t handle;
 	uint32_t opcode;
-	uint32_t unused;
+	/* The owner of the handle it names (cuse_device_open_owner()); meaningful in this run only. */
+	uint32_t owner;
 };
 
 struct journal_file {
@@ -44,7 +45,8 @@ struct journal_file {
 	uint64_t kh;
 	/* Opened by an earlier run: every request on it is refused. */
 	uint32_t stale;
-	uint32_t unused;
+	/* Whose handle it is (cuse_device_open_owner()); meaningful in this run only. */
+	uint32_t owner;
 };
 
 struct journal {
@@ -87,6 +89,10 @@ struct cuse_device {
 	bool retired;
 	char group[CUSE_DEVICE_GROUP_MAX + 1];
 	LIST_ENTRY(cuse_device) retired_link;
+	/* Split among owners (cuse_device_set_shares()): each owner's limits; 0 when not. */
+	unsigned int share_files, share_requests;
+	/* The owner of the handle the open being answered makes. */
+	uint32_t opening_owner;
 };
 
 /* One receive buffer serves every session: the loop handles one request at a time. */
@@ -192,6 +198,22 @@ static unsigned int journal_opens_in_flight(const struct journal *j) {
 
 	for (uint32_t i = 0; i < j->n_requests; i++)
 		n += j->requests[i].opcode == FUSE_OPEN;
+	return n;
+}
+
+static unsigned int journal_owner_files(const struct journal *j, uint32_t owner) {
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < j->n_files; i++)
+		n += !j->files[i].stale && j->files[i].owner == owner;
+	return n;
+}
+
+static unsigned int journal_owner_requests(const struct journal *j, uint32_t owner) {
+	unsigned int n = 0;
+
+	for (uint32_t i = 0; i < j->n_requests; i++)
+		n += j->requests[i].opcode != FUSE_RELEASE && j->requests[i].owner == owner;
 	return n;
 }
 
@@ -324,6 +346,7 @@ static bool request_filter(struct cuse_device *d, struct fuse_buf *buf) {
 	struct journal *j = d->journal;
 	struct journal_file *f = NULL;
 	uint64_t *handle, ended = 0;
+	uint32_t owner = 0;
 
 	if (d->retired)
 		return retired_request(d, buf);
@@ -349,6 +372,7 @@ static bool request_filter(struct cuse_device *d, struct fuse_buf *buf) {
 		if (in->opcode == FUSE_RELEASE)
 			ended = f->handle;
 		*handle = f->fh;
+		owner = f->owner;
 	}
 	if (in->opcode == FUSE_OPEN && j->n_files + journal_opens_in_flight(j) >= CUSE_DEVICE_MAX_FILES) {
 		reply_raw(d, in->unique, EMFILE);
@@ -359,10 +383,16 @@ static bool request_filter(struct cuse_device *d, struct fuse_buf *buf) {
 		reply_raw(d, in->unique, EBUSY);
 		return true;
 	}
+	/* One owner's requests leave the others their shares. */
+	if (d->share_requests && f && in->opcode != FUSE_RELEASE &&
+	    journal_owner_requests(j, owner) >= d->share_requests) {
+		reply_raw(d, in->unique, EBUSY);
+		return true;
+	}
 	if (j->n_requests == CUSE_DEVICE_MAX_REQUESTS)
 		return false;
 	j->requests[j->n_requests] =
-		(struct journal_request){ .unique = in->unique, .handle = ended, .opcode = in->opcode };
+		(struct journal_request){ .unique = in->unique, .handle = ended, .opcode = in->opcode, .owner = owner };
 	__atomic_store_n(&j->n_requests, j->n_requests + 1, __ATOMIC_RELEASE);
 	return false;
 }
@@ -377,6 +407,7 @@ static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userda
 	struct journal_request *jr = NULL;
 	struct fuse_open_out open_out;
 	uint64_t opened = 0, fh = 0;
+	uint32_t owner = 0;
 	struct iovec v[8];
 	struct journal *j;
 	ssize_t n;
@@ -398,6 +429,11 @@ static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userda
 
 		if (out->unique)
 			jr = journal_request(j, out->unique);
+		if (jr && jr->opcode == FUSE_OPEN) {
+			/* Whatever the answer, the owner named for this open is used up. */
+			owner = d->opening_owner;
+			d->opening_owner = 0;
+		}
 		if (jr && jr->opcode == FUSE_OPEN && out->error == 0 && count >= 2 &&
 		    iov[1].iov_len == sizeof(open_out) && j->n_files < CUSE_DEVICE_MAX_FILES) {
 			memcpy(&open_out, iov[1].iov_base, sizeof(open_out));
@@ -419,7 +455,7 @@ static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userda
 	n = writev(fd, v, count);
 	if (opened && n >= 0) {
 		/* Recorded once the kernel holds it (one it does not hold is refused as unknown anyway). */
-		j->files[j->n_files] = (struct journal_file){ .handle = opened, .fh = fh };
+		j->files[j->n_files] = (struct journal_file){ .handle = opened, .fh = fh, .owner = owner };
 		__atomic_store_n(&j->n_files, j->n_files + 1, __ATOMIC_RELEASE);
 	}
 	if (jr) {
@@ -661,6 +697,31 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 	if (major)
 		snprintf(keep, sizeof(keep), CUSE_KEEP_PREFIX "%u.%u", major, minor);
 	return device_new(ret, event, devname, keep, false, major, minor, ops, userdata);
+}
+
+int cuse_device_set_shares(struct cuse_device *d, unsigned int n) {
+	if (n > CUSE_DEVICE_MAX_FILES)
+		return -EINVAL;
+	d->share_files = n ? CUSE_DEVICE_MAX_FILES / n : 0;
+	d->share_requests = n ? REQUESTS_BUT_RELEASES / n : 0;
+	return 0;
+}
+
+int cuse_device_open_owner(struct cuse_device *d, uint32_t owner) {
+	if (!d->share_files || !d->journal)
+		return 0;
+	if (journal_owner_files(d->journal, owner) >= d->share_files)
+		return -EMFILE;
+	d->opening_owner = owner;
+	return 0;
+}
+
+unsigned int cuse_device_owner_files(const struct cuse_device *d, uint32_t owner) {
+	return d->journal ? journal_owner_files(d->journal, owner) : 0;
+}
+
+unsigned int cuse_device_owner_requests(const struct cuse_device *d, uint32_t owner) {
+	return d->journal ? journal_owner_requests(d->journal, owner) : 0;
 }
 
 /* A node that is no more: every open is refused as the handles of the last run are. */

@@ -139,11 +139,14 @@ static void ce_open(fuse_req_t req, struct fuse_file_info *fi) {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	pid_t pid = ctx->pid;
 	struct open_file *f;
+	uint32_t owner = 0;
 	int r = 0;
 
-	if (!node)
-		r = ce->hooks->route(ce->userdata, pid, &node);
-	else if (ce->hooks && ce->hooks->may_open)
+	if (!node) {
+		r = ce->hooks->route(ce->userdata, pid, &node, &owner);
+		if (r >= 0)
+			r = cuse_device_open_owner(ce->dev, owner);
+	} else if (ce->hooks && ce->hooks->may_open)
 		r = ce->hooks->may_open(ce->userdata, pid);
 	if (r < 0) {
 		fuse_reply_err(req, -r);
@@ -326,6 +329,10 @@ int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname
 	}
 	*ret = ce;
 	return 0;
+}
+
+int cuse_evdev_set_shares(struct cuse_evdev *ce, unsigned int n) {
+	return cuse_device_set_shares(ce->dev, n);
 }
 
 int cuse_evdev_set_owner(struct cuse_evdev *ce, uid_t uid, gid_t gid, mode_t mode) {

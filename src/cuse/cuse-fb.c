@@ -84,6 +84,10 @@ unsigned int cuse_fb_vsync_waiters(const struct cuse_fb *cf) {
 	return cf->n_waiters;
 }
 
+int cuse_fb_set_shares(struct cuse_fb *cf, unsigned int n) {
+	return cuse_device_set_shares(cf->dev, n);
+}
+
 int cuse_fb_set_owner(struct cuse_fb *cf, uid_t uid, gid_t gid, mode_t mode) {
 	return cuse_device_set_owner(cf->dev, uid, gid, mode);
 }
@@ -132,12 +136,16 @@ static void fb_open(fuse_req_t req, struct fuse_file_info *fi) {
 	struct cuse_fb *cf = fuse_req_userdata(req), *target = cf;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct open_file *f;
+	uint32_t owner = 0;
 	int r;
 
 	if (cf->node)
 		r = cf->hooks->may_open(cf->userdata, ctx->pid);
-	else
-		r = cf->hooks->route(cf->userdata, ctx->pid, &target);
+	else {
+		r = cf->hooks->route(cf->userdata, ctx->pid, &target, &owner);
+		if (r >= 0)
+			r = cuse_device_open_owner(cf->dev, owner);
+	}
 	if (r < 0) {
 		fuse_reply_err(req, -r);
 		return;

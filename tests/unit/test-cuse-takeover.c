@@ -6,6 +6,8 @@
  * The first run opens a handle, holds a read and a poll on it, and dies;
  * the second answers the held read ENODEV, wakes the poll, refuses the old
  * handle, numbers its own handles after the old ones, and serves them.
+ * A device split among owners (a routed node) keeps each owner to its
+ * share of handles and requests in flight.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -121,6 +123,12 @@ static bool next_reply(struct fuse_out_header *ret, void *body, size_t size) {
 
 /* --- the device's operations -------------------------------------------------- */
 
+/* The device a share test runs, the owner its next open names, and the reads it holds. */
+static struct cuse_device *shared_dev;
+static uint32_t next_owner;
+static fuse_req_t held_reads[128];
+static unsigned int n_held;
+
 static struct {
 	int ready;
 	int opened;
@@ -135,6 +143,14 @@ static void t_init_done(void *userdata) {
 }
 
 static void t_open(fuse_req_t req, struct fuse_file_info *fi) {
+	if (shared_dev) {
+		int r = cuse_device_open_owner(shared_dev, next_owner);
+
+		if (r < 0) {
+			fuse_reply_err(req, -r);
+			return;
+		}
+	}
 	fi->fh = REAL_FH + (uint64_t)++dev.opened;
 	fi->direct_io = 1;
 	fuse_reply_open(req, fi);
@@ -145,6 +161,8 @@ static void t_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_info
 	(void)off;
 	dev.read_fh = fi->fh;
 	dev.held = req;
+	if (shared_dev && n_held < ELEMENTSOF(held_reads))
+		held_reads[n_held++] = req;
 }
 
 static void t_poll(fuse_req_t req, struct fuse_file_info *fi, struct fuse_pollhandle *ph) {
@@ -340,10 +358,103 @@ static void test_other_node_is_not_taken_over(void **state) {
 	close(kernel_fd);
 }
 
+/* An open as owner: the handle, or 0 and the error in *ret_error. */
+static uint64_t open_as(sd_event *e, uint64_t unique, uint32_t owner, int *ret_error) {
+	struct fuse_open_in in = { 0 };
+	struct fuse_open_out out = { 0 };
+	struct fuse_out_header h;
+
+	next_owner = owner;
+	send_request(FUSE_OPEN, unique, &in, sizeof(in));
+	pump(e);
+	assert_true(next_reply(&h, &out, sizeof(out)));
+	assert_int_equal(h.unique, unique);
+	*ret_error = -h.error;
+	return h.error ? 0 : out.fh;
+}
+
+/* A routed node split in 64 shares: 16 handles and 48 requests in flight an owner. */
+static void test_shares(void **state) {
+	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION };
+	struct fuse_release_in rel = { 0 };
+	_cleanup_(sd_event_unrefp) sd_event *e = NULL;
+	uint64_t mine[16], theirs, unique = 100;
+	struct fuse_out_header h;
+	int err;
+
+	(void)state;
+	assert_int_equal(sd_event_new(&e), 0);
+	cuse_device_set_connector(connect_pair, NULL);
+	assert_int_equal(cuse_device_new(&shared_dev, e, DEVNAME, 0, 0, &ops, NULL), 0);
+	assert_int_equal(cuse_device_set_shares(shared_dev, CUSE_DEVICE_MAX_FILES + 1), -EINVAL);
+	assert_int_equal(cuse_device_set_shares(shared_dev, 64), 0);
+	send_request(CUSE_INIT, 2, &init, sizeof(init));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+
+	/* Owner 1 takes its 16 handles; the 17th is refused, owner 2 still opens. */
+	for (size_t i = 0; i < ELEMENTSOF(mine); i++) {
+		mine[i] = open_as(e, unique++, 1, &err);
+		assert_int_equal(err, 0);
+	}
+	assert_int_equal(open_as(e, unique++, 1, &err), 0);
+	assert_int_equal(err, EMFILE);
+	theirs = open_as(e, unique++, 2, &err);
+	assert_int_equal(err, 0);
+	assert_int_equal(cuse_device_owner_files(shared_dev, 1), 16);
+	assert_int_equal(cuse_device_owner_files(shared_dev, 2), 1);
+
+	/* Owner 1 parks 48 reads; its 49th gets EBUSY at once, owner 2's read still reaches the device. */
+	for (unsigned int i = 0; i < 48; i++) {
+		send_read(unique++, mine[i % ELEMENTSOF(mine)]);
+		pump(e);
+	}
+	assert_false(next_reply(&h, NULL, 0));
+	assert_int_equal(cuse_device_owner_requests(shared_dev, 1), 48);
+	send_read(unique, mine[0]);
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.unique, unique++);
+	assert_int_equal(h.error, -EBUSY);
+	assert_int_equal(n_held, 48);
+	send_read(unique++, theirs);
+	pump(e);
+	assert_int_equal(n_held, 49);
+	assert_false(next_reply(&h, NULL, 0));
+
+	/* A release is never refused; a handle closed makes room for the next open. */
+	rel.fh = mine[15];
+	send_request(FUSE_RELEASE, unique++, &rel, sizeof(rel));
+	pump(e);
+	assert_true(next_reply(&h, NULL, 0));
+	assert_int_equal(h.error, 0);
+	assert_int_equal(cuse_device_owner_files(shared_dev, 1), 15);
+	mine[15] = open_as(e, unique++, 1, &err);
+	assert_int_equal(err, 0);
+
+	/* Answered reads give their places back. */
+	for (unsigned int i = 0; i < n_held; i++) {
+		fuse_reply_err(held_reads[i], EAGAIN);
+		assert_true(next_reply(&h, NULL, 0));
+	}
+	n_held = 0;
+	assert_int_equal(cuse_device_owner_requests(shared_dev, 1), 0);
+	send_read(unique++, mine[0]);
+	pump(e);
+	assert_int_equal(n_held, 1);
+	fuse_reply_err(held_reads[0], EAGAIN);
+	n_held = 0;
+
+	shared_dev = cuse_device_free(shared_dev);
+	cuse_device_set_connector(NULL, NULL);
+	close(kernel_fd);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_takeover),
 		cmocka_unit_test(test_other_node_is_not_taken_over),
+		cmocka_unit_test(test_shares),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -111,7 +111,7 @@ int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret) {
 	return 0;
 }
 
-int manager_route(struct manager *m, const char *path, pid_t pid, struct persona **ret) {
+int manager_route(struct manager *m, const char *path, pid_t pid, struct persona **ret, uint32_t *ret_owner) {
 	struct persona *p;
 
 	if (manager_persona_of_pid(m, pid, &p) < 0) {
@@ -123,6 +123,7 @@ int manager_route(struct manager *m, const char *path, pid_t pid, struct persona
 		return -EACCES;
 	}
 	*ret = p ?: m->active;
+	*ret_owner = p ? p->serial : ROUTED_OWNER_HOST;
 	return 0;
 }
 

@@ -27,6 +27,7 @@ static int persona_new(struct manager *m, const char *name, const struct conf_pe
 	if (!p)
 		return -ENOMEM;
 	p->manager = m;
+	p->serial = ++m->last_serial;
 	p->ns = PIDNS_NULL;
 	p->container_pidfd = -1;
 	snprintf(p->name, sizeof(p->name), "%s", name);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdint.h>
 #include <sys/queue.h>
 #include <systemd/sd-event.h>
 
@@ -34,6 +35,8 @@ struct persona_owner {
 struct persona {
 	struct manager *manager;
 	char name[NAME_MAX_LEN + 1];
+	/* Never the same for two personas of a run (from 1): whose share of a routed node a handle takes. */
+	uint32_t serial;
 	/* The container's pid namespace, once attached; fd -1 before. */
 	struct pidns ns;
 	struct persona_owner owner;
@@ -121,6 +124,7 @@ struct manager {
 	sd_event *event;
 	LIST_HEAD(, persona) personas;
 	unsigned int n_personas;
+	uint32_t last_serial;
 	struct persona *active;
 	/* Newest first: a class may use the classes registered before it, which outlive it. */
 	LIST_HEAD(, device_class) classes;
@@ -233,9 +237,14 @@ int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret);
 /*
  * Whose node a routed node (path) gives process pid: the persona of its
  * container, or the active persona for processes on the host. -EACCES,
- * logged, for processes in no persona.
+ * logged, for processes in no persona. ret_owner gets whose share of the
+ * routed node the handle takes: the container's persona's serial, or
+ * ROUTED_OWNER_HOST.
  */
-int manager_route(struct manager *m, const char *path, pid_t pid, struct persona **ret);
+#define ROUTED_OWNER_HOST UINT32_MAX
+/* A routed node's handles and requests are split among this many owners: every persona, and the host. */
+#define ROUTED_SHARES (CONF_MAX_PERSONAS + 1)
+int manager_route(struct manager *m, const char *path, pid_t pid, struct persona **ret, uint32_t *ret_owner);
 
 /* Binds persona p to the pid namespace of process pid. */
 int manager_attach(struct manager *m, struct persona *p, pid_t pid);

@@ -155,14 +155,14 @@ static void routed_ready(void *userdata) {
 }
 
 /* The framebuffer of the opener's persona; host processes get the active persona's. */
-static int routed_route(void *userdata, pid_t pid, struct cuse_fb **ret) {
+static int routed_route(void *userdata, pid_t pid, struct cuse_fb **ret, uint32_t *ret_owner) {
 	struct display_class *dc = userdata;
 	struct manager *m = dc->base.manager;
 	struct display_node *dn;
 	struct persona *p;
 	int r;
 
-	r = manager_route(m, "/dev/" DEVNS_DEV_DIR "/fb0", pid, &p);
+	r = manager_route(m, "/dev/" DEVNS_DEV_DIR "/fb0", pid, &p, ret_owner);
 	if (r < 0)
 		return r;
 	dn = display_node_of(dc, p);
@@ -187,6 +187,10 @@ static int add_routed(struct display_class *dc) {
 	r = cuse_fb_new(&dc->routed, m->event, devname, major, minor, NULL, NULL, &routed_hooks, dc);
 	if (r < 0)
 		return log_error_errno(r, "/dev/%s: cannot create the routed node: %m", devname);
+	/* One persona's files and requests never take another's place. */
+	r = cuse_fb_set_shares(dc->routed, ROUTED_SHARES);
+	if (r < 0)
+		return log_error_errno(r, "/dev/%s: cannot split the routed node among personas: %m", devname);
 	manager_node_added(m);
 	return 0;
 }

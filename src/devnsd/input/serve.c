@@ -107,13 +107,13 @@ static void routed_ready(void *userdata) {
 }
 
 /* The persona of the opener's container; host processes get the active persona's node. */
-static int routed_route(void *userdata, pid_t pid, struct evdev_node **ret) {
+static int routed_route(void *userdata, pid_t pid, struct evdev_node **ret, uint32_t *ret_owner) {
 	struct input_device *d = userdata;
 	struct input_node *in;
 	struct persona *p;
 	int r;
 
-	r = manager_route(manager_of(d), d->routed_path, pid, &p);
+	r = manager_route(manager_of(d), d->routed_path, pid, &p, ret_owner);
 	if (r < 0)
 		return r;
 	in = input_node_of(d, p);
@@ -147,6 +147,10 @@ static int cuse_device_added(struct input_device *d) {
 			   &routed_hooks, d);
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot create the routed node: %m", d->routed_path);
+	/* One persona's handles and requests never take another's place. */
+	r = cuse_evdev_set_shares(d->routed, ROUTED_SHARES);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot split the routed node among personas: %m", d->routed_path);
 	manager_node_added(m);
 	return 0;
 }

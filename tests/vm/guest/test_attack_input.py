@@ -460,5 +460,160 @@ class InputAndViewAttacks(rig.PersonaTestCase):
         self.assertRegex(rig.devnsctl("list").stdout, r"work")
 
 
+# Opens argv[1] (a routed node) up to argv[2] times, 16 handles a uid from uid
+# 1000 on (the persona node's limit per uid), until a fresh uid is refused
+# too; then parks argv[3] blocking reads on each handle, each in a thread of
+# its own. Prints "handles H parked P busy B" once the refused reads have come
+# back (P reads still wait in devnsd, B got EBUSY), and keeps everything until
+# stdin closes.
+FLOOD_ROUTED = r"""
+import errno, os, sys, threading, time, _thread
+threading.stack_size(64 * 1024)
+path, max_handles, per_handle = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+fds, uid, err = [], 1000, 0
+while len(fds) < max_handles:
+    got = 0
+    os.seteuid(uid)
+    while len(fds) < max_handles and got < 16:
+        try:
+            fds.append(os.open(path, os.O_RDONLY))
+            got += 1
+        except OSError as ex:
+            err = ex.errno
+            break
+    os.seteuid(0)
+    if got == 0:
+        break
+    uid += 1
+lock = threading.Lock()
+answers = {"busy": 0, "other": 0}
+
+def reader(fd):
+    try:
+        os.read(fd, 24 * 64)
+        key = "other"
+    except OSError as ex:
+        key = "busy" if ex.errno == errno.EBUSY else "other"
+    with lock:
+        answers[key] += 1
+
+started = 0
+for fd in fds:
+    for _ in range(per_handle):
+        _thread.start_new_thread(reader, (fd,))
+        started += 1
+last = None
+while True:
+    time.sleep(2)
+    with lock:
+        now = dict(answers)
+    if now == last:
+        break
+    last = now
+print("handles %d parked %d busy %d" % (len(fds), started - now["busy"] - now["other"], now["busy"]), flush=True)
+sys.stdin.read()
+os._exit(0)
+"""
+
+# Opens argv[1] and prints "open ok" or "open errno N", then each event it reads as "ev TYPE CODE VALUE".
+READ_ROUTED = r"""
+import os, struct, sys
+EV = struct.Struct("llHHi")
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+except OSError as err:
+    print("open errno %d" % err.errno, flush=True)
+    sys.exit(0)
+print("open ok", flush=True)
+while True:
+    try:
+        data = os.read(fd, EV.size * 64)
+    except OSError as err:
+        print("read errno %d" % err.errno, flush=True)
+        break
+    for off in range(0, len(data), EV.size):
+        print("ev %d %d %d" % EV.unpack_from(data, off)[2:], flush=True)
+"""
+
+# A routed node is split among every persona and the host (devnsd(8)).
+ROUTED_SHARES = 64 + 1
+ROUTED_HANDLES_PER_PERSONA = 1024 // ROUTED_SHARES
+ROUTED_REQUESTS_PER_PERSONA = (4096 - 1024) // ROUTED_SHARES
+
+
+class RoutedShareAttacks(rig.PersonaTestCase):
+    """Two hostile personas' containers flood a routed node with handles and parked reads; a third
+    persona's container still opens it and reads its input."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kbd = rig.make_keyboard()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.routed = "/dev/devns/" + os.path.basename(cls.kbd_hw)
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(rig.conf_for([cls.kbd_hw], personas=("work", "hostile1", "hostile2", "victim"),
+                                             active="work", daemon={"Routed": "yes"}))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+        cls.kbd.close()
+
+    def setUp(self):
+        super().setUp()
+        self.boxes, self.procs = [], []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        for b in self.boxes:
+            b.stop()
+        os.chmod(self.routed, 0o600)
+        self.assertTrue(self.daemon.alive(), "devnsd died:\n" + self.daemon.output())
+        self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        super().tearDown()
+
+    def box(self, persona):
+        b = rig.Container()
+        self.boxes.append(b)
+        rig.devnsctl("attach", persona, "--pid", str(b.pid))
+        return b
+
+    def start(self, container, script, *args):
+        p = container.popen(sys.executable, "-c", script, *args, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            text=True)
+        self.procs.append(p)
+        return rig.Output(p)
+
+    def test_two_personas_flooding_a_routed_node_leave_a_third_its_input(self):
+        # App uids in the containers open the routed node (it is root's alone otherwise).
+        os.chmod(self.routed, 0o666)
+        floods = []
+        for persona in ("hostile1", "hostile2"):
+            out = self.start(self.box(persona), FLOOD_ROUTED, self.routed, "100", "16")
+            self.assertTrue(out.wait_for(r"handles \d+ parked \d+ busy \d+", timeout=600), out.text)
+            floods.append(out.text.split())
+        print("floods:", floods, file=sys.stderr)
+        victim = self.box("victim")
+        rig.devnsctl("switch", "victim")
+        reader = self.start(victim, READ_ROUTED, self.routed)
+        self.assertTrue(reader.wait_for(r"open (ok|errno \d+)"), reader.text)
+        self.assertIn("open ok", reader.text, "the victim's open of the routed node was refused")
+        self.tap_and_mark(reader)
+        # Each flooding persona got its share, no more.
+        for words in floods:
+            self.assertLessEqual(int(words[1]), ROUTED_HANDLES_PER_PERSONA, words)
+            self.assertLessEqual(int(words[3]), ROUTED_REQUESTS_PER_PERSONA, words)
+
+    def tap_and_mark(self, reader):
+        rig.press(self.kbd, e.KEY_A, 1)
+        rig.press(self.kbd, e.KEY_A, 0)
+        marker = rig.send_marker(self.kbd)
+        self.assertTrue(reader.wait_for(r"ev %d %d %d\n" % marker, timeout=60), reader.text)
+        self.assertIn("ev %d %d 1\n" % (e.EV_KEY, e.KEY_A), reader.text)
+
+
 if __name__ == "__main__":
     rig.main()
