@@ -354,6 +354,14 @@ static void log_populated(struct persona *p, pid_t pid, const struct populate_re
 	if (res->video_group_missing)
 		log_notice("persona %s: the container has no group '%s'; fb0 gets its root group", p->name,
 			   p->video_group.name);
+	if (res->input_group_foreign)
+		log_warning("persona %s: the container, which shares the host's ids, names group '%s' at another gid "
+			    "than the host does; input nodes get %s", p->name, p->input_group.name,
+			    p->input_group.gid >= 0 ? "the configured gid" : "its root group");
+	if (res->video_group_foreign)
+		log_warning("persona %s: the container, which shares the host's ids, names group '%s' at another gid "
+			    "than the host does; fb0 and its socket get %s", p->name, p->video_group.name,
+			    p->video_group.gid >= 0 ? "the configured gid" : "its root group");
 }
 
 static void on_attached(struct persona *p, int r, const struct populate_result *res, void *userdata) {

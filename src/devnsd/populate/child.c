@@ -52,14 +52,27 @@ static int drop_privileges(const struct plan *plan) {
 	return 0;
 }
 
-/* The host gid of a group named in the container's /etc/group, else its fallback. */
+/*
+ * The host gid of a group named in the container's /etc/group, else its
+ * fallback. In a container that shares the host's ids (host_gid: the
+ * host's gid of the name, -1 for none), the container's gid counts only
+ * if it is the host's: its root writes that file.
+ */
 static gid_t resolve_group(const struct plan *plan, const char *text, size_t len, const struct conf_group *g,
-			   bool *ret_missing) {
+			   int64_t host_gid, bool *ret_missing, bool *ret_foreign) {
 	uint32_t inside = 0, host;
+	bool found = false;
 
-	*ret_missing = false;
-	if (g->name[0] && (!text || cfs_group_find(text, len, g->name, &inside) < 0)) {
-		*ret_missing = g->gid < 0;
+	*ret_missing = *ret_foreign = false;
+	if (g->name[0] && text && cfs_group_find(text, len, g->name, &inside) == 0) {
+		found = true;
+		if (plan->result.host_groups && (int64_t)inside != host_gid) {
+			*ret_foreign = true;
+			found = false;
+		}
+	}
+	if (g->name[0] && !found) {
+		*ret_missing = g->gid < 0 && !*ret_foreign;
 		inside = g->gid >= 0 ? (uint32_t)g->gid : 0;
 	} else if (!g->name[0])
 		inside = (uint32_t)MAX(g->gid, 0);
@@ -78,9 +91,11 @@ static void resolve_groups(struct plan *plan, int root_fd) {
 		text = NULL;
 	}
 	plan->result.owner.input_gid =
-		resolve_group(plan, text, len, &plan->input_group, &plan->result.input_group_missing);
+		resolve_group(plan, text, len, &plan->input_group, plan->host_input_gid,
+			      &plan->result.input_group_missing, &plan->result.input_group_foreign);
 	plan->result.owner.video_gid =
-		resolve_group(plan, text, len, &plan->video_group, &plan->result.video_group_missing);
+		resolve_group(plan, text, len, &plan->video_group, plan->host_video_gid,
+			      &plan->result.video_group_missing, &plan->result.video_group_foreign);
 }
 
 static void refuse(struct plan *plan, const char *path) {
@@ -146,6 +161,25 @@ static void close_others(int a, int b, int c) {
 		from = MAX(from, keep[i] + 1);
 	}
 	(void)close_range((unsigned int)from, ~0U, 0);
+}
+
+/*
+ * A share (a socket's directory) as it is bound into the container:
+ * read-only, no set-uid programs, no device nodes, nothing executed. A
+ * socket there still takes connections (connect() writes to no file
+ * system). -1 when it cannot be made so: then it is not bound.
+ */
+static int share_tree(const char *path) {
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC,
+	};
+	int fd = (int)open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+
+	if (fd >= 0 && mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
 }
 
 /* The helper's first step: it dies with devnsd, and keeps only its result pipe and the container's fds. */
@@ -241,7 +275,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 	for (size_t i = 0; i < plan->n; i++)
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
 	for (size_t i = 0; i < plan->n_shares; i++)
-		share_trees[i] = (int)open_tree(AT_FDCWD, plan->shares[i].path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+		share_trees[i] = share_tree(plan->shares[i].path);
 	populate_views_open(plan, view_trees);
 
 	child_drop_privileges(plan, result_fd);

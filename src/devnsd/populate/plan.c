@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "container-fs.h"
 #include "populate/populate-internal.h"
 
 static const char *mapped_path(const struct persona *p, const char *node) {
@@ -88,6 +89,33 @@ void populate_plan_node(void *userdata, const struct node_desc *nd) {
 	populate_plan_node_at(plan, nd, st.st_rdev);
 }
 
+/* A container in devnsd's own user namespace: every host gid is one of its gids. */
+static bool shares_host_ids(const struct idmap *gids) {
+	return gids->n == 1 && gids->ranges[0].inside == 0 && gids->ranges[0].outside == 0 &&
+	       gids->ranges[0].count == UINT32_MAX;
+}
+
+/*
+ * The host's gids of the configured group names, for a container that
+ * shares the host's ids: there, its /etc/group, which its root writes,
+ * could name any host group.
+ */
+static void host_groups(struct plan *plan) {
+	_cleanup_(closep) int root = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	_cleanup_(freep) char *text = NULL;
+	uint32_t gid;
+	size_t len = 0;
+
+	plan->result.host_groups = true;
+	plan->host_input_gid = plan->host_video_gid = -1;
+	if (root < 0 || cfs_read_file(root, "etc/group", CFS_READ_MAX, &text, &len) < 0)
+		return;
+	if (plan->input_group.name[0] && cfs_group_find(text, len, plan->input_group.name, &gid) == 0)
+		plan->host_input_gid = gid;
+	if (plan->video_group.name[0] && cfs_group_find(text, len, plan->video_group.name, &gid) == 0)
+		plan->host_video_gid = gid;
+}
+
 /* Ids of the container's root, from its user namespace's maps. */
 int populate_plan_owner(struct plan *plan, int proc_fd) {
 	uint32_t uid, gid;
@@ -101,6 +129,8 @@ int populate_plan_owner(struct plan *plan, int proc_fd) {
 	if (idmap_to_host(&plan->uids, 0, &uid) < 0 || idmap_to_host(&plan->gids, 0, &gid) < 0)
 		return -EPERM;
 	plan->result.owner = (struct persona_owner){ .uid = uid, .gid = gid, .input_gid = gid, .video_gid = gid };
+	if (shares_host_ids(&plan->gids))
+		host_groups(plan);
 	return 0;
 }
 

@@ -49,6 +49,8 @@ struct plan {
 	struct stat host_dev, host_run;
 	struct idmap uids, gids;
 	struct conf_group input_group, video_group;
+	/* With result.host_groups: the host's gids of the groups' names (-1: none). */
+	int64_t host_input_gid, host_video_gid;
 	/* Input nodes as the container's udev clients are to see them. */
 	struct udev_node nodes[POPULATE_MAX];
 	size_t n_nodes;

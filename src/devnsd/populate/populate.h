@@ -28,6 +28,14 @@ struct populate_result {
 	bool shares_dev;
 	/* InputGroup=/VideoGroup= names the container has no group for (its root group was taken). */
 	bool input_group_missing, video_group_missing;
+	/*
+	 * The container shares the host's ids: a group of its /etc/group
+	 * counts only at the gid the host gives that name (its root could
+	 * name any host group there).
+	 */
+	bool host_groups;
+	/* Groups the container named at another gid than the host's (the configured gid or its root group was taken). */
+	bool input_group_foreign, video_group_foreign;
 	/* The step that failed, when the result is an error. */
 	char failed[96];
 	/* A node change (populate_node()) of an input device: the device its udev event names. */

@@ -8,6 +8,7 @@ attached to another one. Each attack runs against its own persona (and its
 own container where there is one). After each, the other personas' frames
 and the screen are as they were, and devnsd answers D-Bus within a second."""
 
+import errno
 import grp
 import os
 import signal
@@ -442,6 +443,95 @@ class AttackDisplay(rig.PersonaTestCase):
         self.assert_screen(self.frames["personal"], "the other persona after the lease")
         rig.devnsctl("switch", "work")
         self.assert_untouched()
+
+
+# Inside a container: tries to make a file and a directory in the socket's directory argv[1], to
+# connect to its socket, and says how the directory is mounted there ("options ..." from mountinfo).
+SHARE_PROBE = r"""
+import os, socket, sys
+d = sys.argv[1]
+for name, call in (("create", lambda: os.close(os.open(d + "/junk", os.O_WRONLY | os.O_CREAT, 0o600))),
+                   ("mkdir", lambda: os.mkdir(d + "/sub"))):
+    try:
+        call()
+        print(name, "ok", flush=True)
+    except OSError as err:
+        print(name, "errno", err.errno, flush=True)
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+try:
+    s.connect(d + "/fb0")
+    print("connect ok", flush=True)
+except OSError as err:
+    print("connect errno", err.errno, flush=True)
+with open("/proc/self/mountinfo") as f:
+    for line in f:
+        fields = line.split()
+        if fields[4] == d:
+            print("options", fields[5], flush=True)
+"""
+
+
+class AttackSocketShare(rig.PersonaTestCase):
+    """The framebuffer socket's directory, bound into a container whose root is the host's root (no
+    user namespace), and the group the socket and fb0 get from a container's /etc/group."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display(personas=("work", "rofs", "planted")))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+
+    def container(self):
+        c = rig.Container(private_dev=True)
+        self.addCleanup(c.stop)
+        return c
+
+    def test_socket_directory_is_read_only_in_the_container(self):
+        sock_dir = os.path.dirname(fbrig.socket_path("rofs"))
+        c = self.container()
+        rig.devnsctl("attach", "rofs", "--pid", str(c.pid))
+        out = c.run(sys.executable, "-c", SHARE_PROBE, sock_dir).stdout.splitlines()
+        # Nothing can be made there: the host's /run is not the container's to fill.
+        self.assertIn("create errno %d" % errno.EROFS, out, out)
+        self.assertIn("mkdir errno %d" % errno.EROFS, out, out)
+        self.assertEqual(sorted(os.listdir(sock_dir)), ["fb0"])
+        # The socket still takes connections.
+        self.assertIn("connect ok", out, out)
+        options = [line.split()[1].split(",") for line in out if line.startswith("options ")]
+        self.assertTrue(options, out)
+        for flag in ("ro", "nosuid", "nodev", "noexec"):
+            self.assertIn(flag, options[-1], out)
+        self.assertTrue(rig.answers_within(1.0))
+        self.assertTrue(self.daemon.alive(), self.daemon.output())
+
+    def test_planted_group_names_no_host_group(self):
+        """The container's root writes /etc/group naming its video group at the host's disk group
+        (a privileged host gid): neither the socket nor fb0 gets that group on the host."""
+        try:
+            privileged = grp.getgrnam("disk").gr_gid
+        except KeyError:
+            privileged = grp.getgrnam("shadow").gr_gid
+        c = self.container()
+        c.run("sh", "-c", "printf 'root:x:0:\\nvideo:x:%d:\\n' > /run/group && mount --bind /run/group /etc/group"
+              % privileged)
+        self.assertIn("video:x:%d:" % privileged, c.run("cat", "/etc/group").stdout)
+        rig.devnsctl("attach", "planted", "--pid", str(c.pid))
+        for path in (fbrig.socket_path("planted"), fbrig.fb_node("planted")):
+            st = os.stat(path)
+            self.assertNotEqual(st.st_gid, privileged, "%s got the host's gid %d from the container's /etc/group"
+                                % (path, privileged))
+            # The container's root group stands in, and the log says why.
+            self.assertEqual((st.st_uid, st.st_gid, st.st_mode & 0o777), (0, 0, 0o660), path)
+        self.assertRegex(self.daemon.output(), r"persona planted: the container, which shares the host's ids, "
+                                               r"names group 'video' at another gid")
+        # A container whose /etc/group agrees with the host still gets the host's video group.
+        rig.devnsctl("detach", "planted")
+        honest = self.container()
+        rig.devnsctl("attach", "planted", "--pid", str(honest.pid))
+        self.assertEqual(os.stat(fbrig.socket_path("planted")).st_gid, grp.getgrnam("video").gr_gid)
 
 
 def child_of(pid):
