@@ -7,7 +7,7 @@
 
 #include "util.h"
 
-#define HOTKEY_MAX_CHORDS 16
+#define HOTKEY_MAX_CHORDS 17
 #define HOTKEY_CHORD_KEYS 4
 /* Events held back while a chord may be forming. */
 #define HOTKEY_BUFFER 64

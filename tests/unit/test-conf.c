@@ -456,6 +456,26 @@ static void test_daemon_section(void **state) {
 	EXPECT_ERROR("[Daemon]\nSwitchKeys=KEY_F1\n[Persona a]\n", 2, "SwitchKeys", "KEY_F1");
 	EXPECT_ERROR("[Daemon]\nSwitchKeys=KEY_A+KEY_B+KEY_C+KEY_D+KEY_E:a\n[Persona a]\n", 2, "SwitchKeys", "chord");
 	EXPECT_ERROR("[Daemon]\nSpeed=11\n[Persona a]\n", 2, "Speed", "unknown key");
+
+	/* One secure attention chord, beside the switch chords, and never one of them. */
+	c = load_ok("[Daemon]\n"
+		    "SwitchKeys=KEY_LEFTMETA+KEY_F1:work\n"
+		    "SecureAttentionKey=KEY_LEFTCTRL+KEY_LEFTALT+KEY_HOME:home\n"
+		    "[Persona work]\n"
+		    "[Persona home]\n");
+	assert_int_equal(c->n_switch_keys, 2);
+	assert_true(c->have_secure_key);
+	assert_false(c->switch_keys[0].secure);
+	assert_true(c->switch_keys[1].secure);
+	assert_int_equal(c->switch_keys[1].n_keys, 3);
+	assert_int_equal(c->switch_keys[1].keys[2], KEY_HOME);
+	assert_string_equal(c->switch_keys[1].persona, "home");
+	conf_free(c);
+	EXPECT_ERROR("[Daemon]\nSecureAttentionKey=KEY_F1:a\nSecureAttentionKey=KEY_F2:a\n[Persona a]\n", 3,
+		     "SecureAttentionKey", "only one");
+	EXPECT_ERROR("[Daemon]\nSwitchKeys=KEY_F1:a\nSecureAttentionKey=KEY_F1:a\n[Persona a]\n", 3,
+		     "SecureAttentionKey", "another chord");
+	EXPECT_ERROR("[Daemon]\nSecureAttentionKey=KEY_F1:nobody\n[Persona a]\n", 2, "SecureAttentionKey", "nobody");
 }
 
 static void test_device_classes(void **state) {

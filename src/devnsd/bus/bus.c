@@ -561,14 +561,18 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
 					 "Persona %s asks too often: at most %d requests at once, then one every %llu s",
 					 p->name, REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
-	granted = p == m->active || p->allow_request_active;
-	log_info("persona %s asks to come forward: %s", p->name, granted ? "granted" : "refused by its policy");
+	granted = p == m->active || (p->allow_request_active && !m->attention_held);
+	log_info("persona %s asks to come forward: %s", p->name,
+		 granted ? "granted" :
+		 p->allow_request_active ? "refused: the secure attention key holds the screen until the user switches" :
+					   "refused by its policy");
 	r = sd_bus_emit_signal(b->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
 			       p->name, granted);
 	if (r < 0)
 		log_warning_errno(r, "Cannot send PersonaActivationRequested: %m");
+	/* Not the user's switch: the persona gets input once every key is up and its frame is shown. */
 	if (granted)
-		manager_switch(m, p, NULL, NULL);
+		manager_switch_by(m, p, SWITCH_BY_PERSONA, NULL, NULL);
 	return sd_bus_reply_method_return(msg, "b", granted);
 }
 

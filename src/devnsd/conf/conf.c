@@ -225,8 +225,11 @@ static int add_switch_key(struct parser *p, const char *key, const char *word) {
 	struct conf *c = p->conf;
 	struct conf_switch_key *sk;
 	char buf[256], *colon, *tok, *save = NULL;
+	bool secure = streq(key, "SecureAttentionKey");
 
-	if (c->n_switch_keys == CONF_MAX_SWITCH_KEYS)
+	if (secure && c->have_secure_key)
+		return parse_error(p, "[Daemon] %s=: only one secure attention chord", key);
+	if (!secure && c->n_switch_keys - c->have_secure_key == CONF_MAX_SWITCH_KEYS)
 		return parse_error(p, "[Daemon] %s=: too many hotkeys (at most %d)", key, CONF_MAX_SWITCH_KEYS);
 	snprintf(buf, sizeof(buf), "%s", word);
 	colon = strrchr(buf, ':');
@@ -234,7 +237,7 @@ static int add_switch_key(struct parser *p, const char *key, const char *word) {
 		return parse_error(p, "[Daemon] %s=%s: expected KEY_X+KEY_Y:PERSONA", key, word);
 	*colon = '\0';
 	sk = &c->switch_keys[c->n_switch_keys];
-	*sk = (struct conf_switch_key){ .line = p->line };
+	*sk = (struct conf_switch_key){ .line = p->line, .secure = secure };
 	snprintf(sk->persona, sizeof(sk->persona), "%s", colon + 1);
 	for (tok = strtok_r(buf, "+", &save); tok; tok = strtok_r(NULL, "+", &save)) {
 		int code = libevdev_event_code_from_name(EV_KEY, tok);
@@ -247,6 +250,13 @@ static int add_switch_key(struct parser *p, const char *key, const char *word) {
 	}
 	if (sk->n_keys == 0)
 		return parse_error(p, "[Daemon] %s=%s: no keys", key, word);
+	for (size_t i = 0; i < c->n_switch_keys; i++)
+		if (c->switch_keys[i].n_keys == sk->n_keys &&
+		    memcmp(c->switch_keys[i].keys, sk->keys, sk->n_keys * sizeof(sk->keys[0])) == 0 &&
+		    (secure || c->switch_keys[i].secure))
+			return parse_error(p, "[Daemon] %s=%s: the secure attention chord is another chord's too", key,
+					   word);
+	c->have_secure_key = c->have_secure_key || secure;
 	c->n_switch_keys++;
 	return 1;
 }
@@ -399,6 +409,8 @@ static int daemon_key(struct parser *p, const char *name, const char *v, const c
 	}
 	if (streq(name, "SwitchKeys"))
 		return for_each_word(p, name, raw, add_switch_key);
+	if (streq(name, "SecureAttentionKey"))
+		return add_switch_key(p, name, v);
 	return parse_error(p, "[Daemon] %s: unknown key", name);
 }
 
@@ -591,7 +603,8 @@ static int finish(struct parser *p) {
 	for (size_t i = 0; i < c->n_switch_keys; i++)
 		if (conf_find_persona(c, c->switch_keys[i].persona) < 0) {
 			p->line = c->switch_keys[i].line;
-			parse_error(p, "[Daemon] SwitchKeys=: no persona named '%s'", c->switch_keys[i].persona);
+			parse_error(p, "[Daemon] %s=: no persona named '%s'",
+				    c->switch_keys[i].secure ? "SecureAttentionKey" : "SwitchKeys", c->switch_keys[i].persona);
 			return -EINVAL;
 		}
 	if (c->display == DISPLAY_NONE && (c->display_device || c->display_width)) {

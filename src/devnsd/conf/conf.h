@@ -11,6 +11,8 @@
 #define CONF_MAX_PERSONAS 64
 #define CONF_MAX_PATTERNS 64
 #define CONF_MAX_SWITCH_KEYS 16
+/* SwitchKeys= chords and the one SecureAttentionKey=. */
+#define CONF_MAX_HOTKEYS (CONF_MAX_SWITCH_KEYS + 1)
 #define CONF_MAX_CHORD 4
 #define CONF_MAX_MAPS 16
 #define CONF_MAX_UID_RANGES 16
@@ -74,6 +76,8 @@ struct conf_switch_key {
 	size_t n_keys;
 	char persona[NAME_MAX_LEN + 1];
 	unsigned int line;
+	/* SecureAttentionKey=: a user's switch that personas' requests cannot undo. */
+	bool secure;
 };
 
 enum display_backend {
@@ -92,8 +96,9 @@ struct conf {
 	/* [Daemon] */
 	bool routed;
 	char *switch_group;
-	struct conf_switch_key switch_keys[CONF_MAX_SWITCH_KEYS];
+	struct conf_switch_key switch_keys[CONF_MAX_HOTKEYS];
 	size_t n_switch_keys;
+	bool have_secure_key;
 
 	/* [Input], [Leds], [Backlight] */
 	struct conf_devices input, leds, backlight;

@@ -171,12 +171,21 @@ static void on_switch_done(struct listener *l, void *data) {
 }
 
 int manager_switch(struct manager *m, struct persona *p, switch_done_fn done, void *userdata) {
+	return manager_switch_by(m, p, SWITCH_BY_USER, done, userdata);
+}
+
+int manager_switch_by(struct manager *m, struct persona *p, enum switch_origin origin, switch_done_fn done,
+		      void *userdata) {
 	_cleanup_(switch_op_unrefp) struct switch_op *op = NULL;
 	struct persona *old = m->active;
 	struct device_class *dc;
 	bool waits = false;
 	int r;
 
+	if (origin == SWITCH_BY_PERSONA && m->attention_held && p != old)
+		return -EPERM;
+	if (origin != SWITCH_BY_PERSONA)
+		m->attention_held = origin == SWITCH_BY_ATTENTION;
 	if (m->switch_op)
 		op = switch_op_ref(m->switch_op);
 	else {
@@ -192,6 +201,7 @@ int manager_switch(struct manager *m, struct persona *p, switch_done_fn done, vo
 	if (p != old) {
 		/* Joining a switch under way: the classes move on from the target before to this one. */
 		op->target = p;
+		op->input_held = origin == SWITCH_BY_PERSONA;
 		LIST_FOREACH(dc, &m->classes, link)
 			dc->ops->switch_to(dc, old, p, op);
 		m->active = p;

@@ -144,6 +144,8 @@ struct manager {
 	struct state *state;
 	/* The switch under way: set until every class has it on screen. */
 	struct switch_op *switch_op;
+	/* The secure attention chord brought its persona forward: only the user switches, until the user does. */
+	bool attention_held;
 	struct listener switch_done;
 	/*
 	 * What the layers above hear of (bus/bus.c, for one). Data:
@@ -216,6 +218,25 @@ int manager_remove_persona(struct manager *m, struct persona *p);
  * once. Returns 1 if p was not active, 0 if it was, or a negative errno.
  */
 int manager_switch(struct manager *m, struct persona *p, switch_done_fn done, void *userdata);
+
+/* Who asked for a switch. */
+enum switch_origin {
+	/* Root or a SwitchGroup= member over D-Bus, a SwitchKeys= chord: manager_switch(). */
+	SWITCH_BY_USER,
+	/* A persona's RequestActive: input waits (switch_op.input_held). */
+	SWITCH_BY_PERSONA,
+	/* The secure attention chord: as the user's, and personas' requests wait for the user's next switch. */
+	SWITCH_BY_ATTENTION,
+};
+
+/*
+ * manager_switch(), for a switch origin asked for. SWITCH_BY_PERSONA
+ * switches hold input back (see switch_op.input_held) and are refused
+ * (-EPERM) while the secure attention chord holds the screen
+ * (m->attention_held).
+ */
+int manager_switch_by(struct manager *m, struct persona *p, enum switch_origin origin, switch_done_fn done,
+		      void *userdata);
 
 /* Calls fn for every node persona p has, across device classes. */
 void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn, void *userdata);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
+
 #include "listener.h"
 
 struct persona;
@@ -30,6 +32,12 @@ struct switch_op {
 	unsigned int n_ref;
 	/* The persona the switch brings on; the latest target when switches were joined. */
 	struct persona *target;
+	/*
+	 * A switch the user did not start (a persona's RequestActive): input
+	 * reaches the target only once every key is up and this op is complete
+	 * (its frame shown). A switch the user starts meanwhile clears it.
+	 */
+	bool input_held;
 	struct signal_list done;
 	struct switch_waiter waiters[SWITCH_WAITERS_MAX];
 	unsigned int n_waiters;

@@ -105,6 +105,8 @@ static struct input_node *input_node_free(struct input_node *in) {
 		t->node_removed(in);
 	if (in->device->active == in)
 		in->device->active = NULL;
+	if (in->device->held_for == in)
+		in->device->held_for = NULL;
 	evdev_node_free(in->evdev);
 	LIST_REMOVE(in, by_device);
 	free(in);
@@ -127,9 +129,40 @@ static void device_gone(struct input_device *d) {
 	/* As the kernel does when a device goes: what the active persona held is released first. */
 	if (d->active)
 		evdev_node_deactivate(d->active->evdev);
-	d->active = NULL;
+	d->active = d->held_for = NULL;
 	LIST_FOREACH(in, &d->nodes, by_device)
 		evdev_node_set_gone(in->evdev);
+}
+
+static bool keys_down(const struct evdev_state *s) {
+	for (size_t i = 0; i < ELEMENTSOF(s->key); i++)
+		if (s->key[i])
+			return true;
+	return false;
+}
+
+/*
+ * Input held back after a switch the user did not start goes to the
+ * active persona once its frame is shown and no key of any device is down:
+ * nothing typed before reaches it, and it sees nothing held.
+ */
+static void gate_try(struct input_class *ic) {
+	struct input_device *d;
+
+	if (!ic->input_held || !ic->switch_shown)
+		return;
+	LIST_FOREACH(d, &ic->devices, link)
+		if (!d->gone && keys_down(&d->hw))
+			return;
+	ic->input_held = false;
+	LIST_FOREACH(d, &ic->devices, link) {
+		if (!d->held_for)
+			continue;
+		d->active = d->held_for;
+		d->held_for = NULL;
+		evdev_node_activate(d->active->evdev, &d->hw);
+	}
+	log_info("input goes to persona %s: every key is up and its frame is shown", ic->base.manager->active->name);
 }
 
 void input_device_set_gone(struct input_device *d) {
@@ -160,7 +193,8 @@ static void drain(struct input_device *d) {
 	struct input_event batch[BATCH_MAX], out[HOTKEY_OUT_MAX];
 	size_t n = 0;
 
-	if (d->gone)
+	/* What comes after a chord waits for the chord's switch (on_hotkey()). */
+	if (d->gone || d->after_chord)
 		return;
 	for (int i = 0; i < DRAIN_MAX; i++) {
 		struct input_event ev;
@@ -180,10 +214,20 @@ static void drain(struct input_device *d) {
 			pass_on(d, batch, &n, out, hotkey_feed(d->hotkey, &ev, out, &chord));
 		else
 			pass_on(d, batch, &n, &ev, 1);
-		if (chord >= 0)
+		if (chord >= 0) {
 			queue_hotkey(d->class, d->chord_conf[chord]);
+			d->after_chord = true;
+			break;
+		}
+		/* Held back: the packet that lets the last key up opens the gate for the ones after it. */
+		if (d->class->input_held && ev.type == EV_SYN && ev.code == SYN_REPORT) {
+			deliver(d, batch, n);
+			n = 0;
+			gate_try(d->class);
+		}
 	}
 	deliver(d, batch, n);
+	gate_try(d->class);
 }
 
 void input_device_dispatch(struct input_device *d) {
@@ -201,14 +245,26 @@ static int on_input(sd_event_source *s, int fd, uint32_t revents, void *userdata
 static int on_hotkey(sd_event_source *s, void *userdata) {
 	struct input_class *ic = userdata;
 	struct manager *m = ic->base.manager;
-	const char *target = m->conf->switch_keys[ic->hotkey_target].persona;
-	struct persona *p = manager_find_persona(m, target);
+	const struct conf_switch_key *sk = &m->conf->switch_keys[ic->hotkey_target];
+	struct persona *p = manager_find_persona(m, sk->persona);
+
+	struct input_device *d;
 
 	(void)s;
 	if (!p)
-		log_warning("switch key for persona %s, which no longer exists", target);
-	else
+		log_warning("switch key for persona %s, which no longer exists", sk->persona);
+	else if (sk->secure) {
+		log_info("secure attention key: persona %s comes forward, and stays until the user switches",
+			 p->name);
+		(void)manager_switch_by(m, p, SWITCH_BY_ATTENTION, NULL, NULL);
+	} else
 		(void)manager_switch(m, p, NULL, NULL);
+	/* What was typed after the chord is the persona's it brought forward. */
+	LIST_FOREACH(d, &ic->devices, link)
+		if (d->after_chord) {
+			d->after_chord = false;
+			drain(d);
+		}
 	return 0;
 }
 
@@ -309,7 +365,9 @@ static int input_device_add_persona(struct input_device *d, struct persona *p) {
 		input_node_free(in);
 		return r;
 	}
-	if (p == m->active) {
+	if (p == m->active && d->class->input_held)
+		d->held_for = in;
+	else if (p == m->active) {
 		d->active = in;
 		in->evdev->active = true;
 	}
@@ -369,9 +427,10 @@ fail:
 }
 
 void input_class_remove_device(struct input_class *ic, struct input_device *d) {
-	(void)ic;
 	LIST_REMOVE(d, link);
 	input_device_free(d);
+	/* A key it held is up now. */
+	gate_try(ic);
 }
 
 struct input_node *input_node_of(struct input_device *d, struct persona *p) {
@@ -383,15 +442,22 @@ struct input_node *input_node_of(struct input_device *d, struct persona *p) {
 	return NULL;
 }
 
-static void input_device_switch(struct input_device *d, struct persona *from, struct persona *to) {
+static void input_device_switch(struct input_device *d, struct persona *from, struct persona *to, bool hold) {
 	struct input_node *old = input_node_of(d, from), *new = input_node_of(d, to);
 
 	/* What was pressed before the switch belongs to the old persona. */
 	drain(d);
 	if (d->gone)
 		return;
-	if (old)
+	if (old && old->evdev->active)
 		evdev_node_deactivate(old->evdev);
+	d->held_for = NULL;
+	if (hold) {
+		/* Nobody gets input until gate_try() lets the new persona have it. */
+		d->active = NULL;
+		d->held_for = new;
+		return;
+	}
 	d->active = new;
 	if (new)
 		evdev_node_activate(new->evdev, &d->hw);
@@ -424,11 +490,26 @@ static void input_remove_persona(struct device_class *dc, struct persona *p) {
 }
 
 static void input_switch_to(struct device_class *dc, struct persona *from, struct persona *to, struct switch_op *op) {
+	struct input_class *ic = to_input(dc);
 	struct input_device *d;
 
-	(void)op;
-	LIST_FOREACH(d, &to_input(dc)->devices, link)
-		input_device_switch(d, from, to);
+	/* The drain of each device, first thing in its switch, must still see the gate as it was. */
+	LIST_FOREACH(d, &ic->devices, link)
+		input_device_switch(d, from, to, op->input_held);
+	ic->input_held = op->input_held;
+	ic->switch_shown = false;
+	if (op->input_held)
+		log_info("persona %s asked to come forward: its input waits until every key is up and its frame is "
+			 "shown", to->name);
+}
+
+/* A switch is complete: its persona's frame is on screen. */
+static void on_switch_done(struct listener *l, void *data) {
+	struct input_class *ic = container_of(l, struct input_class, switch_done);
+
+	(void)data;
+	ic->switch_shown = true;
+	gate_try(ic);
 }
 
 static void input_foreach_node(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata) {
@@ -454,6 +535,7 @@ static void input_class_free(struct device_class *dc) {
 	while ((d = LIST_FIRST(&ic->devices)))
 		input_class_remove_device(ic, d);
 	sd_event_source_disable_unref(ic->hotkey_defer);
+	listener_remove(&ic->switch_done);
 	free(ic);
 }
 
@@ -502,6 +584,8 @@ int input_class_new_core(struct manager *m, const struct input_transport_ops *tr
 		return r;
 	}
 	sd_event_source_set_enabled(ic->hotkey_defer, SD_EVENT_OFF);
+	ic->switch_done.notify = on_switch_done;
+	signal_add(&m->events.switch_done, &ic->switch_done);
 	*ret = ic;
 	return 0;
 }

@@ -22,11 +22,15 @@ struct input_device {
 	/* What the hardware reports, folded up: the state a persona resyncs to. */
 	struct evdev_state hw;
 	struct input_node *active;
+	/* The active persona's node while input is held back after a switch (input_class.input_held). */
+	struct input_node *held_for;
+	/* A chord was read: what follows it is read once its switch has run. */
+	bool after_chord;
 	/* /dev/devns/eventN, whose opener's persona decides what it gets (the transport's). */
 	struct cuse_evdev *routed;
-	/* Switch chords on this device, and the [Daemon] SwitchKeys= entry of each. */
+	/* Switch chords on this device, and the [Daemon] SwitchKeys= (or SecureAttentionKey=) entry of each. */
 	struct hotkey *hotkey;
-	size_t chord_conf[CONF_MAX_SWITCH_KEYS];
+	size_t chord_conf[CONF_MAX_HOTKEYS];
 	/* udev properties for the device, for containers' udev data. */
 	char udev[256];
 	char routed_path[64];
@@ -101,6 +105,13 @@ struct input_class {
 	/* A chord's switch, run after the input handler; target: a [Daemon] SwitchKeys= entry. */
 	sd_event_source *hotkey_defer;
 	size_t hotkey_target;
+	/*
+	 * After a switch the user did not start, input reaches nobody until
+	 * every key of every device is up and the switch is complete (the
+	 * target's frame shown): then the active persona's nodes get it.
+	 */
+	bool input_held, switch_shown;
+	struct listener switch_done;
 };
 
 /* input/state.c: keeps each persona's LEDs across a restart (restart/state.h). */

@@ -615,5 +615,122 @@ class RoutedShareAttacks(rig.PersonaTestCase):
         self.assertIn("ev %d %d 1\n" % (e.EV_KEY, e.KEY_A), reader.text)
 
 
+
+def keys_in(events):
+    """(code, value) of each key event among (type, code, value) events."""
+    return [(c, v) for t, c, v in events if t == e.EV_KEY]
+
+
+def read_now(fd):
+    """Every event fd holds now, without waiting, as (type, code, value)."""
+    events = []
+    while True:
+        try:
+            data = os.read(fd, rig.EVENT.size * 64)
+        except BlockingIOError:
+            return events
+        if not data:
+            return events
+        events += [rig.EVENT.unpack_from(data, off)[2:] for off in range(0, len(data), rig.EVENT.size)]
+
+
+class FocusRig(rig.PersonaTestCase):
+    """Personas work (active), thief (may come forward, attached to a container) and home, with a
+    keyboard; the host reads each persona's node."""
+
+    conf_extra = {}
+
+    @classmethod
+    def setUpClass(cls):
+        cls.kbd = rig.make_keyboard()
+        cls.kbd_hw = rig.event_node(cls.kbd)
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(rig.conf_for(
+            [cls.kbd_hw], personas=("work", "thief", "home"), active="work", daemon=cls.conf_extra or None,
+            persona_keys={"thief": {"AllowRequestActive": "yes"}}))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+        cls.kbd.close()
+
+    def setUp(self):
+        super().setUp()
+        self.thief = rig.Container()
+        self.addCleanup(self.thief.stop)
+        rig.devnsctl("attach", "thief", "--pid", str(self.thief.pid))
+        self.fd = {p: rig.open_node(rig.persona_node(p, self.kbd_hw)) for p in ("work", "thief", "home")}
+        self.fds += list(self.fd.values())
+
+    def active(self):
+        return rig.devnsctl("status").stdout.splitlines()[0].split(": ")[1]
+
+    def request_active(self):
+        return self.thief.run(rig.DEVNSCTL, "request-active", check=False)
+
+    def tap(self, code):
+        rig.press(self.kbd, code, 1)
+        rig.press(self.kbd, code, 0)
+
+
+class FocusSteal(FocusRig):
+    """A background persona allowed to come forward (RequestActive) takes the screen while the user
+    holds a key in another persona and types on: what is typed before every key is up never reaches it."""
+
+    def test_keys_typed_before_every_key_is_up_never_reach_the_thief(self):
+        rig.press(self.kbd, e.KEY_A, 1)
+        self.assertIn((e.KEY_A, 1), keys_in(rig.read_to(self.fd["work"], rig.send_marker(self.kbd))))
+        p = self.request_active()
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.active(), "thief")
+        # The rest of a password, typed while A is still down.
+        self.tap(e.KEY_B)
+        rig.press(self.kbd, e.KEY_A, 0)
+        # Every key is up: what comes now is the thief's.
+        self.tap(e.KEY_C)
+        got = keys_in(rig.read_to(self.fd["thief"], rig.send_marker(self.kbd)))
+        self.assertNotIn((e.KEY_B, 1), got, "a key typed before every key was up reached the new persona")
+        self.assertNotIn((e.KEY_A, 0), got)
+        self.assertEqual(got, [(e.KEY_C, 1), (e.KEY_C, 0)])
+        # The persona that lost the screen let go of A, and got nothing typed after.
+        self.assertNotIn((e.KEY_B, 1), keys_in(read_now(self.fd["work"])))
+        self.assertTrue(rig.answers_within(1.0))
+
+
+class SecureAttention(FocusRig):
+    """The secure attention chord (SecureAttentionKey=) is seen by no persona, always brings its
+    persona forward, and personas' requests wait until the user switches."""
+
+    conf_extra = {"SecureAttentionKey": "KEY_LEFTMETA+KEY_ESC:home"}
+
+    def sak(self):
+        rig.press(self.kbd, e.KEY_LEFTMETA, 1)
+        rig.press(self.kbd, e.KEY_ESC, 1)
+        rig.press(self.kbd, e.KEY_ESC, 0)
+        rig.press(self.kbd, e.KEY_LEFTMETA, 0)
+
+    def test_chord_is_never_seen_and_lands_on_its_persona(self):
+        p = self.request_active()
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(self.active(), "thief")
+        self.sak()
+        self.tap(e.KEY_C)
+        # Typed right after the chord, before the switch could have run: home's all the same.
+        got = keys_in(rig.read_to(self.fd["home"], rig.send_marker(self.kbd)))
+        self.assertEqual(self.active(), "home")
+        self.assertEqual(got, [(e.KEY_C, 1), (e.KEY_C, 0)], "the chord reached the persona")
+        for persona in ("thief", "work"):
+            seen = [c for c, _ in keys_in(read_now(self.fd[persona]))]
+            self.assertNotIn(e.KEY_ESC, seen, persona)
+            self.assertNotIn(e.KEY_LEFTMETA, seen, persona)
+        # The thief asks again: it stays behind until the user switches.
+        self.request_active()
+        self.assertEqual(self.active(), "home")
+        self.assertRegex(self.daemon.output(), r"persona thief asks to come forward: refused: the secure attention")
+        rig.devnsctl("switch", "work")
+        p = self.request_active()
+        self.assertEqual(self.active(), "thief", p.stdout + p.stderr)
+
+
 if __name__ == "__main__":
     rig.main()
