@@ -24,7 +24,7 @@ struct light_source;
  * A light as a persona's view reads and writes it, whatever drives the
  * hardware: a sysfs LED or backlight (struct light, below), or an LED of
  * an evdev device devnsd owns, whose state is each persona's evdev node's
- * (devnsd-leds-evdev.c). The LED class treats every source alike. All ops
+ * (leds/evdev.c). The LED class treats every source alike. All ops
  * are mandatory; owner is the persona.
  */
 struct light_source_ops {

@@ -8,16 +8,17 @@
 #include <systemd/sd-daemon.h>
 
 #include "cuse-device.h"
-#include "devnsd-bus.h"
-#include "devnsd-conf.h"
-#include "devnsd-devnum.h"
-#include "devnsd-fdstore.h"
-#include "devnsd-input-hotplug.h"
-#include "devnsd-display.h"
-#include "devnsd-input.h"
-#include "devnsd-leds.h"
-#include "devnsd-manager.h"
-#include "devnsd-state.h"
+#include "bus/bus.h"
+#include "conf/conf.h"
+#include "core/devnum.h"
+#include "restart/fdstore.h"
+#include "input/hotplug.h"
+#include "display/display.h"
+#include "input/input.h"
+#include "leds/leds.h"
+#include "core/manager.h"
+#include "populate/populate.h"
+#include "restart/state.h"
 #include "log.h"
 #include "util.h"
 
@@ -65,7 +66,7 @@ static int add_classes(struct manager *m, const struct conf *conf, struct input_
 		r = display_class_new(m, conf, &display);
 		if (r < 0)
 			return r;
-		r = manager_add_class(m, &display->base);
+		r = manager_add_class(m, display_class_base(display));
 		if (r < 0)
 			return r;
 	}
@@ -144,7 +145,7 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 		return 0;
 	sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	bus_attach_machines(a->bus);
-	state_restore_attachments(a->manager);
+	populate_restore_attachments(a->manager);
 	/* After the containers are bound again: they follow what went meanwhile. */
 	end_left_over(a->manager);
 	return 0;
@@ -218,7 +219,7 @@ static int run(const struct conf *conf) {
 	aw = (struct attach_when_ready){ .manager = m, .bus = bus };
 	if (m->notified || sd_event_add_post(event, &attach_wait, on_post_attach, &aw) < 0) {
 		bus_attach_machines(bus);
-		state_restore_attachments(m);
+		populate_restore_attachments(m);
 		end_left_over(m);
 	}
 

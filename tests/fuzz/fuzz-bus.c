@@ -31,10 +31,10 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "devnsd-bus.h"
-#include "devnsd-conf.h"
-#include "devnsd-input.h"
-#include "devnsd-manager.h"
+#include "bus/bus.h"
+#include "conf/conf.h"
+#include "input/input.h"
+#include "core/manager.h"
 #include "fuzz-input.h"
 #include "log.h"
 

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#include "devnsd-conf.h"
+#include "conf/conf.h"
 #include "fuzz-input.h"
 
 static bool is_abs_path(const char *s) {

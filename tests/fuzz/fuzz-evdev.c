@@ -4,7 +4,7 @@
  * /dev/devns/PERSONA/eventN: ioctls (with CUSE's retries), write()s and
  * read()s on open files, mapped onto the node the way src/cuse/cuse-evdev.c
  * maps them. Behind the node is the fake input backend, wired as
- * devnsd-input.c wires a device: what the node forwards goes to the backend,
+ * input/serve.c wires a device: what the node forwards goes to the backend,
  * the backend's events (its LED echoes too) are folded into the hardware
  * state and passed to the node while it is active. Interleaved: the
  * device's own events, switches, LED writes from the persona's sysfs view,
@@ -139,7 +139,7 @@ static struct libevdev *device_new(bool touchscreen) {
 	return d;
 }
 
-/* devnsd-input.c's drain(): the device's events, folded into the hardware state, passed on in packets. */
+/* input/serve.c's drain(): the device's events, folded into the hardware state, passed on in packets. */
 static void drain(struct rig *r) {
 	struct input_event batch[DRAIN_BATCH];
 	size_t n = 0;
@@ -347,7 +347,7 @@ static void one_op(struct rig *r, struct fuzz_input *in) {
 	case 5:
 		device_events(r, in);
 		break;
-	case 6: /* devnsd-input.c's input_device_switch() */
+	case 6: /* input/serve.c's input_device_switch() */
 		drain(r);
 		if (r->node->active)
 			evdev_node_deactivate(r->node);

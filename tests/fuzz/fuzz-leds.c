@@ -4,7 +4,7 @@
  * what a write() to /run/devns/PERSONA/sys/class/{leds,backlight}/NAME/
  * {brightness,trigger,bl_power} hands the view's store (up to
  * SYSFS_STORE_MAX bytes, not NUL-terminated, in a buffer of exactly that
- * size), parsed as devnsd-leds.c parses it and applied to a light of the
+ * size), parsed as leds/serve.c parses it and applied to a light of the
  * fake backend shared by two personas; and what the views show. From the
  * host's side: trigger lists and numbers as sysfs shows them, read as
  * led-sysfs.c and sysfs-attr.c read them.

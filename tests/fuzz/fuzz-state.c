@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What devnsd reads back after a crash: the state record (state-record.c)
- * and a container's mount table as re-attaching reads it (view-mounts.c).
+ * What devnsd reads back after a crash: the state record (restart/state-record.c)
+ * and a container's mount table as re-attaching reads it (populate/view-mounts.c).
  * A record the parser accepts must hold only valid names, and must come out
  * of formatting and parsing again unchanged; one it refuses must come with
  * a reason.
@@ -9,8 +9,8 @@
 #include <sys/sysmacros.h>
 
 #include "fuzz-input.h"
-#include "state-record.h"
-#include "view-mounts.h"
+#include "restart/state-record.h"
+#include "populate/view-mounts.h"
 
 static void check_record(const struct state_record *r) {
 	fuzz_assert(!r->active[0] || name_is_valid(r->active));

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "core-rig.h"
-#include "devnsd-conf.h"
+#include "conf/conf.h"
 
 struct core_rig *core_rig_new(const char *conf_text) {
 	struct core_rig *r = calloc(1, sizeof(*r));

@@ -3,8 +3,8 @@
 
 #include <systemd/sd-event.h>
 
-#include "devnsd-conf.h"
-#include "devnsd-manager.h"
+#include "conf/conf.h"
+#include "core/manager.h"
 
 /*
  * devnsd's real manager on its own event loop, with the personas of a

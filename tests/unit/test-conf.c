@@ -6,7 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "devnsd-conf.h"
+#include "conf/conf.h"
 #include "test-util.h"
 
 /* The longest line devnsd.conf(5) allows. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "core-rig.h"
-#include "devnsd-input.h"
+#include "input/input.h"
 #include "input-backend.h"
 #include "test-util.h"
 

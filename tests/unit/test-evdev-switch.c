@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Switching an input device between personas, as devnsd does it: the real
- * manager and the input class's core (devnsd-input-core.c) over the fake
+ * manager and the input class's core (input/class.c) over the fake
  * backend, on their own event loop. Every switch goes through
  * manager_switch(); events reach the class through the device's fd.
  */
@@ -9,8 +9,8 @@
 #include <stdlib.h>
 
 #include "core-rig.h"
-#include "devnsd-input.h"
-#include "devnsd-leds.h"
+#include "input/input.h"
+#include "leds/leds.h"
 #include "input-backend.h"
 #include "led-backend.h"
 #include "light.h"

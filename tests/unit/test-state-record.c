@@ -4,8 +4,8 @@
 #include <stdio.h>
 #include <sys/sysmacros.h>
 
-#include "state-record.h"
-#include "view-mounts.h"
+#include "restart/state-record.h"
+#include "populate/view-mounts.h"
 
 static const char good[] = "devnsd-state 1\n"
 			   "seq 42\n"

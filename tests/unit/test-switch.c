@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "core-rig.h"
-#include "devnsd-display.h"
-#include "devnsd-switch.h"
+#include "display/display-internal.h"
+#include "core/switch.h"
 #include "display-backend.h"
 #include "fb-node.h"
 

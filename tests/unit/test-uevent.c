@@ -12,8 +12,8 @@
 
 #include "test-util.h"
 
-#include "devnsd-udev.h"
-#include "devnsd-uevent.h"
+#include "populate/udev.h"
+#include "populate/uevent.h"
 
 #define SKIPPED 77
 /* The host uid of the receiver's root in the user namespace case. */

@@ -11,8 +11,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "devnsd-udev.h"
-#include "devnsd-uevent.h"
+#include "populate/udev.h"
+#include "populate/uevent.h"
 #include "util.h"
 
 int main(int argc, char **argv) {

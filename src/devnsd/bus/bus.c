@@ -1,0 +1,833 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/nsfs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+#include "bus/bus-internal.h"
+#include "bus/bus.h"
+#include "display/display.h"
+#include "leds/leds.h"
+#include "core/manager.h"
+#include "restart/state.h"
+#include "populate/populate.h"
+#include "display-backend.h"
+#include "idmap.h"
+#include "log.h"
+
+#define BUS_NAME "org.devns1"
+#define BUS_PATH "/org/devns1"
+#define BUS_INTERFACE "org.devns1.Manager"
+#define BUS_ERROR_NO_SUCH_PERSONA "org.devns1.Error.NoSuchPersona"
+#define BUS_ERROR_NOT_IN_PERSONA "org.devns1.Error.NotInPersona"
+#define BUS_ERROR_NO_DISPLAY "org.devns1.Error.NoDisplay"
+#define BUS_ERROR_NOT_ATTACHED "org.devns1.Error.NotAttached"
+
+/* The time sd-event last woke at, for rate limits. */
+static uint64_t now_usec(struct manager *m) {
+	uint64_t now = 0;
+
+	if (sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
+		now = 0;
+	return now;
+}
+
+static void log_refusal(struct bus *b, const char *what, const struct bus_peer *peer, const char *why) {
+	if (ratelimit_take(&b->refusal_log, now_usec(b->manager)))
+		log_notice("refused %s to pid %d: %s", what, (int)peer->pid, why);
+}
+
+/*
+ * Privileged calls: the caller must be root, or with group a member of
+ * SwitchGroup=, and live in devnsd's own user and pid namespaces. Root of
+ * another pid namespace (a container without a user namespace) is uid 0
+ * to the bus as well; the namespaces tell it apart.
+ */
+static int check_caller(sd_bus_message *msg, bool group, const char *what, struct bus *b, sd_bus_error *error) {
+	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
+	struct manager *m = b->manager;
+	bool member = group && b->switch_gid != (gid_t)-1;
+	int r;
+
+	r = bus_peer_get(msg, b->peers, &peer);
+	if (r >= 0 && (peer.euid == 0 || (member && bus_peer_in_group(&peer, b->switch_gid)))) {
+		r = bus_peer_in_namespaces(&peer, &b->self_userns, &m->self_ns);
+		if (r > 0 && bus_peer_confirm(msg, b->peers, &peer) == 0)
+			return 0;
+		log_refusal(b, what, &peer, "not root in devnsd's namespaces");
+	}
+	if (member)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+					 "%s needs root or membership of group %s, in devnsd's own user and pid namespaces",
+					 what, m->conf->switch_group);
+	return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s needs root in devnsd's own user and pid namespaces",
+				 what);
+}
+
+/*
+ * What a caller may list: every persona for callers in devnsd's own pid
+ * namespace; its own persona for a process in a persona's container; nothing
+ * for anyone else. The lists give node paths, open handles and LED states,
+ * which are one persona's business.
+ */
+struct scope {
+	bool all;
+	struct persona *own;
+};
+
+static struct scope caller_scope(sd_bus_message *msg, struct bus *b) {
+	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
+	struct persona *p = NULL;
+
+	if (bus_peer_get(msg, b->peers, &peer) < 0 || manager_persona_of_pid(b->manager, peer.pid, &p) < 0 ||
+	    bus_peer_confirm(msg, b->peers, &peer) < 0)
+		return (struct scope){ 0 };
+	return (struct scope){ .all = !p, .own = p };
+}
+
+static bool in_scope(const struct scope *sc, const struct persona *p) {
+	return sc->all || sc->own == p;
+}
+
+static int find_persona(struct manager *m, const char *name, struct persona **ret, sd_bus_error *error) {
+	*ret = manager_find_persona(m, name);
+	if (!*ret)
+		return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_PERSONA, "No persona named '%s'", name);
+	return 0;
+}
+
+/* The start of most calls: the persona named by the first argument, for a caller allowed to act on it. */
+static int read_persona(sd_bus_message *msg, struct bus *b, bool group, const char *what, struct persona **ret,
+			const char **ret_name, sd_bus_error *error) {
+	const char *name;
+	int r;
+
+	r = sd_bus_message_read(msg, "s", &name);
+	if (r < 0)
+		return r;
+	r = check_caller(msg, group, what, b, error);
+	if (r < 0)
+		return r;
+	r = find_persona(b->manager, name, ret, error);
+	if (r < 0)
+		return r;
+	*ret_name = name;
+	return 0;
+}
+
+/* A SwitchTo caller is answered once the switch is on screen. */
+static void switch_answer(void *userdata, struct persona *shown) {
+	sd_bus_message *msg = userdata;
+	int r;
+
+	(void)shown;
+	r = sd_bus_reply_method_return(msg, NULL);
+	if (r < 0)
+		log_debug_errno(r, "Cannot answer SwitchTo: %m");
+	sd_bus_message_unref(msg);
+}
+
+static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = read_persona(msg, b, true, "Switching personas", &p, &name, error);
+	if (r < 0)
+		return r;
+	r = manager_switch(b->manager, p, switch_answer, sd_bus_message_ref(msg));
+	if (r < 0) {
+		sd_bus_message_unref(msg);
+		return sd_bus_error_set_errnof(error, r, "Switching to '%s' failed: %m", name);
+	}
+	return 1;
+}
+
+/* Appends node rows to a reply; the first error sticks. */
+struct node_writer {
+	sd_bus_message *reply;
+	const char *persona;
+	bool detailed;
+	int r;
+};
+
+static void write_node(void *userdata, const struct node_desc *nd) {
+	struct node_writer *w = userdata;
+
+	if (w->r < 0)
+		return;
+	if (w->detailed)
+		w->r = sd_bus_message_append(w->reply, "(ssssu)", w->persona, nd->path, nd->kind, nd->source,
+					     nd->opened);
+	else
+		w->r = sd_bus_message_append(w->reply, "s", nd->path);
+}
+
+static int method_list_personas(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+	struct persona *p;
+	struct node_writer w = { 0 };
+	struct scope sc = caller_scope(msg, b);
+	int r;
+
+	(void)error;
+	r = sd_bus_message_new_method_return(msg, &reply);
+	if (r < 0)
+		return r;
+	w.reply = reply;
+	r = sd_bus_message_open_container(reply, 'a', "(sbas)");
+	if (r < 0)
+		return r;
+	LIST_FOREACH(p, &m->personas, link) {
+		if (!in_scope(&sc, p))
+			continue;
+		r = sd_bus_message_open_container(reply, 'r', "sbas");
+		if (r < 0)
+			return r;
+		r = sd_bus_message_append(reply, "sb", p->name, p == m->active);
+		if (r < 0)
+			return r;
+		r = sd_bus_message_open_container(reply, 'a', "s");
+		if (r < 0)
+			return r;
+		manager_foreach_node(m, p, write_node, &w);
+		if (w.r < 0)
+			return w.r;
+		r = sd_bus_message_close_container(reply);
+		if (r < 0)
+			return r;
+		r = sd_bus_message_close_container(reply);
+		if (r < 0)
+			return r;
+	}
+	r = sd_bus_message_close_container(reply);
+	if (r < 0)
+		return r;
+	return sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_list_nodes(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+	struct persona *p;
+	struct node_writer w = { .detailed = true };
+	struct scope sc = caller_scope(msg, b);
+	int r;
+
+	(void)error;
+	r = sd_bus_message_new_method_return(msg, &reply);
+	if (r < 0)
+		return r;
+	w.reply = reply;
+	r = sd_bus_message_open_container(reply, 'a', "(ssssu)");
+	if (r < 0)
+		return r;
+	LIST_FOREACH(p, &m->personas, link) {
+		if (!in_scope(&sc, p))
+			continue;
+		w.persona = p->name;
+		manager_foreach_node(m, p, write_node, &w);
+		if (w.r < 0)
+			return w.r;
+	}
+	r = sd_bus_message_close_container(reply);
+	if (r < 0)
+		return r;
+	return sd_bus_send(NULL, reply, NULL);
+}
+
+/* Appends one persona's lights to a ListLights reply; the first error sticks. */
+struct light_writer {
+	sd_bus_message *reply;
+	const char *persona;
+	int r;
+};
+
+static void write_light(void *userdata, const struct light_desc *ld) {
+	struct light_writer *w = userdata;
+
+	if (w->r >= 0)
+		w->r = sd_bus_message_append(w->reply, "(sssssuusub)", w->persona, ld->kind, ld->name, ld->source,
+					     ld->policy, ld->brightness, ld->max_brightness, ld->trigger, ld->bl_power,
+					     ld->shown);
+}
+
+static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+	struct light_writer w = { 0 };
+	struct scope sc = caller_scope(msg, b);
+	struct persona *p;
+
+	(void)error;
+	w.r = sd_bus_message_new_method_return(msg, &reply);
+	w.reply = reply;
+	if (w.r >= 0)
+		w.r = sd_bus_message_open_container(reply, 'a', "(sssssuusub)");
+	for (p = LIST_FIRST(&m->personas); p && w.r >= 0; p = LIST_NEXT(p, link)) {
+		if (!in_scope(&sc, p))
+			continue;
+		w.persona = p->name;
+		leds_foreach_light(b->leds, p, write_light, &w);
+	}
+	if (w.r >= 0)
+		w.r = sd_bus_message_close_container(reply);
+	return w.r < 0 ? w.r : sd_bus_send(NULL, reply, NULL);
+}
+
+static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = sd_bus_message_read(msg, "s", &name);
+	if (r < 0)
+		return r;
+	r = check_caller(msg, false, "Creating personas", b, error);
+	if (r < 0)
+		return r;
+	r = manager_create_persona(m, name, &p);
+	if (r == -EEXIST)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A persona named '%s' exists already", name);
+	if (r == -EINVAL)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", name,
+					 NAME_MAX_LEN);
+	if (r == -E2BIG)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "At most %d personas", CONF_MAX_PERSONAS);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Creating persona '%s' failed: %m", name);
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = read_persona(msg, b, false, "Removing personas", &p, &name, error);
+	if (r < 0)
+		return r;
+	r = manager_remove_persona(m, p);
+	if (r == -EBUSY)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Persona '%s' is active; switch away first", name);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Removing persona '%s' failed: %m", name);
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* An Attach in flight: answered (msg set) and logged once its container is populated. */
+struct attach_call {
+	sd_bus_message *msg;
+	pid_t pid;
+};
+
+static void log_populated(struct persona *p, pid_t pid, const struct populate_result *res) {
+	if (res->shares_dev)
+		log_info("persona %s: process %d's container shares devnsd's /dev; no nodes made", p->name, (int)pid);
+	else
+		log_info("persona %s: %u nodes in process %d's container", p->name, res->made, (int)pid);
+	if (res->refused > 0)
+		log_warning("persona %s: %u places in process %d's container hold something else (first /%s); "
+			    "left alone, no node there",
+			    p->name, res->refused, (int)pid, res->first_refused);
+	if (res->sysfs_left[0])
+		log_notice("persona %s: process %d's container keeps its /sys as it is (%s); libinput's udev backend "
+			   "there will not take the persona's input nodes",
+			   p->name, (int)pid, res->sysfs_left);
+	if (res->input_group_missing)
+		log_notice("persona %s: the container has no group '%s'; input nodes get its root group", p->name,
+			   p->input_group.name);
+	if (res->video_group_missing)
+		log_notice("persona %s: the container has no group '%s'; fb0 gets its root group", p->name,
+			   p->video_group.name);
+}
+
+static void on_attached(struct persona *p, int r, const struct populate_result *res, void *userdata) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	struct attach_call *call = userdata;
+
+	if (r >= 0)
+		log_populated(p, call->pid, res);
+	else {
+		sd_bus_error_set_errnof(&error, r, "Cannot make the nodes in process %d's container (%s): %m",
+					(int)call->pid, res->failed);
+		log_warning("persona %s: %s", p->name, error.message);
+	}
+	if (call->msg) {
+		if (r >= 0)
+			r = sd_bus_reply_method_return(call->msg, "u", (uint32_t)res->made);
+		else
+			r = sd_bus_reply_method_error(call->msg, &error);
+		if (r < 0)
+			log_debug_errno(r, "Cannot answer Attach: %m");
+		sd_bus_message_unref(call->msg);
+	}
+	free(call);
+}
+
+/* msg, if any, is answered with the number of nodes made. */
+int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error) {
+	struct attach_call *call;
+	int r;
+
+	call = calloc(1, sizeof(*call));
+	if (!call)
+		return -ENOMEM;
+	*call = (struct attach_call){ .msg = sd_bus_message_ref(msg), .pid = pid };
+	r = manager_attach_container(b->manager, p, pid, on_attached, call);
+	if (r < 0) {
+		sd_bus_message_unref(call->msg);
+		free(call);
+	}
+	if (r == -ESRCH)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No process %d", (int)pid);
+	if (r == -EINVAL)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Process %d is not in a container: it shares devnsd's pid namespace", (int)pid);
+	if (r == -EBUSY)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Process %d's container is bound to another persona", (int)pid);
+	if (r == -EPERM)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
+					 "Process %d's user namespace maps no root user", (int)pid);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Cannot bind to process %d: %m", (int)pid);
+	log_info("persona %s bound to the pid namespace of process %d", p->name, (int)pid);
+	return 1;
+}
+
+static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	struct persona *p;
+	const char *name;
+	uint32_t pid;
+	int r;
+
+	r = read_persona(msg, b, false, "Attaching containers", &p, &name, error);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_read(msg, "u", &pid);
+	if (r < 0)
+		return r;
+	if (pid == 0 || pid > INT32_MAX)
+		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %u", pid);
+	return bus_attach(b, p, (pid_t)pid, msg, error);
+}
+
+static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	struct persona *p;
+	const char *name, *machine;
+	pid_t leader;
+	int r;
+
+	r = read_persona(msg, b, false, "Attaching containers", &p, &name, error);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_read(msg, "s", &machine);
+	if (r < 0)
+		return r;
+	r = bus_machine_leader(sd_bus_message_get_bus(msg), machine, &leader, error);
+	if (r < 0)
+		return r;
+	return bus_attach(b, p, leader, msg, error);
+}
+
+static int method_detach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = read_persona(msg, b, false, "Detaching containers", &p, &name, error);
+	if (r < 0)
+		return r;
+	r = manager_detach(m, p);
+	if (r == -ENOENT)
+		return sd_bus_error_setf(error, BUS_ERROR_NOT_ATTACHED, "Persona '%s' is not attached to a container", name);
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Detaching persona '%s' failed: %m", name);
+	return sd_bus_reply_method_return(msg, NULL);
+}
+
+/* The uids RequestActiveUsers= names, for messages. */
+static void format_uids(const struct conf_uids *u, char *buf, size_t size) {
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < u->n && len < size; i++) {
+		if (u->ranges[i].first == u->ranges[i].last)
+			len += (size_t)snprintf(buf + len, size - len, "%s%u", i ? " " : "", u->ranges[i].first);
+		else
+			len += (size_t)snprintf(buf + len, size - len, "%s%u-%u", i ? " " : "", u->ranges[i].first,
+						u->ranges[i].last);
+	}
+	if (u->n == 0)
+		snprintf(buf, size, "none");
+}
+
+/*
+ * May this caller of p's container ask for p? Its user namespace must be the
+ * container's own (the owner of the pid namespace p is bound to), and its
+ * uid there, read from its uid_map, one of RequestActiveUsers=. A process
+ * that made a user namespace of its own is root only in that one.
+ */
+static int check_request_user(struct bus *b, struct persona *p, const struct bus_peer *peer, sd_bus_error *error) {
+	_cleanup_(pidns_close) struct pidns caller_userns = PIDNS_NULL;
+	_cleanup_(closep) int proc = -1, container_userns = -1;
+	struct stat st;
+	struct idmap map;
+	uint32_t uid;
+	char uids[128];
+	int r;
+
+	r = bus_peer_proc(peer, &proc);
+	if (r >= 0)
+		r = ns_open_at(proc, "user", &caller_userns);
+	if (r < 0)
+		return r;
+	container_userns = ioctl(p->ns.fd, NS_GET_USERNS);
+	if (container_userns < 0 || fstat(container_userns, &st) < 0)
+		return -errno;
+	if (st.st_dev != caller_userns.dev || st.st_ino != caller_userns.ino) {
+		log_refusal(b, "RequestActive", peer, "it is not in its container's own user namespace");
+		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+					 "RequestActive is taken only from persona %s's own user namespace, not from one "
+					 "made inside it", p->name);
+	}
+	r = idmap_read(proc, "uid_map", &map);
+	if (r < 0)
+		return r;
+	/* Unmapped: the kernel's invalid uid, which no list holds. */
+	if (idmap_from_host(&map, (uint32_t)peer->euid, &uid) < 0)
+		uid = UINT32_MAX;
+	format_uids(&p->request_users, uids, sizeof(uids));
+	if (!conf_uids_contain(&p->request_users, uid)) {
+		if (ratelimit_take(&b->refusal_log, now_usec(b->manager)))
+			log_notice("persona %s: RequestActive refused to uid %u (host uid %u): RequestActiveUsers=%s",
+				   p->name, uid, (unsigned int)peer->euid, uids);
+		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
+					 "Persona %s takes RequestActive from its uids %s (RequestActiveUsers=)", p->name,
+					 uids);
+	}
+	return 0;
+}
+
+static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	_cleanup_(bus_peer_done) struct bus_peer peer = BUS_PEER_NULL;
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+	struct persona *p = NULL;
+	bool granted;
+	int r;
+
+	r = bus_peer_get(msg, b->peers, &peer);
+	if (r < 0)
+		return r;
+	r = manager_persona_of_pid(m, peer.pid, &p);
+	if (r < 0 || !p)
+		return sd_bus_error_setf(error, BUS_ERROR_NOT_IN_PERSONA,
+					 "The caller (pid %d) is not in any persona's container", (int)peer.pid);
+	r = check_request_user(b, p, &peer, error);
+	if (r < 0)
+		return r;
+	r = bus_peer_confirm(msg, b->peers, &peer);
+	if (r < 0)
+		return r;
+	if (!ratelimit_take(&p->request_limit, now_usec(m)))
+		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
+					 "Persona %s asks too often: at most %d requests at once, then one every %llu s",
+					 p->name, REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
+	granted = p == m->active || p->allow_request_active;
+	log_info("persona %s asks to come forward: %s", p->name, granted ? "granted" : "refused by its policy");
+	r = sd_bus_emit_signal(b->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
+			       p->name, granted);
+	if (r < 0)
+		log_warning_errno(r, "Cannot send PersonaActivationRequested: %m");
+	if (granted)
+		manager_switch(m, p, NULL, NULL);
+	return sd_bus_reply_method_return(msg, "b", granted);
+}
+
+static int property_active(sd_bus *bus, const char *path, const char *interface, const char *property,
+			   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	struct manager *m = b->manager;
+
+	(void)bus;
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	return sd_bus_message_append(reply, "s", m->active->name);
+}
+
+/* Whether whoever reads a property sees every persona: not a process of a container. */
+static bool reader_sees_all(sd_bus *bus, struct bus *b) {
+	sd_bus_message *call = sd_bus_get_current_message(bus);
+
+	return call && caller_scope(call, b).all;
+}
+
+/* 0 for callers in containers: the count moves as the active persona draws. */
+static int property_frames_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
+				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (!reader_sees_all(bus, b))
+		return sd_bus_message_append(reply, "t", (uint64_t)0);
+	return sd_bus_message_append(reply, "t", display_frames_shown(b->display));
+}
+
+/*
+ * "on", "off" (the active persona blanked it), "gone" (the display device went away), or "" without a
+ * display; "" for callers in containers.
+ */
+static int property_display_power(sd_bus *bus, const char *path, const char *interface, const char *property,
+				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (!reader_sees_all(bus, b) || !b->display)
+		return sd_bus_message_append(reply, "s", "");
+	if (display_lost(b->display))
+		return sd_bus_message_append(reply, "s", "gone");
+	return sd_bus_message_append(reply, "s", display_powered_down(b->display) ? "off" : "on");
+}
+
+/*
+ * The display's buffers, the memory they take, and the personas a switch
+ * shows with a flip; nothing for callers in containers, to whom other
+ * personas' use of the screen is none of their business.
+ */
+static int property_display_buffers(sd_bus *bus, const char *path, const char *interface, const char *property,
+				    sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct persona *kept[DISPLAY_MAX_BUFFERS];
+	struct bus *b = userdata;
+	uint64_t bytes = 0;
+	unsigned int n = 0;
+	size_t n_kept = 0;
+	int r;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (reader_sees_all(bus, b) && b->display) {
+		n = display_buffers(b->display, &bytes);
+		n_kept = display_kept_frames(b->display, kept, ELEMENTSOF(kept));
+	}
+	r = sd_bus_message_open_container(reply, 'r', "utas");
+	if (r < 0)
+		return r;
+	r = sd_bus_message_append(reply, "ut", n, bytes);
+	if (r < 0)
+		return r;
+	r = sd_bus_message_open_container(reply, 'a', "s");
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n_kept; i++) {
+		r = sd_bus_message_append(reply, "s", kept[i]->name);
+		if (r < 0)
+			return r;
+	}
+	r = sd_bus_message_close_container(reply);
+	if (r < 0)
+		return r;
+	return sd_bus_message_close_container(reply);
+}
+
+/* Switches shown from kept frames and by copying; 0 for callers in containers, as FramesShown. */
+static int property_switches_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
+				   sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	uint64_t kept = 0, copied = 0;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (reader_sees_all(bus, b))
+		display_switches_shown(b->display, &kept, &copied);
+	return sd_bus_message_append(reply, "(tt)", kept, copied);
+}
+
+/* What the last restart could not take back; none for callers in containers. */
+static int property_restart_notes(sd_bus *bus, const char *path, const char *interface, const char *property,
+				  sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	const char *note;
+	int r;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	r = sd_bus_message_open_container(reply, 'a', "s");
+	/* The notes are devnsd's own: for callers in its pid namespace. */
+	if (reader_sees_all(bus, b))
+		for (size_t i = 0; r >= 0 && (note = state_restart_note(b->manager, i)); i++)
+			r = sd_bus_message_append(reply, "s", note);
+	return r < 0 ? r : sd_bus_message_close_container(reply);
+}
+
+/* The persona's visible frame as a sealed memfd; the caller writes the file. */
+static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	_cleanup_(closep) int fd = -1;
+	uint32_t width, height, stride;
+	struct persona *p;
+	const char *name;
+	int r;
+
+	r = read_persona(msg, b, false, "Screenshot", &p, &name, error);
+	if (r < 0)
+		return r;
+	r = display_snapshot(b->display, p, &fd, &width, &height, &stride);
+	if (r == -ENODEV)
+		return sd_bus_error_setf(error, BUS_ERROR_NO_DISPLAY, "devnsd runs no display ([Display] is not set)");
+	if (r < 0)
+		return sd_bus_error_set_errnof(error, r, "Cannot copy the frame of '%s': %m", name);
+	return sd_bus_reply_method_return(msg, "huuus", fd, width, height, stride, "XRGB8888");
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+	SD_BUS_VTABLE_START(0),
+	SD_BUS_PROPERTY("ActivePersona", "s", property_active, 0, SD_BUS_VTABLE_PROPERTY_EMITS_CHANGE),
+	SD_BUS_PROPERTY("FramesShown", "t", property_frames_shown, 0, 0),
+	SD_BUS_PROPERTY("DisplayPower", "s", property_display_power, 0, 0),
+	SD_BUS_PROPERTY("DisplayBuffers", "(utas)", property_display_buffers, 0, 0),
+	SD_BUS_PROPERTY("SwitchesShown", "(tt)", property_switches_shown, 0, 0),
+	SD_BUS_PROPERTY("RestartNotes", "as", property_restart_notes, 0, 0),
+	SD_BUS_METHOD_WITH_ARGS("SwitchTo", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_switch_to,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("ListPersonas", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sbas)", personas),
+				method_list_personas, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("ListNodes", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(ssssu)", nodes), method_list_nodes,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("CreatePersona", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_create_persona,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("RemovePersona", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_remove_persona,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Attach", SD_BUS_ARGS("s", persona, "u", pid), SD_BUS_RESULT("u", nodes_made),
+				method_attach, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("AttachMachine", SD_BUS_ARGS("s", persona, "s", machine),
+				SD_BUS_RESULT("u", nodes_made), method_attach_machine, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Detach", SD_BUS_ARGS("s", persona), SD_BUS_NO_RESULT, method_detach,
+				SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("RequestActive", SD_BUS_NO_ARGS, SD_BUS_RESULT("b", granted),
+				method_request_active, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_SIGNAL_WITH_ARGS("PersonaActivationRequested", SD_BUS_ARGS("s", persona, "b", granted), 0),
+	SD_BUS_METHOD_WITH_ARGS("ListLights", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sssssuusub)", lights),
+				method_list_lights, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_METHOD_WITH_ARGS("Screenshot", SD_BUS_ARGS("s", persona),
+				SD_BUS_RESULT("h", frame, "u", width, "u", height, "u", stride, "s", format),
+				method_screenshot, SD_BUS_VTABLE_UNPRIVILEGED),
+	SD_BUS_VTABLE_END,
+};
+
+/* A connection left the bus: what devnsd kept about it goes, with the pidfd that pinned its process. */
+static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	const char *name, *old_owner, *new_owner;
+
+	(void)error;
+	if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) >= 0 && name[0] == ':' && !new_owner[0])
+		bus_peer_cache_forget(b->peers, name);
+	return 0;
+}
+
+static void on_active_changed(struct listener *l, void *data) {
+	struct bus *b = container_of(l, struct bus, active_changed);
+
+	(void)data;
+	sd_bus_emit_properties_changed(b->bus, BUS_PATH, BUS_INTERFACE, "ActivePersona", NULL);
+}
+
+int bus_new(struct bus **ret, struct manager *m, struct display_class *display, struct leds_class *leds) {
+	_cleanup_(bus_freep) struct bus *b = NULL;
+	_cleanup_(closep) int self = -1;
+	int r;
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return log_error_errno(ENOMEM, "out of memory");
+	b->manager = m;
+	b->display = display;
+	b->leds = leds;
+	b->self_userns = PIDNS_NULL;
+	b->switch_gid = (gid_t)-1;
+	b->refusal_log = RATELIMIT_INIT(10 * 1000000ull, 20);
+	r = bus_peer_cache_new(&b->peers);
+	if (r < 0)
+		return log_error_errno(r, "out of memory");
+	self = open("/proc/self", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	r = self < 0 ? -errno : ns_open_at(self, "user", &b->self_userns);
+	if (r < 0)
+		return log_error_errno(r, "Cannot open devnsd's own user namespace: %m");
+	if (m->conf->switch_group) {
+		struct group *g = getgrnam(m->conf->switch_group);
+		if (g)
+			b->switch_gid = g->gr_gid;
+		else
+			log_warning("SwitchGroup=%s: no such group; only root may switch", m->conf->switch_group);
+	}
+
+	r = sd_bus_open_system_with_description(&b->bus, "devnsd");
+	if (r < 0)
+		return log_error_errno(r, "Cannot connect to the system bus: %m");
+	r = sd_bus_add_object_vtable(b->bus, NULL, BUS_PATH, BUS_INTERFACE, manager_vtable, b);
+	if (r < 0)
+		return log_error_errno(r, "Cannot register %s: %m", BUS_PATH);
+	r = sd_bus_request_name(b->bus, BUS_NAME, 0);
+	if (r < 0)
+		return log_error_errno(r, "Cannot own the name %s (is the bus policy installed?): %m", BUS_NAME);
+	/* Only names that lost their owner (arg2 empty): devnsd is not woken by every connection that comes. */
+	r = sd_bus_add_match_async(b->bus, NULL,
+				   "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+				   "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg2=''",
+				   on_name_owner_changed, NULL, b);
+	if (r < 0)
+		return log_error_errno(r, "Cannot follow the bus's connections: %m");
+	r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
+	if (r < 0)
+		return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
+	b->active_changed.notify = on_active_changed;
+	signal_add(&m->events.active_changed, &b->active_changed);
+	*ret = TAKE_PTR(b);
+	return 0;
+}
+
+struct bus *bus_free(struct bus *b) {
+	if (!b)
+		return NULL;
+	listener_remove(&b->active_changed);
+	bus_machines_free(b);
+	sd_bus_flush_close_unref(b->bus);
+	pidns_close(&b->self_userns);
+	bus_peer_cache_free(b->peers);
+	free(b);
+	return NULL;
+}

@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: MIT */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "core/devnum.h"
+#include "core/manager.h"
+#include "util.h"
+
+/* The kernel's second range of dynamic majors; devns picks one unused. */
+#define MAJOR_FIRST 384
+#define MAJOR_LAST 511
+
+struct devnum_entry {
+	char *name;
+	unsigned int minor;
+};
+
+struct devnum {
+	char *path;
+	unsigned int major;
+	struct devnum_entry *entries;
+	size_t n_entries;
+};
+
+/*
+ * Whether a driver holds major; with own_ok, a driver other than devns.
+ * CUSE registers each node under its DEVNAME, so the nodes a restart takes
+ * over ("devns/...") are devns' own, under the major saved; a new major
+ * is picked among those nobody holds.
+ */
+static bool major_in_use(unsigned int major, bool own_ok) {
+	_cleanup_(freep) char *line = NULL;
+	size_t len = 0;
+	bool chars = false, used = false;
+	FILE *f = fopen("/proc/devices", "re");
+
+	if (!f)
+		return false;
+	while (!used && getline(&line, &len, f) > 0) {
+		unsigned int m;
+		int name = 0;
+
+		if (strncmp(line, "Character", 9) == 0)
+			chars = true;
+		else if (strncmp(line, "Block", 5) == 0)
+			chars = false;
+		else if (chars && sscanf(line, "%u %n", &m, &name) == 1 && m == major)
+			used = !own_ok || strncmp(line + name, DEVNS_DEV_DIR "/", strlen(DEVNS_DEV_DIR "/")) != 0;
+	}
+	fclose(f);
+	return used;
+}
+
+static int pick_major(unsigned int *ret) {
+	for (unsigned int m = MAJOR_LAST; m >= MAJOR_FIRST; m--)
+		if (!major_in_use(m, false)) {
+			*ret = m;
+			return 0;
+		}
+	return -ENOSPC;
+}
+
+static void clear_entries(struct devnum *d) {
+	for (size_t i = 0; i < d->n_entries; i++)
+		free(d->entries[i].name);
+	d->n_entries = 0;
+}
+
+static int add_entry(struct devnum *d, const char *name, unsigned int minor) {
+	struct devnum_entry *e;
+
+	if (d->n_entries >= DEVNUM_MAX_NODES)
+		return -E2BIG;
+	e = realloc(d->entries, (d->n_entries + 1) * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	d->entries = e;
+	e[d->n_entries].name = strdup(name);
+	if (!e[d->n_entries].name)
+		return -ENOMEM;
+	e[d->n_entries].minor = minor;
+	d->n_entries++;
+	return 0;
+}
+
+static int load(struct devnum *d) {
+	_cleanup_(freep) char *line = NULL;
+	size_t len = 0;
+	FILE *f = fopen(d->path, "re");
+	int r = 0;
+
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (r >= 0 && getline(&line, &len, f) > 0) {
+		char name[256];
+		unsigned int n;
+		if (sscanf(line, "major %u", &n) == 1)
+			d->major = n;
+		else if (sscanf(line, "%u %255s", &n, name) == 2)
+			r = add_entry(d, name, n);
+	}
+	fclose(f);
+	return r;
+}
+
+static int save(struct devnum *d) {
+	_cleanup_(freep) char *tmp = NULL;
+	FILE *f;
+	int r = 0;
+
+	if (asprintf(&tmp, "%s.new", d->path) < 0)
+		return -ENOMEM;
+	f = fopen(tmp, "we");
+	if (!f)
+		return -errno;
+	fprintf(f, "major %u\n", d->major);
+	for (size_t i = 0; i < d->n_entries; i++)
+		fprintf(f, "%u %s\n", d->entries[i].minor, d->entries[i].name);
+	if (fflush(f) != 0 || fsync(fileno(f)) < 0)
+		r = -errno;
+	fclose(f);
+	if (r == 0 && rename(tmp, d->path) < 0)
+		r = -errno;
+	if (r < 0)
+		unlink(tmp);
+	return r;
+}
+
+int devnum_new(struct devnum **ret, const char *dir) {
+	_cleanup_(devnum_freep) struct devnum *d = NULL;
+	int r;
+
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (asprintf(&d->path, "%s/devices", dir) < 0) {
+		d->path = NULL;
+		return -ENOMEM;
+	}
+	r = load(d);
+	if (r < 0)
+		return r;
+	/* A major that someone else holds now cannot be ours again: start over. */
+	if (d->major == 0 || major_in_use(d->major, true)) {
+		clear_entries(d);
+		r = pick_major(&d->major);
+		if (r < 0)
+			return r;
+		r = save(d);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(d);
+	return 0;
+}
+
+struct devnum *devnum_free(struct devnum *d) {
+	if (!d)
+		return NULL;
+	clear_entries(d);
+	free(d->entries);
+	free(d->path);
+	free(d);
+	return NULL;
+}
+
+int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, unsigned int *ret_minor) {
+	unsigned int minor = 0;
+	int r;
+
+	for (size_t i = 0; i < d->n_entries; i++) {
+		if (streq(d->entries[i].name, devname)) {
+			*ret_major = d->major;
+			*ret_minor = d->entries[i].minor;
+			return 0;
+		}
+		minor = MAX(minor, d->entries[i].minor + 1);
+	}
+	if (strlen(devname) > 255 || strpbrk(devname, " \n"))
+		return -EINVAL;
+	r = add_entry(d, devname, minor);
+	if (r < 0)
+		return r;
+	r = save(d);
+	if (r < 0)
+		return r;
+	*ret_major = d->major;
+	*ret_minor = minor;
+	return 0;
+}

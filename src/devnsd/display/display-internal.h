@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What the display class's files share: the class (class.c), presenting
+ * (present.c), the CUSE nodes (serve.c), the mmap sockets (socket.c),
+ * tracking mappings (track.c), restart (state.c), the display device going
+ * and coming (hotplug.c) and the hardware behind it (hardware.c).
+ */
+#include <sys/queue.h>
+
+#include "devns-fb.h"
+#include "display/display.h"
+#include "fb-ioctl.h"
+#include "fb-node.h"
+#include "fb-track.h"
+#include "ratelimit.h"
+
+struct cuse_fb;
+struct display_socket;
+struct display_track;
+struct track_budget;
+struct display_hotplug;
+
+/*
+ * drm_dev_register() makes a DRM device's node before it registers the
+ * device's connectors, so a device that has just come may show no
+ * connected output yet: it is asked again, this often, for this long.
+ */
+#define DISPLAY_OUTPUT_RETRY_USEC (50 * 1000u)
+#define DISPLAY_OUTPUT_WAIT_USEC (2 * 1000000u)
+
+/* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
+#define DISPLAY_RUN_DIR "/run/devnsd/fb"
+
+/* A persona's /dev/devns/PERSONA/fb0, its shadow framebuffer and its mmap socket. */
+struct display_node {
+	struct display_class *class;
+	struct persona *persona;
+	struct fb_node *fb;
+	struct cuse_fb *cuse;
+	struct display_socket *socket;
+	char path[64 + NAME_MAX_LEN];
+	/* The node's device number, when devnsd chose it (0 otherwise). */
+	dev_t rdev;
+	char socket_path[108];
+	/* The socket's directory: containers get it bound at the same path. */
+	char socket_dir[108];
+	bool ready;
+	/* A program held a change of its mapping's write protection up: no more tracking (display/track.c). */
+	bool track_refused;
+	/* The persona's tracking threads alive (display/track.c). */
+	struct track_budget *track_budget;
+	/* Never 0, never reused. */
+	uint64_t serial;
+	/* Counts changes to what the persona shows (writes, pans, blanking, mappings). */
+	uint64_t gen;
+	LIST_ENTRY(display_node) link;
+};
+
+/*
+ * How persona framebuffers reach programs: display/serve.c serves
+ * fb0 nodes over CUSE and mmap sockets; unit tests run the core without
+ * one (NULL). Every op is optional.
+ */
+struct display_transport_ops {
+	/* dn's framebuffer exists: make it reachable. */
+	int (*node_added)(struct display_node *dn);
+	/* dn is going (also when node_added failed). */
+	void (*node_removed)(struct display_node *dn);
+	/* dn's persona has a new owner. */
+	void (*set_owner)(struct display_node *dn);
+	/* Ends every file, ticket and mapping of dn. */
+	void (*revoke)(struct display_node *dn);
+	/* Open files and mapping programs of dn; programs waiting for vsync on dn. */
+	unsigned int (*n_open)(struct display_node *dn);
+	unsigned int (*n_mappers)(struct display_node *dn);
+	unsigned int (*vsync_waiters)(struct display_node *dn);
+	/* Wakes dn's vsync waiters. */
+	void (*vsync)(struct display_node *dn);
+	/*
+	 * Mapping programs of dn whose writes are not tracked at all, and
+	 * those whose writes would go unseen now (not tracked, or not
+	 * write-protected at the moment). Without n_unseen every mapping is
+	 * scanned every refresh.
+	 */
+	unsigned int (*n_untracked)(struct display_node *dn);
+	unsigned int (*n_unseen)(struct display_node *dn);
+	/* Write-protects every tracked mapping of dn (arm), or lifts the protection. */
+	void (*arm)(struct display_node *dn, bool arm);
+	/* The class is going, before its nodes: the transport's own nodes (the routed one). */
+	void (*class_removed)(struct display_class *dc);
+};
+
+struct display_class {
+	struct device_class base;
+	const struct display_transport_ops *transport;
+	struct display_output *backend;
+	char *device;
+	sd_event_source *backend_source;
+	/* Runs once a refresh while the active persona has mappings or someone waits for vsync. */
+	sd_event_source *tick;
+	uint64_t refresh_usec;
+	/* When the last tick was due: a tick for a tracked write keeps to the same beat. */
+	uint64_t tick_due_usec;
+	struct display_node *active;
+	LIST_HEAD(, display_node) nodes;
+	/* /dev/devns/fb0, whose opener's persona decides which framebuffer it gets (Routed=yes). */
+	struct cuse_fb *routed;
+	bool routed_ready;
+	/* Visible rows of the active persona not yet presented. */
+	struct fb_rows damage;
+	/* The next present copies in one go (a switch). */
+	bool urgent;
+	/* The display device went away: backend stands in for it, in memory (display_class_set_output()). */
+	bool lost;
+	/* Follows the display device going and coming back (display/hotplug.c); NULL in unit tests. */
+	struct display_hotplug *hotplug;
+	/* Powering the display down failed once, or cannot be done: it stays up. */
+	bool stays_up;
+	/* Power-downs let through, and the timer that tries again once one is due. */
+	struct ratelimit power_downs;
+	sd_event_source *power_due;
+	/*
+	 * The switch under way, held until it is on screen: switch_copy while
+	 * its frame is not submitted yet, switch_flip once the pending flip
+	 * shows it.
+	 */
+	struct switch_op *switch_copy;
+	struct switch_op *switch_flip;
+	/* Copies a frame in steps while the backend is copying, from copy_src (NULL: black). */
+	sd_event_source *copy;
+	const uint8_t *copy_src;
+	uint32_t copy_stride, copy_rows;
+	/* Whose frame, and which version, the copy under way shows. */
+	uint64_t copy_owner, copy_gen;
+	/* Switches shown by a flip to a buffer that kept the frame, and by copying the frame first. */
+	uint64_t switches_kept, switches_copied;
+	uint64_t next_serial;
+	/*
+	 * The active persona's mapped frame as the last scan took it (snap),
+	 * and a hash of each of its rows (when scan_valid): a refresh hashes
+	 * the frame's rows again, takes those that changed into snap, and
+	 * presents them from there, so what is shown is what was hashed.
+	 */
+	uint64_t *scan;
+	uint8_t *snap;
+	uint32_t scan_rows;
+	bool scan_valid;
+	/* A scan ran since the last refresh. */
+	bool scanned;
+	/* A pan or blank presented the whole frame since the last refresh. */
+	bool presented_whole;
+	/* Whether the active persona's mapped frame is tracked or scanned every refresh. */
+	struct fb_track_policy track;
+};
+
+/*
+ * display/socket.c: hands the persona's memfd to programs that
+ * bring a ticket of an open fb0 file (devns-fb.h). The socket is made
+ * 0660, owned by the persona's owner uid and video group.
+ */
+int display_socket_new(struct display_socket **ret, struct display_node *dn);
+struct display_socket *display_socket_free(struct display_socket *s);
+/* Connected programs: each holds a mapping of the framebuffer. */
+unsigned int display_socket_n_mappers(const struct display_socket *s);
+/*
+ * Mappings that are not tracked (a read-only mapping is seen whole):
+ * at all, or, with now, at the moment (not write-protected).
+ */
+unsigned int display_socket_n_untracked(const struct display_socket *s, bool now);
+/* Write-protects every tracked mapping (arm), or lifts the protection. */
+void display_socket_arm(struct display_socket *s, bool arm);
+/* Closes every connection, mappings included, without calling display_node_mappers_changed(). */
+void display_socket_revoke(struct display_socket *s);
+/* Gives the socket file to uid:gid, mode 0660; -ESTALE when it is no longer the socket devnsd bound. */
+int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
+
+
+/*
+ * display/track.c: one mapping's userfaultfd (devns-fb.h). new
+ * takes fd in any case and checks it: -EBADF when it is no userfaultfd,
+ * -EINVAL when msg's range is not inside dn's framebuffer or not
+ * registered for write-protection in it. A live track has its
+ * userfaultfd still; a fault, or any failure, leaves it unarmed (a
+ * failure for good), and tells display_node_mapped_written().
+ */
+int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, int fd,
+		      struct display_track **ret);
+struct display_track *display_track_free(struct display_track *t);
+/* dn is going: its tracking threads still alive count on their own. */
+void display_track_budget_drop(struct display_node *dn);
+bool display_track_live(const struct display_track *t);
+bool display_track_armed(const struct display_track *t);
+void display_track_arm(struct display_track *t, bool arm);
+
+/*
+ * display/present.c: bringing the active persona's changes to the
+ * screen. Damage is in rows of the visible frame.
+ */
+void display_add_damage(struct display_class *dc, uint32_t y0, uint32_t y1);
+void display_damage_all(struct display_class *dc);
+/* Takes the rows of the active persona's mapped frame that changed since the last scan as damage; whether any did. */
+bool display_scan_mapped(struct display_class *dc);
+/* Whether the active persona's mapped frame may have changed unseen since the last scan. */
+bool display_mapped_unseen(struct display_class *dc);
+/* Starts presenting the damage unless a copy or a flip is under way. */
+void display_flush(struct display_class *dc);
+/* Completes the copy under way at once (switching: it shows the last switch). */
+void display_complete_copy(struct display_class *dc, bool switching);
+/* Gives up the copy under way. */
+void display_abort_copy(struct display_class *dc);
+/* The last switch is on screen, or cannot get there. */
+void display_switch_shown(struct display_class *dc);
+/* Runs the refresh timer when something needs it. */
+void display_update_tick(struct display_class *dc);
+/* A background persona wrote rows: they go to the spare that holds its frame; that spare, or DISPLAY_NO_BUFFER. */
+unsigned int display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows);
+/* Event sources of the class: copy steps, the refresh timer, the display's flips and fd. */
+int display_on_copy(sd_event_source *s, void *userdata);
+int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata);
+int display_on_power_due(sd_event_source *s, uint64_t usec, void *userdata);
+void display_on_flip_done(void *userdata);
+int display_on_backend(sd_event_source *s, int fd, uint32_t revents, void *userdata);
+
+/* A program connected to or left dn's socket. */
+void display_node_mappers_changed(struct display_node *dn);
+/* A tracked mapping of dn was written to (or its tracking ended, or began): dn's frame is to be scanned. */
+void display_node_mapped_written(struct display_node *dn);
+
+/*
+ * display/state.c: the class's part of a restart. fb_new gives dn
+ * its framebuffer, the last run's memory when it was kept, and keeps it;
+ * renewed keeps dn's new memory; removed forgets p's.
+ */
+int display_state_fb_new(struct display_class *dc, struct display_node *dn);
+void display_state_fb_renewed(struct display_node *dn);
+void display_state_fb_removed(struct display_class *dc, struct persona *p);
+/* Registers the part that keeps each persona's mode, pan and blanking. */
+int display_state_register(struct display_class *dc);
+
+/*
+ * Opens the configured display (DRM or fbdev), or device with the
+ * configured backend when device is not NULL, showing width x height, or
+ * the configuration's mode when width is 0. Logs nothing; -EBUSY when another
+ * program is the DRM master, -ENODEV without a connected output of that
+ * mode, -EMEDIUMTYPE for a framebuffer that is not XRGB.
+ */
+int display_open_output(const struct conf *conf, const char *device, uint32_t width, uint32_t height,
+			struct display_output **ret);
+/*
+ * What presents while the display's device is gone: width x height in
+ * memory, with no spare buffers, so a switch copies into memory nobody sees.
+ */
+int display_stand_in_new(uint32_t width, uint32_t height, struct display_output **ret);
+
+/*
+ * display/hotplug.c: follows the display's device going away and
+ * coming back (the configuration's device, kernel or udev events): while it
+ * is gone the class presents in memory, and once it is back with the same
+ * mode, on it again. node: what the display was opened through, NULL when
+ * it is not there (dc->lost). Logs what happens.
+ */
+int display_hotplug_new(struct display_class *dc, const struct conf *conf, const char *node,
+			struct display_hotplug **ret);
+struct display_hotplug *display_hotplug_free(struct display_hotplug *h);
+/* The hardware and kind of the display (display/hardware.c), once known; NULL before. */
+const char *display_hotplug_hardware(const struct display_hotplug *h, const char **ret_kind);
+
+/*
+ * display/hardware.c: the hardware behind a display's node, what
+ * stays when the kernel names the node anew: the sysfs directory of the
+ * node's device's parent, and the node's kind ("card", "fb").
+ */
+int display_hardware_of(const char *node, char **ret_hardware, char **ret_kind);
+/*
+ * Whether hardware is the framebuffer the firmware set up: a platform
+ * device the kernel made for it (drivers/firmware/sysfb.c), or one a
+ * device tree describes ("<address>.framebuffer"), known by its driver.
+ */
+bool display_hardware_is_firmware(const char *hardware);
+/* The node in /dev of the given kind ("card", "fb") that hardware has now; -ENOENT if none. */
+int display_hardware_find(const char *hardware, const char *kind, char **ret_node);
+/*
+ * The hardware the last run's display was on ("KIND PATH" in the state
+ * record), when that was a node of the kind the configured backend drives
+ * ("card", "fb"); -ENOENT or -EINVAL otherwise.
+ */
+int display_hardware_last(struct manager *m, const struct conf *conf, char **ret_hardware, char **ret_kind);
+
+/* Persona p's node, or NULL. */
+struct display_node *display_node_of(struct display_class *dc, struct persona *p);
+
+/* What the transport tells the core: rows written to dn's framebuffer; a pan, blank or vsync wait. */
+void display_node_written(struct display_node *dn, const struct fb_rows *rows);
+void display_node_effect(struct display_node *dn, enum fb_effect effect);
+
+/* The transport's counts for dn (0 without a transport). */
+unsigned int display_node_mappers(struct display_node *dn);
+unsigned int display_node_vsync_waiters(struct display_node *dn);
+/* Wakes dn's vsync waiters. */
+void display_node_vsync(struct display_node *dn);
+
+/*
+ * display/class.c: the display class's core over backend b (taken over,
+ * also on failure), device naming it in messages: each persona's
+ * framebuffer memory, switching and presenting. transport (may be NULL:
+ * unit tests) makes the framebuffers reachable.
+ */
+int display_class_new_core(struct manager *m, struct display_output *b, const char *device,
+			   const struct display_transport_ops *transport, struct display_class **ret);
+void display_class_free(struct display_class *dc);
+/*
+ * The display device went away (lost: b stands in for it, in memory) or a
+ * display came back (b drives it): the class presents on b from now on.
+ * b is taken over, also on failure, and must show frames of the mode of
+ * the display before (-EMEDIUMTYPE otherwise). The active persona's whole
+ * frame goes up on b, and a switch under way is answered once b shows it.
+ */
+int display_class_set_output(struct display_class *dc, struct display_output *b, bool lost);

@@ -1,0 +1,563 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The persona's framebuffer socket: hands the memfd to a program that
+ * brings a ticket of an open fb0 file (devns-fb.h). Nothing about the
+ * peer is trusted but the ticket: the peer's uid (SO_PEERCRED) only
+ * bounds how many requests one uid may have waiting, and what it gets is
+ * decided by the open file behind the ticket.
+ */
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+
+#include "cuse-fb.h"
+#include "devns-fb.h"
+#include "display/display-internal.h"
+#include "fd-closer.h"
+#include "log.h"
+#include "ratelimit.h"
+#include "util.h"
+
+/* Programs of one persona that may map the framebuffer at once, and how many of them one uid may run. */
+#define DISPLAY_SOCKET_MAX_MAPPERS 64
+#define DISPLAY_SOCKET_MAX_MAPPERS_PER_UID (DISPLAY_SOCKET_MAX_MAPPERS / 4)
+/* Connections that have not sent their request yet, and how many of them one uid may have. */
+#define DISPLAY_SOCKET_MAX_PENDING 16
+#define DISPLAY_SOCKET_MAX_PENDING_PER_UID (DISPLAY_SOCKET_MAX_PENDING / 4)
+/* Uids whose refusal was logged. */
+#define REFUSALS_REMEMBERED 16
+/* Failures to hand over the memory that are logged: a few at once, then one a minute. */
+#define GRANT_FAILURES_LOGGED 5
+#define GRANT_FAILURE_LOG_INTERVAL_USEC (60 * 1000000ULL)
+#define SOCKET_NAME "fb0"
+
+/*
+ * A connection: pending until its request comes (uid: the peer's), then,
+ * for DEVNS_FB_INTENT_MAP, a mapping until it closes (uid: the opener of
+ * the fb0 file behind its ticket).
+ */
+struct conn {
+	struct display_socket *socket;
+	int fd;
+	bool mapping;
+	/* A mapping of a read-only memfd: the program cannot write through it. */
+	bool read_only;
+	/* The mapping's track message came (or something else in its place); its tracking, if it was taken. */
+	bool track_asked;
+	struct display_track *track;
+	uid_t uid;
+	sd_event_source *io, *deadline;
+	LIST_ENTRY(conn) link;
+};
+
+struct display_socket {
+	struct display_node *node;
+	int fd;
+	/* The socket's directory, and the socket file as it was bound there. */
+	int dir_fd;
+	dev_t dev;
+	ino_t ino;
+	sd_event_source *source;
+	LIST_HEAD(, conn) conns;
+	unsigned int n_pending, n_mappers;
+	uid_t refused[REFUSALS_REMEMBERED];
+	unsigned int n_refused;
+	struct ratelimit grant_failures;
+};
+
+static void conn_free(struct conn *c) {
+	LIST_REMOVE(c, link);
+	if (c->mapping)
+		c->socket->n_mappers--;
+	else
+		c->socket->n_pending--;
+	sd_event_source_disable_unref(c->io);
+	sd_event_source_disable_unref(c->deadline);
+	display_track_free(c->track);
+	close(c->fd);
+	free(c);
+}
+
+static unsigned int conns_of_uid(const struct display_socket *ds, bool mapping, uid_t uid) {
+	const struct conn *c;
+	unsigned int n = 0;
+
+	LIST_FOREACH(c, &ds->conns, link)
+		n += c->mapping == mapping && c->uid == uid;
+	return n;
+}
+
+/* Whether this is the first refusal of uid to log. */
+static bool first_refusal(struct display_socket *ds, uid_t uid) {
+	for (unsigned int i = 0; i < MIN(ds->n_refused, REFUSALS_REMEMBERED); i++)
+		if (ds->refused[i] == uid)
+			return false;
+	ds->refused[ds->n_refused++ % REFUSALS_REMEMBERED] = uid;
+	return true;
+}
+
+/* Logs a refusal, the first one of each uid. */
+static void log_refused(struct display_socket *ds, uid_t uid, const char *why) {
+	if (!first_refusal(ds, uid))
+		return;
+	log_notice("%s: refused uid %u: %s; nothing was sent (further refusals of this uid are not logged)",
+		   ds->node->socket_path, (unsigned int)uid, why);
+}
+
+static void refuse(struct conn *c, const char *why) {
+	log_refused(c->socket, c->uid, why);
+	conn_free(c);
+}
+
+static int send_memfd(int fd, int memfd, const struct fb_node *fb) {
+	struct devns_fb_grant grant = { .magic = DEVNS_FB_GRANT_MAGIC, .size = fb->size, .serial = fb->serial };
+	struct iovec iov = { .iov_base = &grant, .iov_len = sizeof(grant) };
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} control = { 0 };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof(control.buf)
+	};
+	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&msg);
+
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cmsg), &memfd, sizeof(int));
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(grant))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/*
+ * The memory with the open file's access, in a description of the
+ * program's own: never devnsd's, whose flags and leases the program could
+ * otherwise change for devnsd and every other program.
+ */
+static int grant_memfd(struct conn *c, int access_mode) {
+	const struct fb_node *fb = c->socket->node->fb;
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	r = fb_node_reopen(fb, access_mode, &fd);
+	if (r < 0)
+		return r;
+	return send_memfd(c->fd, fd, fb);
+}
+
+/* The request of a pending connection: a ticket, redeemed for the memfd. */
+static void handle_request(struct conn *c) {
+	struct display_socket *ds = c->socket;
+	struct display_node *dn = ds->node;
+	struct devns_fb_request req;
+	struct cuse_fb_grant grant;
+	uint8_t buf[sizeof(req) + 1];
+	ssize_t n;
+	int r;
+
+	n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n != (ssize_t)sizeof(req))
+		return refuse(c, n <= 0 ? "no request" : "a malformed request");
+	memcpy(&req, buf, sizeof(req));
+	if (req.magic != DEVNS_FB_REQUEST_MAGIC ||
+	    (req.intent != DEVNS_FB_INTENT_MAP && req.intent != DEVNS_FB_INTENT_WRITE))
+		return refuse(c, "a malformed request");
+	/* Single use: from here on the ticket is gone, whatever happens. */
+	if (!dn->cuse || cuse_fb_redeem(dn->cuse, &req.ticket, &grant) < 0)
+		return refuse(c, "no valid ticket");
+	c->uid = grant.uid;
+	if (req.intent == DEVNS_FB_INTENT_MAP && (ds->n_mappers >= DISPLAY_SOCKET_MAX_MAPPERS ||
+						  conns_of_uid(ds, true, grant.uid) >= DISPLAY_SOCKET_MAX_MAPPERS_PER_UID))
+		return refuse(c, "too many mappings");
+	r = grant_memfd(c, grant.access_mode);
+	if (r < 0) {
+		uint64_t now = 0;
+
+		(void)sd_event_now(dn->class->base.manager->event, CLOCK_MONOTONIC, &now);
+		if (!ratelimit_take(&ds->grant_failures, now))
+			return conn_free(c);
+		if (r == -EAGAIN)
+			log_notice("%s: refused uid %u the framebuffer: someone holds a lease on its memory, and devnsd "
+				   "does not wait for one to break (failures are logged at most once a minute)",
+				   dn->socket_path, (unsigned int)grant.uid);
+		else
+			log_warning_errno(r, "%s: cannot send the framebuffer to uid %u: %m (failures are logged at "
+					  "most once a minute)", dn->socket_path, (unsigned int)grant.uid);
+		return conn_free(c);
+	}
+	if (req.intent != DEVNS_FB_INTENT_MAP) {
+		log_debug("%s: uid %u got the framebuffer to write", dn->socket_path, (unsigned int)grant.uid);
+		return conn_free(c);
+	}
+	c->deadline = sd_event_source_disable_unref(c->deadline);
+	c->mapping = true;
+	c->read_only = grant.access_mode == O_RDONLY;
+	ds->n_pending--;
+	ds->n_mappers++;
+	log_debug("%s: uid %u maps the framebuffer", dn->socket_path, (unsigned int)grant.uid);
+	display_node_mappers_changed(dn);
+}
+
+static void reply_track(struct conn *c, int status) {
+	struct devns_fb_track_reply reply = { .magic = DEVNS_FB_TRACK_MAGIC, .status = status };
+
+	/* Nothing waits for it: a program that does not read it loses nothing. */
+	(void)send(c->fd, &reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
+ * The first descriptor a message brought (-1: none). Any other one that
+ * fitted the buffer goes to the closer; those that did not, the kernel
+ * dropped (MSG_CTRUNC).
+ */
+static int received_fd(struct msghdr *msg) {
+	struct cmsghdr *cmsg;
+	int fd = -1;
+
+	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
+		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; CMSG_LEN((i + 1) * sizeof(int)) <= cmsg->cmsg_len; i++) {
+			int one;
+
+			memcpy(&one, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = one;
+			else
+				fd_closer_close(one);
+		}
+	}
+	return fd;
+}
+
+/*
+ * The first message of a mapping: a request to track it, with its
+ * userfaultfd. Descriptors are taken only while tracking is on
+ * (TrackWrites=) and the closer has room for one that turns out to be
+ * something else. Otherwise no control buffer is given and the kernel
+ * discards them: that drops the last reference without a flush (a close()
+ * of a FUSE file would wait for its server), though the release of a
+ * userfaultfd still takes its maker's memory-map lock, on this thread.
+ */
+static void handle_track(struct conn *c) {
+	struct display_node *dn = c->socket->node;
+	struct devns_fb_track msg = { 0 };
+	uint8_t buf[sizeof(msg) + 1];
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} control;
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	bool tracking = dn->class->base.manager->conf->display_track;
+	bool room = tracking && fd_closer_has_room();
+	const char *why;
+	ssize_t n;
+	int fd, r;
+
+	if (room) {
+		mh.msg_control = control.buf;
+		mh.msg_controllen = sizeof(control.buf);
+	}
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	c->track_asked = true;
+	if (n <= 0)
+		return;
+	fd = room ? received_fd(&mh) : -1;
+	memcpy(&msg, buf, MIN((size_t)n, sizeof(msg)));
+	if (!tracking)
+		r = -EOPNOTSUPP;
+	else if (!room)
+		r = -EBUSY;
+	else if (n != (ssize_t)sizeof(msg) || msg.magic != DEVNS_FB_TRACK_MAGIC)
+		r = -EINVAL;
+	else if (c->read_only)
+		r = -EBADF;
+	else {
+		r = display_track_new(dn, &msg, fd, &c->track);
+		fd = -1;
+	}
+	if (fd >= 0)
+		fd_closer_close(fd);
+	if (r < 0) {
+		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
+		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed, or too many of "
+				     "its persona's are tracked" :
+		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
+		      r == -EOPNOTSUPP ? "asked for tracking, which is off (TrackWrites=)" :
+		      r == -ETIMEDOUT ? "asked for tracking, which its persona lost by holding devnsd up" :
+				     "asked for tracking, which failed";
+		if (first_refusal(c->socket, c->uid))
+			log_notice("%s: uid %u %s (%s); its mapping is scanned every refresh (further refusals of this uid "
+				   "are not logged)",
+				   dn->socket_path, (unsigned int)c->uid, why, strerror(-r));
+		reply_track(c, r);
+		return;
+	}
+	reply_track(c, 0);
+	log_debug("%s: uid %u has its mapping tracked", dn->socket_path, (unsigned int)c->uid);
+	display_node_mapped_written(dn);
+}
+
+static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	struct conn *c = userdata;
+	struct display_node *dn = c->socket->node;
+	char buf[64];
+	ssize_t n;
+
+	(void)s;
+	(void)revents;
+	if (!c->mapping) {
+		handle_request(c);
+		return 0;
+	}
+	if (!c->track_asked && !(revents & (EPOLLHUP | EPOLLERR))) {
+		handle_track(c);
+		return 0;
+	}
+	/* After the track message a mapping sends nothing; whatever comes ends its tracking. */
+	n = read(fd, buf, sizeof(buf));
+	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
+		if (n > 0 && c->track) {
+			c->track = display_track_free(c->track);
+			display_node_mapped_written(dn);
+		}
+		return 0;
+	}
+	conn_free(c);
+	display_node_mappers_changed(dn);
+	return 0;
+}
+
+static int on_deadline(sd_event_source *s, uint64_t usec, void *userdata) {
+	(void)s;
+	(void)usec;
+	refuse(userdata, "no request in time");
+	return 0;
+}
+
+static int conn_new(struct display_socket *ds, int fd, uid_t uid) {
+	sd_event *event = ds->node->class->base.manager->event;
+	struct conn *c;
+	int r;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->socket = ds;
+	c->fd = fd;
+	c->uid = uid;
+	LIST_INSERT_HEAD(&ds->conns, c, link);
+	ds->n_pending++;
+	r = sd_event_add_io(event, &c->io, fd, EPOLLIN, on_conn, c);
+	if (r >= 0)
+		r = sd_event_add_time_relative(event, &c->deadline, CLOCK_MONOTONIC,
+					       (uint64_t)DEVNS_FB_REQUEST_SECONDS * 1000000u, 0, on_deadline, c);
+	if (r < 0) {
+		c->fd = -1;
+		conn_free(c);
+		return r;
+	}
+	return 0;
+}
+
+static int on_connect(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	struct display_socket *ds = userdata;
+	_cleanup_(closep) int conn = -1;
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	int r;
+
+	(void)s;
+	(void)revents;
+	conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (conn < 0)
+		return 0;
+	/* The uid only counts the peer's waiting requests; it grants nothing. */
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+		return 0;
+	if (ds->n_pending >= DISPLAY_SOCKET_MAX_PENDING ||
+	    conns_of_uid(ds, false, cred.uid) >= DISPLAY_SOCKET_MAX_PENDING_PER_UID) {
+		log_refused(ds, cred.uid, "too many requests waiting");
+		return 0;
+	}
+	r = conn_new(ds, conn, cred.uid);
+	if (r < 0) {
+		log_warning_errno(r, "%s: cannot take a connection: %m", ds->node->socket_path);
+		return 0;
+	}
+	take_fd(&conn);
+	return 0;
+}
+
+/* Opens dir (absolute), making what is missing (0755), without following symbolic links. */
+static int open_dir(const char *dir, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	char buf[sizeof(((struct sockaddr_un *)NULL)->sun_path)], *part, *save = NULL;
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (part = strtok_r(buf, "/", &save); part; part = strtok_r(NULL, "/", &save)) {
+		int next;
+
+		if (mkdirat(fd, part, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		next = openat(fd, part, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0)
+			return -errno;
+		close(fd);
+		fd = next;
+	}
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+/* The socket file in its directory, if it is still the one bound there. */
+static int open_socket_file(const struct display_socket *ds, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	struct stat st;
+
+	fd = openat(ds->dir_fd, SOCKET_NAME, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode) || st.st_dev != ds->dev || st.st_ino != ds->ino)
+		return -ESTALE;
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+int display_socket_set_owner(struct display_socket *ds, uid_t uid, gid_t gid) {
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	r = open_socket_file(ds, &fd);
+	if (r < 0)
+		return r;
+	return fd_set_owner(fd, uid, gid, 0660);
+}
+
+/* Binds ds->fd at SOCKET_NAME in its directory, reachable only by root until it gets its owner. */
+static int bind_socket(struct display_socket *ds) {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	mode_t mask;
+	int r;
+
+	if (unlinkat(ds->dir_fd, SOCKET_NAME, 0) < 0 && errno != ENOENT)
+		return -errno;
+	/* The directory's fd names it: no path component is looked up again. */
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SOCKET_NAME, ds->dir_fd);
+	mask = umask(0177);
+	r = bind(ds->fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(mask);
+	if (r < 0)
+		return -errno;
+	if (fstatat(ds->dir_fd, SOCKET_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	ds->dev = st.st_dev;
+	ds->ino = st.st_ino;
+	return 0;
+}
+
+int display_socket_new(struct display_socket **ret, struct display_node *dn) {
+	const struct persona_owner *owner = &dn->persona->owner;
+	struct display_socket *ds;
+	int r;
+
+	ds = calloc(1, sizeof(*ds));
+	if (!ds)
+		return -ENOMEM;
+	ds->node = dn;
+	ds->dir_fd = -1;
+	ds->grant_failures = RATELIMIT_INIT(GRANT_FAILURE_LOG_INTERVAL_USEC, GRANT_FAILURES_LOGGED);
+	LIST_INIT(&ds->conns);
+	ds->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (ds->fd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = open_dir(dn->socket_dir, &ds->dir_fd);
+	if (r < 0)
+		goto fail;
+	r = bind_socket(ds);
+	if (r < 0)
+		goto fail;
+	r = display_socket_set_owner(ds, owner->uid, owner->video_gid);
+	if (r < 0)
+		goto fail;
+	if (listen(ds->fd, 16) < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = sd_event_add_io(dn->class->base.manager->event, &ds->source, ds->fd, EPOLLIN, on_connect, ds);
+	if (r < 0)
+		goto fail;
+	*ret = ds;
+	return 0;
+fail:
+	display_socket_free(ds);
+	return r;
+}
+
+void display_socket_revoke(struct display_socket *ds) {
+	struct conn *c;
+
+	while ((c = LIST_FIRST(&ds->conns)))
+		conn_free(c);
+}
+
+struct display_socket *display_socket_free(struct display_socket *ds) {
+	_cleanup_(closep) int fd = -1;
+
+	if (!ds)
+		return NULL;
+	display_socket_revoke(ds);
+	sd_event_source_disable_unref(ds->source);
+	/* Only the socket devnsd bound is removed, not what may have replaced it. */
+	if (ds->dir_fd >= 0 && ds->ino && open_socket_file(ds, &fd) == 0)
+		(void)unlinkat(ds->dir_fd, SOCKET_NAME, 0);
+	closep(&ds->fd);
+	closep(&ds->dir_fd);
+	free(ds);
+	return NULL;
+}
+
+unsigned int display_socket_n_mappers(const struct display_socket *ds) {
+	return ds ? ds->n_mappers : 0;
+}
+
+unsigned int display_socket_n_untracked(const struct display_socket *ds, bool now) {
+	const struct conn *c;
+	unsigned int n = 0;
+
+	if (!ds)
+		return 0;
+	LIST_FOREACH(c, &ds->conns, link)
+		n += c->mapping && !c->read_only &&
+		     !(now ? display_track_armed(c->track) : display_track_live(c->track));
+	return n;
+}
+
+void display_socket_arm(struct display_socket *ds, bool arm) {
+	struct conn *c;
+
+	LIST_FOREACH(c, &ds->conns, link)
+		if (c->track)
+			display_track_arm(c->track, arm);
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/* What populate binds where, decided in devnsd before the helper process starts. */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "populate/populate-internal.h"
+
+static const char *mapped_path(const struct persona *p, const char *node) {
+	for (size_t i = 0; i < p->n_maps; i++)
+		if (streq(p->maps[i].node, node))
+			return p->maps[i].path;
+	return NULL;
+}
+
+static void plan_share(struct plan *plan, const char *path) {
+	struct share *sh;
+
+	for (size_t i = 0; i < plan->n_shares; i++)
+		if (streq(plan->shares[i].path, path))
+			return;
+	if (plan->n_shares == POPULATE_SHARES || path[0] != '/' || strlen(path) >= sizeof(sh->path))
+		return;
+	sh = &plan->shares[plan->n_shares];
+	if (lstat(path, &sh->st) < 0 || !S_ISDIR(sh->st.st_mode))
+		return;
+	snprintf(sh->path, sizeof(sh->path), "%s", path);
+	plan->n_shares++;
+}
+
+static struct entry *plan_entry(struct plan *plan, const struct entry *e, const char *where) {
+	struct entry *copy;
+
+	if (plan->n == POPULATE_MAX)
+		return NULL;
+	copy = &plan->entries[plan->n++];
+	*copy = *e;
+	snprintf(copy->path, sizeof(copy->path), "%s", where + strspn(where, "/"));
+	return copy;
+}
+
+/* A kernel input device's node at /dev/NAME in the container: its sysfs entry is to lead there. */
+static void plan_udev_node(struct plan *plan, struct entry *e, const struct node_desc *nd) {
+	if (!e || !nd->udev || !nd->source || strncmp(e->path, "dev/", 4) != 0)
+		return;
+	if (udev_node_describe(nd->source, e->rdev, e->path + 4, nd->udev, &plan->nodes[plan->n_nodes]) < 0)
+		return;
+	e->node = (int)plan->n_nodes++;
+}
+
+/*
+ * Only devnsd's character devices below /dev are bound: never a path in one
+ * of devnsd's own FUSE mounts (the LED views), which this process serves
+ * and must not wait on.
+ */
+void populate_plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t rdev) {
+	const char *name = strrchr(nd->path, '/') + 1;
+	const char *where = mapped_path(plan->persona, name);
+	struct entry e = { .node = -1 };
+	char path[PATH_MAX];
+
+	snprintf(e.host, sizeof(e.host), "%s", nd->path);
+	e.rdev = rdev;
+	snprintf(e.udev, sizeof(e.udev), "%s", nd->udev ? nd->udev : "");
+	if (!where) {
+		snprintf(path, sizeof(path), streq(nd->kind, "input") ? "/dev/input/%s" : "/dev/%s", name);
+		where = path;
+	}
+	plan_udev_node(plan, plan_entry(plan, &e, where), nd);
+	/* The node's sysfs entry names it /dev/devns/PERSONA/NAME, and udev clients open that name. */
+	if (!streq(where, nd->path)) {
+		e.udev[0] = '\0';
+		plan_entry(plan, &e, nd->path);
+	}
+}
+
+void populate_plan_node(void *userdata, const struct node_desc *nd) {
+	struct plan *plan = userdata;
+	struct stat st;
+
+	if (nd->share)
+		plan_share(plan, nd->share);
+	if (strncmp(nd->path, "/dev/", 5) != 0 || lstat(nd->path, &st) < 0 || !S_ISCHR(st.st_mode))
+		return;
+	populate_plan_node_at(plan, nd, st.st_rdev);
+}
+
+/* Ids of the container's root, from its user namespace's maps. */
+int populate_plan_owner(struct plan *plan, int proc_fd) {
+	uint32_t uid, gid;
+	int r;
+
+	r = idmap_read(proc_fd, "uid_map", &plan->uids);
+	if (r >= 0)
+		r = idmap_read(proc_fd, "gid_map", &plan->gids);
+	if (r < 0)
+		return r;
+	if (idmap_to_host(&plan->uids, 0, &uid) < 0 || idmap_to_host(&plan->gids, 0, &gid) < 0)
+		return -EPERM;
+	plan->result.owner = (struct persona_owner){ .uid = uid, .gid = gid, .input_gid = gid, .video_gid = gid };
+	return 0;
+}
+
+/* The kernel's text of the container's mount table (never a file of the container's). */
+void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
+	_cleanup_(closep) int fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	size_t len = 0;
+
+	plan->mountinfo[0] = '\0';
+	if (fd >= 0 && read_bounded(fd, plan->mountinfo, sizeof(plan->mountinfo) - 1, &len) == 0)
+		plan->mountinfo[len] = '\0';
+}
+
+struct plan *populate_plan_new(struct persona *p) {
+	struct plan *plan = calloc(1, sizeof(*plan));
+
+	if (!plan)
+		return NULL;
+	plan->persona = p;
+	plan->input_group = p->input_group;
+	plan->video_group = p->video_group;
+	if (stat("/dev", &plan->host_dev) < 0 || stat("/run", &plan->host_run) < 0) {
+		free(plan);
+		return NULL;
+	}
+	return plan;
+}

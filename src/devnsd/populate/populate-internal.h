@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What the parts of populate share (populate/populate.h is the interface):
+ * the plan the parent makes before it forks, and the jobs the helper
+ * process works through in the container.
+ */
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "populate/populate.h"
+#include "populate/udev.h"
+#include "idmap.h"
+#include "populate/view-mounts.h"
+
+#define POPULATE_MAX 128
+#define POPULATE_SHARES 16
+/* A container with a larger mount table keeps its /sys as it is. */
+#define MOUNTINFO_MAX (256 * 1024)
+
+struct entry {
+	char host[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
+	char path[PATH_MAX]; /* where it goes in the container, without the leading '/' */
+	dev_t rdev;
+	char udev[512];
+	/* Its udev presentation in plan->nodes, or -1. */
+	int node;
+};
+
+/* A host directory bound into the container at the same path. */
+struct share {
+	char path[256];
+	struct stat st;
+};
+
+/* What the child works from: everything decided before it starts. */
+struct plan {
+	struct persona *persona;
+	struct entry entries[POPULATE_MAX];
+	size_t n;
+	struct share shares[POPULATE_SHARES];
+	size_t n_shares;
+	/* devnsd's own /dev and /run: nothing is written on their file systems. */
+	struct stat host_dev, host_run;
+	struct idmap uids, gids;
+	struct conf_group input_group, video_group;
+	/* Input nodes as the container's udev clients are to see them. */
+	struct udev_node nodes[POPULATE_MAX];
+	size_t n_nodes;
+	/* A change of one node (hotplug): its udev event is for devnsd to send once the container follows. */
+	bool node_job;
+	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate; "" if unread. */
+	char mountinfo[MOUNTINFO_MAX];
+	/* Views of a devnsd that died, bound in the container: replaced by the live view's directory. */
+	struct view_mount views[VIEW_MOUNTS_MAX];
+	size_t n_views;
+	char view_dir[PATH_MAX];
+	struct populate_result result;
+};
+
+static inline bool same_inode(const struct stat *a, const struct stat *b) {
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Whether st is on devnsd's own /dev or /run, where populate writes and mounts nothing. */
+static inline bool on_devnsd_fs(const struct plan *plan, const struct stat *st) {
+	return st->st_dev == plan->host_dev.st_dev || st->st_dev == plan->host_run.st_dev;
+}
+
+/* CLOCK_MONOTONIC in microseconds, the clock of udev's records and events. */
+static inline uint64_t populate_now_usec(void) {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* --- the plan, made in devnsd before the helper starts (populate/plan.c) --- */
+
+/* A plan for persona p, knowing devnsd's own /dev and /run; NULL without memory. */
+struct plan *populate_plan_new(struct persona *p);
+/* Ids of the container's root, from the user namespace maps under its /proc/PID (proc_fd). */
+int populate_plan_owner(struct plan *plan, int proc_fd);
+/* The kernel's text of the container's mount table; "" if it cannot be read. */
+void populate_plan_mountinfo(struct plan *plan, int proc_fd);
+/* Plans node nd (a manager_foreach_node() callback, userdata the plan). */
+void populate_plan_node(void *userdata, const struct node_desc *nd);
+/* Plans node nd, a character device with number rdev, at its names in the container. */
+void populate_plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t rdev);
+
+/* --- the helper process (populate/child.c) --- */
+
+/* What the helper runs: it writes plan->result to result_fd and exits, never returning. */
+typedef void (*child_fn)(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+
+/* Makes the plan's nodes, shares and views in the container whose root and mount namespace are given. */
+_Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+/* Takes the plan's nodes away from the container: only the bind mounts populate_child() made. */
+_Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+
+/* A directory for path's last component, on none of devnsd's own file systems. */
+int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,
+			 const char **ret_name);
+
+/* A mount the helper makes once it is in the container's mount namespace. */
+struct mount_job {
+	int tree_fd;
+	int target_fd;
+	bool node;
+	/* Where a node's empty file was made, to take it away again if the mount fails. */
+	int dir_fd;
+	const char *name;
+	bool view;
+};
+
+/* --- views of a devnsd that died (populate/views.c) --- */
+
+/* Finds the views of a devnsd that died bound in the container (parent, before the fork). */
+void populate_views_plan(struct manager *m, struct plan *plan, int proc_fd);
+/* Opens the live view's directories that replace them (helper, still in devnsd's mount namespace). */
+void populate_views_open(const struct plan *plan, int *trees);
+/* Appends a mount for each dead view still at its place in the container; returns how many. */
+size_t populate_views_jobs(const struct plan *plan, int root_fd, const int *trees, struct mount_job *jobs);
+
+/* --- the container's udev database (populate/udev-db.c) --- */
+
+/* Writes e's record and /run/udev/control, as udevd does. */
+int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e);
+/* Removes e's record, if it is a regular file. */
+void populate_udev_remove(struct plan *plan, int root_fd, const struct entry *e);
+
+/* --- the container's sysfs (populate/sysfs.c, populate/udev.h) --- */
+
+/* The overlays planned for the container's sysfs (populate/udev.h); fds -1 where there is none. */
+struct sysfs_job {
+	int overlay_fd, target_fd;
+	/* The container's /sys/dev, for a node change: the overlay laid before is replaced there. */
+	int parent_fd;
+	int uevent_fd[POPULATE_MAX], dev_fd[POPULATE_MAX];
+};
+
+/*
+ * Prepares the overlays that make the container's sysfs lead to the
+ * persona's input nodes; plan->result.sysfs_left says why not, where not.
+ */
+void populate_sysfs_plan(struct plan *plan, int root_fd, struct sysfs_job *job);
+/* In the container's mount namespace: lays the overlays populate_sysfs_plan() prepared. */
+int populate_sysfs_lay(struct plan *plan, struct sysfs_job *job);
+/* The device a removed node stood for, as the container's sysfs presents it: plan->result.announced. */
+void populate_sysfs_describe_removed(struct plan *plan, int root_fd, const struct entry *e);
+/* Lets the kernel drop a removed device's sysfs directory in the container, and what was laid on it. */
+void populate_sysfs_forget(int root_fd, const char *syspath);
