@@ -397,7 +397,8 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
 		return 0;
 	if (r <= 0 || fuse_session_exited(d->se)) {
 		/* The kernel ended the connection: stop listening, and keep nothing of it. */
-		sd_event_source_set_enabled(s, SD_EVENT_OFF);
+		/* Cannot fail: sd-event reports no failure turning a source off. */
+		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
 		forget_kept(d);
 		return 0;
 	}
@@ -675,6 +676,7 @@ int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mo
 	d->uid = uid;
 	d->gid = gid;
 	d->mode = mode & 07777;
+	/* Cannot fail: sd-event reports no failure turning a source off. */
 	if (d->owner_retry)
 		(void)sd_event_source_set_enabled(d->owner_retry, SD_EVENT_OFF);
 	r = apply_owner(d);
@@ -689,6 +691,7 @@ int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mo
 		return q < 0 ? q : r;
 	}
 	(void)sd_event_source_set_time_relative(d->owner_retry, OWNER_POLL_USEC);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
 	(void)sd_event_source_set_enabled(d->owner_retry, SD_EVENT_ONESHOT);
 	return r;
 }

@@ -143,7 +143,8 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 
 	if (!a->manager->notified)
 		return 0;
-	sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	bus_attach_machines(a->bus);
 	populate_restore_attachments(a->manager);
 	/* After the containers are bound again: they follow what went meanwhile. */
