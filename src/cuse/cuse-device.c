@@ -614,6 +614,7 @@ void cuse_device_set_note(struct cuse_device *d, const char *note) {
 }
 
 int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_node *ret_node) {
+	struct cuse_kept_node node = { 0 };
 	size_t len = strlen(keep);
 	struct cuse_device *d;
 	int r;
@@ -626,14 +627,14 @@ int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_nod
 	if (r < 0)
 		return r;
 	/* The record is the last run's: bounded here, whatever it holds. */
-	*ret_node = (struct cuse_kept_node){ 0 };
-	memcpy(ret_node->devname, d->journal->devname, sizeof(ret_node->devname) - 1);
-	memcpy(ret_node->note, d->journal->note, sizeof(ret_node->note) - 1);
+	memcpy(node.devname, d->journal->devname, sizeof(node.devname) - 1);
+	memcpy(node.note, d->journal->note, sizeof(node.note) - 1);
 	r = sd_event_add_time_relative(event, &d->end, CLOCK_MONOTONIC, CUSE_DEVICE_GONE_USEC, 0, on_end, d);
 	if (r < 0) {
 		cuse_device_free(d);
 		return r;
 	}
+	*ret_node = node;
 	return 0;
 }
 

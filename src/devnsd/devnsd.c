@@ -193,9 +193,7 @@ static int run(const struct conf *conf) {
 		return r;
 	/* Before any device is opened: the fd store's holder must not inherit one. */
 	r = state_new(m, getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR);
-	if (r < 0)
-		state_free(m);
-	else
+	if (r >= 0)
 		cuse_device_set_keeper(&(const struct cuse_keeper){
 			.take = keeper_take,
 			.keep = keeper_keep,

@@ -358,18 +358,14 @@ static void on_classes_freed(struct listener *l, void *data) {
 	state_free(data);
 }
 
-int state_new(struct manager *m, const char *dir) {
-	struct state *s;
+/* What state_new() does once the state is m->state; state_new() frees it if this fails. */
+static int state_setup(struct manager *m, struct state *s, const char *dir) {
 	int r;
 
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return log_warning_errno(ENOMEM, "out of memory");
 	s->manager = m;
 	s->dir_fd = -1;
 	s->record_fds[0] = s->record_fds[1] = -1;
 	state_record_init(&s->last);
-	m->state = s;
 	s->active_changed.notify = on_active_changed;
 	s->persona_added.notify = on_persona_added;
 	s->persona_removed.notify = on_persona_removed;
@@ -400,6 +396,20 @@ int state_new(struct manager *m, const char *dir) {
 	(void)sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
 	(void)load_record(s);
 	return 0;
+}
+
+int state_new(struct manager *m, const char *dir) {
+	struct state *s;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return log_warning_errno(ENOMEM, "out of memory");
+	m->state = s;
+	r = state_setup(m, s, dir);
+	if (r < 0)
+		state_free(m);
+	return r;
 }
 
 void state_free(struct manager *m) {
