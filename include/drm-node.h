@@ -124,7 +124,7 @@ struct drm_file;
 /* A node with cfg's modes, in its first state (CRTC off). -EINVAL for a mode it cannot show. */
 int drm_node_new(struct drm_node **ret, const struct drm_node_config *cfg);
 
-/* Frees the node; its open files must be closed first. */
+/* Frees the node, closing the files still open (their news is emitted: remove listeners first if unwanted). */
 struct drm_node *drm_node_free(struct drm_node *n);
 static inline void drm_node_freep(struct drm_node **n) {
 	drm_node_free(*n);
