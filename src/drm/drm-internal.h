@@ -154,7 +154,7 @@ void drm_node_vblank_wanted(struct drm_node *n, bool before);
 int drm_node_check_mode(const struct drm_node *n, const struct drm_mode_modeinfo *m);
 
 /* drm-events.c */
-/* Takes len bytes of f's event space: -ENOMEM when it has not that much. */
+/* Takes one event's room in f's event space: -ENOMEM when it has none left. */
 int drm_event_reserve(struct drm_file *f);
 void drm_event_unreserve(struct drm_file *f);
 /* Queues a reserved event and tells the listeners. */
@@ -219,7 +219,7 @@ struct drm_call {
 	void *arg;
 };
 
-int drm_ioctl_modes(struct drm_call *c, unsigned int nr); /* drm-ioctl-kms.c: getters */
+int drm_ioctl_modes(struct drm_call *c, unsigned int nr); /* drm-getters.c */
 int drm_ioctl_props(struct drm_call *c, unsigned int nr); /* drm-props.c */
 int drm_ioctl_buffers(struct drm_call *c, unsigned int nr); /* drm-objects.c */
 int drm_ioctl_modeset(struct drm_call *c, unsigned int nr); /* drm-legacy.c */
