@@ -492,7 +492,8 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
 		return 0;
 	if (r <= 0 || fuse_session_exited(d->se)) {
 		/* The kernel ended the connection: stop listening, and keep nothing of it. */
-		sd_event_source_set_enabled(s, SD_EVENT_OFF);
+		/* Cannot fail: sd-event reports no failure turning a source off. */
+		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
 		forget_kept(d);
 		if (d->retired)
 			retired_end_soon(d);
@@ -749,6 +750,7 @@ void cuse_device_set_note(struct cuse_device *d, const char *note) {
 }
 
 int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_node *ret_node) {
+	struct cuse_kept_node node = { 0 };
 	size_t len = strlen(keep);
 	struct cuse_device *d;
 	int r;
@@ -761,14 +763,14 @@ int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_nod
 	if (r < 0)
 		return r;
 	/* The record is the last run's: bounded here, whatever it holds. */
-	*ret_node = (struct cuse_kept_node){ 0 };
-	memcpy(ret_node->devname, d->journal->devname, sizeof(ret_node->devname) - 1);
-	memcpy(ret_node->note, d->journal->note, sizeof(ret_node->note) - 1);
+	memcpy(node.devname, d->journal->devname, sizeof(node.devname) - 1);
+	memcpy(node.note, d->journal->note, sizeof(node.note) - 1);
 	r = sd_event_add_time_relative(event, &d->end, CLOCK_MONOTONIC, CUSE_DEVICE_GONE_USEC, 0, on_end, d);
 	if (r < 0) {
 		cuse_device_free(d);
 		return r;
 	}
+	*ret_node = node;
 	return 0;
 }
 
@@ -811,6 +813,7 @@ int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mo
 	d->uid = uid;
 	d->gid = gid;
 	d->mode = mode & 07777;
+	/* Cannot fail: sd-event reports no failure turning a source off. */
 	if (d->owner_retry)
 		(void)sd_event_source_set_enabled(d->owner_retry, SD_EVENT_OFF);
 	r = apply_owner(d);
@@ -825,6 +828,7 @@ int cuse_device_set_owner(struct cuse_device *d, uid_t uid, gid_t gid, mode_t mo
 		return q < 0 ? q : r;
 	}
 	(void)sd_event_source_set_time_relative(d->owner_retry, OWNER_POLL_USEC);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
 	(void)sd_event_source_set_enabled(d->owner_retry, SD_EVENT_ONESHOT);
 	return r;
 }

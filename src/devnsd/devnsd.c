@@ -143,7 +143,8 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 
 	if (!a->manager->notified)
 		return 0;
-	sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	bus_attach_machines(a->bus);
 	populate_restore_attachments(a->manager);
 	/* After the containers are bound again: they follow what went meanwhile. */
@@ -192,9 +193,7 @@ static int run(const struct conf *conf) {
 		return r;
 	/* Before any device is opened: the fd store's holder must not inherit one. */
 	r = state_new(m, getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR);
-	if (r < 0)
-		state_free(m);
-	else
+	if (r >= 0)
 		cuse_device_set_keeper(&(const struct cuse_keeper){
 			.take = keeper_take,
 			.keep = keeper_keep,
@@ -209,9 +208,8 @@ static int run(const struct conf *conf) {
 	if (r < 0)
 		return r;
 	state_restore_items(m);
-	r = input_hotplug_new(m, input, &hotplug);
-	if (r < 0)
-		log_warning("input devices that appear later will not be shared");
+	/* Logged: devnsd runs on with the devices it has. */
+	(void)input_hotplug_new(m, input, &hotplug);
 	r = bus_new(&bus, m, display, leds);
 	if (r < 0)
 		return r;

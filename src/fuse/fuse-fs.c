@@ -29,7 +29,8 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
 			break;
 		if (r <= 0 || fuse_session_exited(fs->se)) {
 			/* Unmounted from outside: stop listening. */
-			sd_event_source_set_enabled(s, SD_EVENT_OFF);
+			/* Cannot fail: sd-event reports no failure turning a source off. */
+			(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
 			break;
 		}
 		fuse_session_process_buf(fs->se, &fs->buf);

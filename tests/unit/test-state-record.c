@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include "test-util.h"
 
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include "restart/state-record.h"
+#include "populate/populate-internal.h"
 #include "populate/view-mounts.h"
 
 static const char good[] = "devnsd-state 1\n"
@@ -182,6 +185,46 @@ static void test_view_mounts(void **unused) {
 	assert_int_equal(view_mounts_find(info, strlen(info), makedev(0, 52), "work", vm, 1), 1);
 }
 
+/* Which of a container's mounts pass nothing on, as the populate helper is told (from a /proc/PID stand-in). */
+static void test_private_mounts(void **unused) {
+	static const char info[] = "22 1 0:20 / / rw shared:1 - overlay overlay rw\n"
+				   "30 22 0:21 / /sys rw,nosuid - sysfs sysfs rw\n"
+				   "31 30 0:22 / /sys/dev rw master:4 - tmpfs tmpfs rw\n"
+				   "32 30 0:23 / /sys/kernel rw shared:9 master:4 - tmpfs tmpfs rw\n"
+				   "not a mount\n"
+				   "33 22 0:24 / /cut rw - tmpfs tmpfs rw";
+	char dir[] = "/tmp/devns-test-XXXXXX", path[64];
+	struct plan *plan = calloc(1, sizeof(*plan));
+	int proc_fd, fd;
+
+	(void)unused;
+	assert_non_null(plan);
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/mountinfo", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, info, strlen(info)), (ssize_t)strlen(info));
+	close(fd);
+	proc_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(proc_fd >= 0);
+	populate_plan_mountinfo(plan, proc_fd);
+	assert_true(plan->mounts_read);
+	assert_int_equal(plan->n_private_mounts, 2);
+	assert_int_equal(plan->private_mounts[0], 30);
+	assert_int_equal(plan->private_mounts[1], 31);
+	/* Empty: not read, as a table that could not be read. */
+	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+	assert_true(fd >= 0);
+	close(fd);
+	populate_plan_mountinfo(plan, proc_fd);
+	assert_false(plan->mounts_read);
+	assert_int_equal(plan->n_private_mounts, 0);
+	close(proc_fd);
+	unlink(path);
+	rmdir(dir);
+	free(plan);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round_trip),
@@ -189,6 +232,7 @@ int main(void) {
 		cmocka_unit_test(test_nul_and_limits),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_view_mounts),
+		cmocka_unit_test(test_private_mounts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

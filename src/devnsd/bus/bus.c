@@ -10,6 +10,7 @@
 
 #include "bus/bus-internal.h"
 #include "bus/bus.h"
+#include "bus/errors.h"
 #include "display/display.h"
 #include "leds/leds.h"
 #include "core/manager.h"
@@ -22,10 +23,6 @@
 #define BUS_NAME "org.devns1"
 #define BUS_PATH "/org/devns1"
 #define BUS_INTERFACE "org.devns1.Manager"
-#define BUS_ERROR_NO_SUCH_PERSONA "org.devns1.Error.NoSuchPersona"
-#define BUS_ERROR_NOT_IN_PERSONA "org.devns1.Error.NotInPersona"
-#define BUS_ERROR_NO_DISPLAY "org.devns1.Error.NoDisplay"
-#define BUS_ERROR_NOT_ATTACHED "org.devns1.Error.NotAttached"
 
 /* The time sd-event last woke at, for rate limits. */
 static uint64_t now_usec(struct manager *m) {
@@ -61,11 +58,10 @@ static int check_caller(sd_bus_message *msg, bool group, const char *what, struc
 		log_refusal(b, what, &peer, "not root in devnsd's namespaces");
 	}
 	if (member)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-					 "%s needs root or membership of group %s, in devnsd's own user and pid namespaces",
-					 what, m->conf->switch_group);
-	return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED, "%s needs root in devnsd's own user and pid namespaces",
-				 what);
+		return bus_error_set(error, -EACCES,
+				     "%s needs root or membership of group %s, in devnsd's own user and pid namespaces",
+				     what, m->conf->switch_group);
+	return bus_error_set(error, -EACCES, "%s needs root in devnsd's own user and pid namespaces", what);
 }
 
 /*
@@ -96,7 +92,7 @@ static bool in_scope(const struct scope *sc, const struct persona *p) {
 static int find_persona(struct manager *m, const char *name, struct persona **ret, sd_bus_error *error) {
 	*ret = manager_find_persona(m, name);
 	if (!*ret)
-		return sd_bus_error_setf(error, BUS_ERROR_NO_SUCH_PERSONA, "No persona named '%s'", name);
+		return bus_error_set(error, -BUS_E_NO_SUCH_PERSONA, "No persona named '%s'", name);
 	return 0;
 }
 
@@ -143,7 +139,7 @@ static int method_switch_to(sd_bus_message *msg, void *userdata, sd_bus_error *e
 	r = manager_switch(b->manager, p, switch_answer, sd_bus_message_ref(msg));
 	if (r < 0) {
 		sd_bus_message_unref(msg);
-		return sd_bus_error_set_errnof(error, r, "Switching to '%s' failed: %m", name);
+		return bus_error_set(error, r, "Switching to '%s' failed: %m", name);
 	}
 	return 1;
 }
@@ -298,16 +294,18 @@ static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 	if (r < 0)
 		return r;
 	r = manager_create_persona(m, name, &p);
-	if (r == -EEXIST)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "A persona named '%s' exists already", name);
-	if (r == -EINVAL)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-					 "Invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", name,
-					 NAME_MAX_LEN);
-	if (r == -E2BIG)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED, "At most %d personas", CONF_MAX_PERSONAS);
+	switch (r) {
+	case -EEXIST:
+		return bus_error_set(error, -BUS_E_PERSONA_EXISTS, "A persona named '%s' exists already", name);
+	case -EINVAL:
+		return bus_error_set(error, -EINVAL,
+				     "Invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", name,
+				     NAME_MAX_LEN);
+	case -E2BIG:
+		return bus_error_set(error, -BUS_E_TOO_MANY_PERSONAS, "At most %d personas", CONF_MAX_PERSONAS);
+	}
 	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Creating persona '%s' failed: %m", name);
+		return bus_error_set(error, r, "Creating persona '%s' failed: %m", name);
 	return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -323,9 +321,9 @@ static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 		return r;
 	r = manager_remove_persona(m, p);
 	if (r == -EBUSY)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_FAILED, "Persona '%s' is active; switch away first", name);
+		return bus_error_set(error, -BUS_E_PERSONA_ACTIVE, "Persona '%s' is active; switch away first", name);
 	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Removing persona '%s' failed: %m", name);
+		return bus_error_set(error, r, "Removing persona '%s' failed: %m", name);
 	return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -371,8 +369,8 @@ static void on_attached(struct persona *p, int r, const struct populate_result *
 	if (r >= 0)
 		log_populated(p, call->pid, res);
 	else {
-		sd_bus_error_set_errnof(&error, r, "Cannot make the nodes in process %d's container (%s): %m",
-					(int)call->pid, res->failed);
+		bus_error_set(&error, r, "Cannot make the nodes in process %d's container (%s): %m", (int)call->pid,
+			      res->failed);
 		log_warning("persona %s: %s", p->name, error.message);
 	}
 	if (call->msg) {
@@ -401,19 +399,21 @@ int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg,
 		sd_bus_message_unref(call->msg);
 		free(call);
 	}
-	if (r == -ESRCH)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "No process %d", (int)pid);
-	if (r == -EINVAL)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-					 "Process %d is not in a container: it shares devnsd's pid namespace", (int)pid);
-	if (r == -EBUSY)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-					 "Process %d's container is bound to another persona", (int)pid);
-	if (r == -EPERM)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS,
-					 "Process %d's user namespace maps no root user", (int)pid);
+	switch (r) {
+	case -ESRCH:
+		return bus_error_set(error, -BUS_E_NO_PROCESS, "No process %d", (int)pid);
+	case -EINVAL:
+		return bus_error_set(error, -BUS_E_NOT_IN_CONTAINER,
+				     "Process %d is not in a container: it shares devnsd's pid namespace", (int)pid);
+	case -EBUSY:
+		return bus_error_set(error, -BUS_E_CONTAINER_TAKEN, "Process %d's container is bound to another persona",
+				     (int)pid);
+	case -EPERM:
+		return bus_error_set(error, -BUS_E_NO_ROOT_USER, "Process %d's user namespace maps no root user",
+				     (int)pid);
+	}
 	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Cannot bind to process %d: %m", (int)pid);
+		return bus_error_set(error, r, "Cannot bind to process %d: %m", (int)pid);
 	log_info("persona %s bound to the pid namespace of process %d", p->name, (int)pid);
 	return 1;
 }
@@ -432,7 +432,7 @@ static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 	if (r < 0)
 		return r;
 	if (pid == 0 || pid > INT32_MAX)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Invalid pid %u", pid);
+		return bus_error_set(error, -EINVAL, "Invalid pid %u", pid);
 	return bus_attach(b, p, (pid_t)pid, msg, error);
 }
 
@@ -467,9 +467,9 @@ static int method_detach(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		return r;
 	r = manager_detach(m, p);
 	if (r == -ENOENT)
-		return sd_bus_error_setf(error, BUS_ERROR_NOT_ATTACHED, "Persona '%s' is not attached to a container", name);
+		return bus_error_set(error, -BUS_E_NOT_ATTACHED, "Persona '%s' is not attached to a container", name);
 	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Detaching persona '%s' failed: %m", name);
+		return bus_error_set(error, r, "Detaching persona '%s' failed: %m", name);
 	return sd_bus_reply_method_return(msg, NULL);
 }
 
@@ -514,9 +514,10 @@ static int check_request_user(struct bus *b, struct persona *p, const struct bus
 		return -errno;
 	if (st.st_dev != caller_userns.dev || st.st_ino != caller_userns.ino) {
 		log_refusal(b, "RequestActive", peer, "it is not in its container's own user namespace");
-		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-					 "RequestActive is taken only from persona %s's own user namespace, not from one "
-					 "made inside it", p->name);
+		return bus_error_set(error, -EACCES,
+				     "RequestActive is taken only from persona %s's own user namespace, not from one "
+				     "made inside it",
+				     p->name);
 	}
 	r = idmap_read(proc, "uid_map", &map);
 	if (r < 0)
@@ -529,9 +530,8 @@ static int check_request_user(struct bus *b, struct persona *p, const struct bus
 		if (ratelimit_take(&b->refusal_log, now_usec(b->manager)))
 			log_notice("persona %s: RequestActive refused to uid %u (host uid %u): RequestActiveUsers=%s",
 				   p->name, uid, (unsigned int)peer->euid, uids);
-		return sd_bus_error_setf(error, SD_BUS_ERROR_ACCESS_DENIED,
-					 "Persona %s takes RequestActive from its uids %s (RequestActiveUsers=)", p->name,
-					 uids);
+		return bus_error_set(error, -EACCES, "Persona %s takes RequestActive from its uids %s (RequestActiveUsers=)",
+				     p->name, uids);
 	}
 	return 0;
 }
@@ -549,8 +549,8 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 		return r;
 	r = manager_persona_of_pid(m, peer.pid, &p);
 	if (r < 0 || !p)
-		return sd_bus_error_setf(error, BUS_ERROR_NOT_IN_PERSONA,
-					 "The caller (pid %d) is not in any persona's container", (int)peer.pid);
+		return bus_error_set(error, -BUS_E_NOT_IN_PERSONA, "The caller (pid %d) is not in any persona's container",
+				     (int)peer.pid);
 	r = check_request_user(b, p, &peer, error);
 	if (r < 0)
 		return r;
@@ -558,9 +558,9 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 	if (r < 0)
 		return r;
 	if (!ratelimit_take(&p->request_limit, now_usec(m)))
-		return sd_bus_error_setf(error, SD_BUS_ERROR_LIMITS_EXCEEDED,
-					 "Persona %s asks too often: at most %d requests at once, then one every %llu s",
-					 p->name, REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
+		return bus_error_set(error, -BUS_E_TOO_OFTEN,
+				     "Persona %s asks too often: at most %d requests at once, then one every %llu s", p->name,
+				     REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
 	granted = p == m->active || (p->allow_request_active && !m->attention_held);
 	log_info("persona %s asks to come forward: %s", p->name,
 		 granted ? "granted" :
@@ -719,9 +719,9 @@ static int method_screenshot(sd_bus_message *msg, void *userdata, sd_bus_error *
 		return r;
 	r = display_snapshot(b->display, p, &fd, &width, &height, &stride);
 	if (r == -ENODEV)
-		return sd_bus_error_setf(error, BUS_ERROR_NO_DISPLAY, "devnsd runs no display ([Display] is not set)");
+		return bus_error_set(error, -BUS_E_NO_DISPLAY, NULL);
 	if (r < 0)
-		return sd_bus_error_set_errnof(error, r, "Cannot copy the frame of '%s': %m", name);
+		return bus_error_set(error, r, "Cannot copy the frame of '%s': %m", name);
 	return sd_bus_reply_method_return(msg, "huuus", fd, width, height, stride, "XRGB8888");
 }
 

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "bus/bus-internal.h"
+#include "bus/errors.h"
 #include "core/manager.h"
 #include "log.h"
 #include "pidns.h"
@@ -45,8 +46,7 @@ int bus_machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_erro
 	if (r < 0)
 		return r;
 	if (leader == 0 || leader > INT32_MAX)
-		return sd_bus_error_setf(error, SD_BUS_ERROR_INVALID_ARGS, "Machine %s has no valid leader (%u)", machine,
-					 leader);
+		return bus_error_set(error, -BUS_E_NO_LEADER, "Machine %s has no valid leader (%u)", machine, leader);
 	*ret = (pid_t)leader;
 	return 0;
 }

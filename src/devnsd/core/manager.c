@@ -44,6 +44,8 @@ static int persona_new(struct manager *m, const char *name, const struct conf_pe
 			p->maps[i] = cp->maps[i];
 			p->maps[i].path = strdup(cp->maps[i].path);
 			if (!p->maps[i].path) {
+				for (size_t j = 0; j < p->n_maps; j++)
+					free(p->maps[j].path);
 				free(p);
 				return -ENOMEM;
 			}

@@ -85,7 +85,7 @@ struct device_class;
  * through these ops, all mandatory.
  */
 struct device_class_ops {
-	/* Creates persona p's nodes (also for personas created at runtime). */
+	/* Creates persona p's nodes (also for personas created at runtime). Logs what fails. */
 	int (*add_persona)(struct device_class *dc, struct persona *p);
 	/* Removes persona p's nodes; p is not the active persona. */
 	void (*remove_persona)(struct device_class *dc, struct persona *p);

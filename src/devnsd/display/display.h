@@ -30,7 +30,7 @@ struct display_class;
 
 /*
  * display/serve.c: the framebuffer class ([Display] set). Register it
- * with manager_add_class(display_class_base(dc)).
+ * with manager_add_class(display_class_base(dc)). Logs what fails.
  */
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret);
 /* What manager_add_class() takes. */
@@ -40,8 +40,8 @@ struct device_class *display_class_base(struct display_class *dc);
  * configuration names, before anything of devnsd is up. 0 once it is
  * there (or with no device to wait for), or past the wait when the
  * personas' mode is known without it (Mode=, or the last run's mode after
- * a crash): display_class_new() then starts without it. -ETIMEDOUT
- * (logged), -ECANCELED when devnsd is asked to stop meanwhile.
+ * a crash): display_class_new() then starts without it. -ETIMEDOUT,
+ * -ECANCELED when devnsd is asked to stop meanwhile. Logs what fails.
  */
 int display_wait_device(struct manager *m, const struct conf *conf);
 

@@ -98,7 +98,8 @@ static void lose(struct display_hotplug *h) {
 	struct display_output *stand_in = NULL;
 	int r;
 
-	sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
 	r = display_stand_in_new(mode->width, mode->height, &stand_in);
 	if (r >= 0)
 		r = display_class_set_output(dc, stand_in, true);
@@ -112,7 +113,8 @@ static void lose(struct display_hotplug *h) {
 
 static void retry_in(struct display_hotplug *h, uint64_t usec) {
 	sd_event_source_set_time_relative(h->retry, usec);
-	sd_event_source_set_enabled(h->retry, SD_EVENT_ONESHOT);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+	(void)sd_event_source_set_enabled(h->retry, SD_EVENT_ONESHOT);
 }
 
 /* node: what was tried, named when it is not the configured device. */
@@ -224,7 +226,8 @@ static void on_removed(void *userdata, const struct hotplug_device *dev) {
 			return;
 		/* Gone again before devnsd could take it. */
 		h->candidate = mfree(h->candidate);
-		sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
+		/* Cannot fail: sd-event reports no failure turning a source off. */
+		(void)sd_event_source_set_enabled(h->retry, SD_EVENT_OFF);
 		return;
 	}
 	if (!streq(dev->devnode, h->devnode))

@@ -170,7 +170,8 @@ static void finish_copy(struct display_class *dc, bool switching) {
 	struct display_output *b = dc->backend;
 	int r;
 
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
 	r = display_output_finish(b, switching);
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot show the frame: %m", dc->device);
@@ -204,7 +205,8 @@ int display_on_copy(sd_event_source *s, void *userdata) {
 
 	(void)s;
 	if (!dc->backend->copying) {
-		sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+		/* Cannot fail: sd-event reports no failure turning a source off. */
+		(void)sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
 		return 0;
 	}
 	if (display_output_copy(dc->backend, dc->copy_src, dc->copy_stride, dc->copy_rows) > 0)
@@ -215,7 +217,8 @@ int display_on_copy(sd_event_source *s, void *userdata) {
 /* Gives up the copy under way, when its frame is no longer the one to show. */
 void display_abort_copy(struct display_class *dc) {
 	display_output_abort(dc->backend);
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(dc->copy, SD_EVENT_OFF);
 }
 
 /*
@@ -304,7 +307,8 @@ static void power_settle(struct display_class *dc) {
 	if (!ratelimit_take(&dc->power_downs, now)) {
 		/* Black until the next power-down is due. */
 		sd_event_source_set_time(dc->power_due, ratelimit_next(&dc->power_downs));
-		sd_event_source_set_enabled(dc->power_due, SD_EVENT_ONESHOT);
+		/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+		(void)sd_event_source_set_enabled(dc->power_due, SD_EVENT_ONESHOT);
 		return;
 	}
 	r = display_output_set_power(b, false);
@@ -406,7 +410,8 @@ void display_flush(struct display_class *dc) {
 		return;
 	}
 	dc->copy_rows = MAX(1u, COPY_STEP_BYTES / MAX(1u, dc->copy_stride));
-	sd_event_source_set_enabled(dc->copy, SD_EVENT_ON);
+	/* Cannot fail while the loop runs: turning a defer source on makes no system call. */
+	(void)sd_event_source_set_enabled(dc->copy, SD_EVENT_ON);
 }
 
 static bool tick_wanted(struct display_class *dc) {
@@ -429,7 +434,8 @@ void display_update_tick(struct display_class *dc) {
 	if (enabled != SD_EVENT_OFF || !tick_wanted(dc))
 		return;
 	sd_event_source_set_time_relative(dc->tick, dc->refresh_usec);
-	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+	(void)sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
 }
 
 /* The tick after the one due at usec: one period later, whatever the tick's own work took. */
@@ -443,7 +449,8 @@ static void next_tick(struct display_class *dc, uint64_t usec) {
 	if (next <= now)
 		next += (now - next) / dc->refresh_usec * dc->refresh_usec + dc->refresh_usec;
 	sd_event_source_set_time(dc->tick, next);
-	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+	(void)sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
 }
 
 /* Once a refresh: written and mapped changes of the active persona go to the screen, vsync waiters wake up. */
@@ -538,7 +545,8 @@ void display_node_mapped_written(struct display_node *dn) {
 	else
 		due = now + dc->refresh_usec;
 	sd_event_source_set_time(dc->tick, due);
-	sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+	(void)sd_event_source_set_enabled(dc->tick, SD_EVENT_ONESHOT);
 }
 
 /*

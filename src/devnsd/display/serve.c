@@ -335,14 +335,12 @@ static int open_output(const struct conf *conf, const char *device, struct displ
  * stands in for it until it comes. *ret_node: the node opened when it is
  * not the configured device but the last run's display under a new name.
  */
-static int open_backend(struct manager *m, const struct conf *conf, struct display_output **ret,
-			const char **ret_device, char **ret_node) {
+static int open_backend(struct manager *m, const struct conf *conf, struct display_output **ret, char **ret_node) {
 	const char *device = device_of(conf);
 	_cleanup_(freep) char *last = NULL;
 	uint32_t width, height;
 	int r;
 
-	*ret_device = device ?: "headless";
 	r = open_output(conf, device, ret);
 	if (r == -ENOENT && (last = last_run_node(m, conf))) {
 		int q = open_output(conf, last, ret);
@@ -380,14 +378,14 @@ static int open_backend(struct manager *m, const struct conf *conf, struct displ
 
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
 	struct display_class *dc;
-	const char *device = NULL;
+	const char *device = device_of(conf) ?: "headless";
 	_cleanup_(freep) char *node = NULL;
 	struct display_output *b;
 	unsigned int want;
 	bool lost;
 	int r;
 
-	r = open_backend(m, conf, &b, &device, &node);
+	r = open_backend(m, conf, &b, &node);
 	if (r < 0)
 		return r;
 	lost = r > 0;

@@ -125,7 +125,8 @@ static void device_gone(struct input_device *d) {
 		return;
 	log_info("%s: device is gone; its persona nodes now answer ENODEV", d->backend->path);
 	d->gone = true;
-	sd_event_source_set_enabled(d->source, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(d->source, SD_EVENT_OFF);
 	/* As the kernel does when a device goes: what the active persona held is released first. */
 	if (d->active)
 		evdev_node_deactivate(d->active->evdev);
@@ -185,7 +186,8 @@ static void pass_on(struct input_device *d, struct input_event *batch, size_t *n
 /* A chord asked for the persona of SwitchKeys= entry i: switched once the handler returns, the last chord winning. */
 static void queue_hotkey(struct input_class *ic, size_t i) {
 	ic->hotkey_target = i;
-	sd_event_source_set_enabled(ic->hotkey_defer, SD_EVENT_ONESHOT);
+	/* Cannot fail while the loop runs: turning a defer source on makes no system call. */
+	(void)sd_event_source_set_enabled(ic->hotkey_defer, SD_EVENT_ONESHOT);
 }
 
 /* Reads what the hardware has queued and passes it on to the active persona, less any switch chord. */
@@ -583,7 +585,8 @@ int input_class_new_core(struct manager *m, const struct input_transport_ops *tr
 		free(ic);
 		return r;
 	}
-	sd_event_source_set_enabled(ic->hotkey_defer, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(ic->hotkey_defer, SD_EVENT_OFF);
 	ic->switch_done.notify = on_switch_done;
 	signal_add(&m->events.switch_done, &ic->switch_done);
 	*ret = ic;

@@ -322,7 +322,7 @@ int input_hotplug_new(struct manager *m, struct input_class *ic, struct input_ho
 
 	ih = calloc(1, sizeof(*ih));
 	if (!ih)
-		return log_error_errno(ENOMEM, "out of memory");
+		return log_warning_errno(ENOMEM, "Cannot watch for input devices; those that appear later will not be shared: %m");
 	ih->manager = m;
 	ih->input = ic;
 	r = sd_event_add_time_relative(m->event, &ih->retry, CLOCK_MONOTONIC, WAIT_POLL_USEC, 0, on_retry, ih);
@@ -333,7 +333,7 @@ int input_hotplug_new(struct manager *m, struct input_class *ic, struct input_ho
 				ih);
 	if (r < 0) {
 		input_hotplug_free(ih);
-		return log_error_errno(r, "Cannot watch for input devices: %m");
+		return log_warning_errno(r, "Cannot watch for input devices; those that appear later will not be shared: %m");
 	}
 	log_info("watching for input devices (%s events)", hotplug_source(ih->hotplug));
 	catch_up(ih);

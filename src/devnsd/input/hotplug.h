@@ -14,7 +14,10 @@ struct input_hotplug;
 /* How long the nodes of a device that went away stay for handles still open on them (answering ENODEV). */
 #define INPUT_GONE_LINGER_USEC (2 * 1000000ULL)
 
-/* Starts watching for the input class ic. Devices it has already are recognised when announced. */
+/*
+ * Starts watching for the input class ic. Devices it has already are
+ * recognised when announced. Logs what fails.
+ */
 int input_hotplug_new(struct manager *m, struct input_class *ic, struct input_hotplug **ret);
 struct input_hotplug *input_hotplug_free(struct input_hotplug *ih);
 static inline void input_hotplug_freep(struct input_hotplug **ih) {

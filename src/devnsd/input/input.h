@@ -147,7 +147,7 @@ struct input_node *input_node_of(struct input_device *d, struct persona *p);
 
 /*
  * input/serve.c: the input class over the evdev devices [Input] Devices=
- * names, served over CUSE.
+ * names, served over CUSE. Logs what fails.
  */
 int input_class_new(struct manager *m, const struct conf *conf, struct input_class **ret);
 

@@ -143,14 +143,15 @@ static int cuse_device_added(struct input_device *d) {
 		return 0;
 	snprintf(d->routed_path, sizeof(d->routed_path), "/dev/%s/%s", DEVNS_DEV_DIR, d->backend->name);
 	manager_node_numbers(m, d->routed_path + strlen("/dev/"), &major, &minor);
+	/* Not logged here: the device is not added, and whoever added it says so. */
 	r = cuse_evdev_new(&d->routed, m->event, d->routed_path + strlen("/dev/"), major, minor, NULL,
 			   &routed_hooks, d);
 	if (r < 0)
-		return log_error_errno(r, "%s: cannot create the routed node: %m", d->routed_path);
+		return r;
 	/* One persona's handles and requests never take another's place. */
 	r = cuse_evdev_set_shares(d->routed, ROUTED_SHARES);
 	if (r < 0)
-		return log_error_errno(r, "%s: cannot split the routed node among personas: %m", d->routed_path);
+		return r;
 	manager_node_added(m);
 	return 0;
 }

@@ -450,8 +450,11 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct input_clas
 		r = open_section(lc, LED_KIND_BACKLIGHT, &conf->backlight);
 	if (r >= 0)
 		r = leds_serve_views(lc);
-	if (r >= 0)
+	if (r >= 0) {
 		r = leds_state_register(lc);
+		if (r < 0)
+			log_error_errno(r, "cannot keep the LEDs' state for a restart: %m");
+	}
 	if (r >= 0) {
 		r = leds_watch_lights(lc);
 		if (r < 0)

@@ -104,7 +104,7 @@ struct leds_persona *leds_persona_of(struct leds_class *lc, struct persona *p);
 bool leds_light_known(struct leds_class *lc, const char *real, const char *name, enum led_kind kind);
 /* class.c: whether an LED of an input device that has no evdev device yet waits for it. */
 bool leds_light_waits(struct leds_class *lc, enum led_kind kind, const char *sysname, const char *syspath);
-/* class.c: opens the light at path (0 also when known or ignored, warned); negative errno, logged. */
+/* class.c: opens the light at path (0 also when known or ignored, warned). Logs what fails. */
 int leds_open_light(struct leds_class *lc, enum led_kind kind, const char *path, const struct conf_devices *d);
 /* class.c: closes a light and removes its views. */
 void leds_close_light(struct leds_class *lc, struct leds_light *ll);

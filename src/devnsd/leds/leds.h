@@ -34,6 +34,7 @@ struct input_class;
  * driven through their evdev nodes: register the class after input's, so
  * that it is switched and freed first. *ret is NULL when no lights are
  * configured. Register it with manager_add_class(leds_class_base(lc)).
+ * Logs what fails.
  */
 int leds_class_new(struct manager *m, const struct conf *conf, struct input_class *input, struct leds_class **ret);
 struct device_class *leds_class_base(struct leds_class *lc);

@@ -4,10 +4,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "container-fs.h"
+#include "populate/mountinfo.h"
 #include "populate/populate-internal.h"
 
 static const char *mapped_path(const struct persona *p, const char *node) {
@@ -134,14 +136,35 @@ int populate_plan_owner(struct plan *plan, int proc_fd) {
 	return 0;
 }
 
-/* The kernel's text of the container's mount table (never a file of the container's). */
+/*
+ * Which of the container's mounts pass mounts on to peers, from the
+ * kernel's text of its mount table (never a file of the container's),
+ * parsed here in devnsd: the helper gets the ids, not the text.
+ */
 void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
+	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
 	_cleanup_(closep) int fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	_cleanup_(freep) char *text = malloc(MOUNTINFO_MAX);
+	struct libmnt_iter *it;
+	struct libmnt_fs *fs;
 	size_t len = 0;
 
-	plan->mountinfo[0] = '\0';
-	if (fd >= 0 && read_bounded(fd, plan->mountinfo, sizeof(plan->mountinfo) - 1, &len) == 0)
-		plan->mountinfo[len] = '\0';
+	plan->mounts_read = false;
+	plan->n_private_mounts = 0;
+	if (fd < 0 || !text || read_bounded(fd, text, MOUNTINFO_MAX - 1, &len) < 0 || len == 0 ||
+	    mountinfo_parse(text, len, &tb) < 0)
+		return;
+	it = mnt_new_iter(MNT_ITER_FORWARD);
+	if (!it)
+		return;
+	while (plan->n_private_mounts < PLAN_PRIVATE_MOUNTS_MAX && mnt_table_next_fs(tb, it, &fs) == 0) {
+		unsigned long flags = 0;
+
+		if (mnt_fs_get_id(fs) >= 0 && mnt_fs_get_propagation(fs, &flags) == 0 && !(flags & MS_SHARED))
+			plan->private_mounts[plan->n_private_mounts++] = mnt_fs_get_id(fs);
+	}
+	mnt_free_iter(it);
+	plan->mounts_read = true;
 }
 
 struct plan *populate_plan_new(struct persona *p) {

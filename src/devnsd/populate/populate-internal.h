@@ -22,6 +22,8 @@
 #define POPULATE_SHARES 16
 /* A container with a larger mount table keeps its /sys as it is. */
 #define MOUNTINFO_MAX (256 * 1024)
+/* Mounts of the container that pass nothing on, looked at; past these, a mount is taken to pass mounts on. */
+#define PLAN_PRIVATE_MOUNTS_MAX 4096
 
 struct entry {
 	char host[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
@@ -56,8 +58,14 @@ struct plan {
 	size_t n_nodes;
 	/* A change of one node (hotplug): its udev event is for devnsd to send once the container follows. */
 	bool node_job;
-	/* The container's /proc/PID/mountinfo, to see which of its mounts propagate; "" if unread. */
-	char mountinfo[MOUNTINFO_MAX];
+	/*
+	 * From the container's /proc/PID/mountinfo: whether it was read, and
+	 * the ids of its mounts that pass no mounts on to peers. The others,
+	 * and any past PLAN_PRIVATE_MOUNTS_MAX, get nothing laid on them.
+	 */
+	bool mounts_read;
+	int private_mounts[PLAN_PRIVATE_MOUNTS_MAX];
+	size_t n_private_mounts;
 	/* Views of a devnsd that died, bound in the container: replaced by the live view's directory. */
 	struct view_mount views[VIEW_MOUNTS_MAX];
 	size_t n_views;

@@ -12,31 +12,25 @@
 #include "container-fs.h"
 #include "populate/populate-internal.h"
 
-/* Whether the mount holding fd passes mounts on to peers (the host's, say): then nothing is laid on it. */
-static bool mount_shared(const char *mountinfo, int fd) {
+/*
+ * Whether the mount holding fd passes mounts on to peers (the host's, say):
+ * then nothing is laid on it. A mount devnsd did not find passing nothing
+ * on is taken to pass mounts on.
+ */
+static bool mount_shared(const struct plan *plan, int fd) {
 	struct statx stx;
-	char id[32];
-	size_t id_len;
 
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
 		return true;
-	id_len = (size_t)snprintf(id, sizeof(id), "%llu ", (unsigned long long)stx.stx_mnt_id);
-	for (const char *line = mountinfo; *line;) {
-		size_t len = strcspn(line, "\n");
-		if (len > id_len && strncmp(line, id, id_len) == 0) {
-			/* Optional fields end at " - "; paths have their spaces escaped. */
-			const char *sep = memmem(line, len, " - ", 3);
-			return memmem(line, sep ? (size_t)(sep - line) : len, " shared:", 8) != NULL;
-		}
-		line += len + (line[len] ? 1 : 0);
-	}
+	for (size_t i = 0; i < plan->n_private_mounts; i++)
+		if ((uint64_t)plan->private_mounts[i] == stx.stx_mnt_id)
+			return false;
 	return true;
 }
 
 
 /* A directory (name NULL) or file of the container's /sys to lay something on. */
-static int sysfs_target(struct plan *plan, int root_fd, const char *mountinfo, const char *dir, const char *name,
-			int *ret_fd) {
+static int sysfs_target(struct plan *plan, int root_fd, const char *dir, const char *name, int *ret_fd) {
 	_cleanup_(closep) int fd = -1;
 	struct stat st;
 	int r;
@@ -57,7 +51,7 @@ static int sysfs_target(struct plan *plan, int root_fd, const char *mountinfo, c
 		return -ENOTDIR;
 	if (on_devnsd_fs(plan, &st))
 		return -EXDEV;
-	if (mount_shared(mountinfo, fd))
+	if (mount_shared(plan, fd))
 		return -EREMOTE;
 	*ret_fd = take_fd(&fd);
 	return 0;
@@ -75,16 +69,15 @@ static void sysfs_left(struct plan *plan, const char *why) {
  * peers, keeps its /sys as it is.
  */
 void populate_sysfs_plan(struct plan *plan, int root_fd, struct sysfs_job *job) {
-	const char *mountinfo = plan->mountinfo;
 	int r;
 
 	for (size_t i = 0; i < POPULATE_MAX; i++)
 		job->uevent_fd[i] = job->dev_fd[i] = -1;
 	if (plan->n_nodes == 0)
 		return;
-	if (!mountinfo[0])
+	if (!plan->mounts_read)
 		return sysfs_left(plan, "its mount table could not be read");
-	r = sysfs_target(plan, root_fd, mountinfo, "sys/dev/char", NULL, &job->target_fd);
+	r = sysfs_target(plan, root_fd, "sys/dev/char", NULL, &job->target_fd);
 	if (r >= 0 && plan->node_job && cfs_open_dir(root_fd, "sys/dev", 0, 0, &job->parent_fd) < 0)
 		job->parent_fd = -1;
 	if (r == -EREMOTE)
@@ -99,8 +92,8 @@ void populate_sysfs_plan(struct plan *plan, int root_fd, struct sysfs_job *job) 
 	}
 	for (size_t i = 0; i < plan->n_nodes; i++) {
 		const char *dir = plan->nodes[i].syspath + 1;
-		if (sysfs_target(plan, root_fd, mountinfo, dir, "uevent", &job->uevent_fd[i]) < 0 ||
-		    sysfs_target(plan, root_fd, mountinfo, dir, "dev", &job->dev_fd[i]) < 0)
+		if (sysfs_target(plan, root_fd, dir, "uevent", &job->uevent_fd[i]) < 0 ||
+		    sysfs_target(plan, root_fd, dir, "dev", &job->dev_fd[i]) < 0)
 			sysfs_left(plan, "a device's sysfs entry is not there");
 	}
 }

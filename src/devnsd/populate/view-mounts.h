@@ -11,7 +11,7 @@
  * bind mounts whose file system is the one devnsd's views had (its device
  * number, which the kernel reports and no container can choose, and its
  * type) and whose root is below the persona's directory. Transport-free: it reads
- * /proc/PID/mountinfo text.
+ * /proc/PID/mountinfo text, through libmount (populate/mountinfo.h).
  */
 
 #define VIEW_MOUNTS_MAX 8

@@ -358,18 +358,14 @@ static void on_classes_freed(struct listener *l, void *data) {
 	state_free(data);
 }
 
-int state_new(struct manager *m, const char *dir) {
-	struct state *s;
+/* What state_new() does once the state is m->state; state_new() frees it if this fails. */
+static int state_setup(struct manager *m, struct state *s, const char *dir) {
 	int r;
 
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return log_warning_errno(ENOMEM, "out of memory");
 	s->manager = m;
 	s->dir_fd = -1;
 	s->record_fds[0] = s->record_fds[1] = -1;
 	state_record_init(&s->last);
-	m->state = s;
 	s->active_changed.notify = on_active_changed;
 	s->persona_added.notify = on_persona_added;
 	s->persona_removed.notify = on_persona_removed;
@@ -396,9 +392,24 @@ int state_new(struct manager *m, const char *dir) {
 	r = sd_event_add_time(m->event, &s->save_timer, CLOCK_MONOTONIC, 0, 1000, on_save, s);
 	if (r < 0)
 		return log_warning_errno(r, "cannot set up saving the state; a restart will start clean: %m");
-	sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
 	(void)load_record(s);
 	return 0;
+}
+
+int state_new(struct manager *m, const char *dir) {
+	struct state *s;
+	int r;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return log_warning_errno(ENOMEM, "out of memory");
+	m->state = s;
+	r = state_setup(m, s, dir);
+	if (r < 0)
+		state_free(m);
+	return r;
 }
 
 void state_free(struct manager *m) {
@@ -431,7 +442,8 @@ void state_forget_all(struct manager *m) {
 
 	if (!s)
 		return;
-	sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(s->save_timer, SD_EVENT_OFF);
 	if (s->fdstore)
 		fdstore_clear(s->fdstore);
 	if (s->dir_fd >= 0 && unlinkat(s->dir_fd, STATE_FILE, 0) < 0 && errno != ENOENT)
@@ -461,7 +473,8 @@ void state_changed(struct manager *m) {
 	if (sd_event_now(m->event, CLOCK_MONOTONIC, &now) < 0)
 		return;
 	sd_event_source_set_time(s->save_timer, MAX(now, s->last_save_usec + STATE_SAVE_INTERVAL_USEC));
-	sd_event_source_set_enabled(s->save_timer, SD_EVENT_ONESHOT);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+	(void)sd_event_source_set_enabled(s->save_timer, SD_EVENT_ONESHOT);
 }
 
 int state_take_fd(struct manager *m, const char *name, int *ret_fd) {
@@ -633,7 +646,8 @@ static int on_post(sd_event_source *es, void *userdata) {
 
 	if (!s->manager->notified)
 		return 0;
-	sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
 	restore_attachments(s);
 	return 0;
 }

@@ -43,8 +43,9 @@ struct state_part {
  * Loads what the last run left (a bad record is logged and ignored), sets
  * up the fd store, and listens to the manager's switches, personas and
  * attachments; it frees itself once the manager's classes are gone.
- * Call before any device is opened. Logs; on failure devnsd runs on
- * without keeping anything (state_free() it).
+ * Call before any device is opened. Logs what fails; on failure nothing
+ * of it is left (m->state is NULL) and devnsd runs on without keeping
+ * anything.
  */
 int state_new(struct manager *m, const char *dir);
 /* Frees the state; what is kept stays kept for the next run. */

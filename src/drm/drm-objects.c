@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/* Dumb buffers, GEM handles, framebuffers and property blobs, with their limits. */
+#include <sys/random.h>
+
+#include "drm-internal.h"
+#include "util.h"
+
+#define PAGE 4096u
+
+const uint32_t drm_plane_formats[] = { DRM_FORMAT_XRGB8888, DRM_FORMAT_ARGB8888 };
+const size_t drm_n_plane_formats = ELEMENTSOF(drm_plane_formats);
+
+bool drm_format_supported(uint32_t format) {
+	for (size_t i = 0; i < drm_n_plane_formats; i++)
+		if (drm_plane_formats[i] == format)
+			return true;
+	return false;
+}
+
+int drm_blob_new(struct drm_node *n, struct drm_file *owner, const void *data, size_t len, struct drm_blob **ret) {
+	struct drm_blob *b;
+
+	if (len == 0 || len > DRM_BLOB_MAX_LEN)
+		return -EINVAL;
+	if ((owner && owner->n_blobs >= DRM_FILE_MAX_BLOBS) || n->n_blobs >= DRM_NODE_MAX_BLOBS)
+		return -ENOSPC;
+	if (len > DRM_NODE_MAX_BLOB_BYTES - n->blob_bytes)
+		return -ENOMEM;
+	b = malloc(sizeof(*b) + len);
+	if (!b)
+		return -ENOMEM;
+	b->id = drm_node_new_id(n);
+	b->refs = 1;
+	b->owner = owner;
+	b->len = len;
+	if (data)
+		memcpy(b->data, data, len);
+	LIST_INSERT_HEAD(&n->blobs, b, link);
+	n->n_blobs++;
+	n->blob_bytes += len;
+	if (owner)
+		owner->n_blobs++;
+	*ret = b;
+	return 0;
+}
+
+struct drm_blob *drm_blob_find(const struct drm_node *n, uint32_t id) {
+	struct drm_blob *b;
+
+	LIST_FOREACH(b, &n->blobs, link)
+		if (b->id == id)
+			return b;
+	return NULL;
+}
+
+void drm_blob_ref(struct drm_blob *b) {
+	b->refs++;
+}
+
+void drm_blob_unref(struct drm_node *n, struct drm_blob *b) {
+	if (--b->refs > 0)
+		return;
+	LIST_REMOVE(b, link);
+	n->n_blobs--;
+	n->blob_bytes -= b->len;
+	free(b);
+}
+
+static int map_offset_new(const struct drm_node *n, uint64_t *ret) {
+	uint64_t r, off;
+	const struct drm_buffer *b;
+	bool used;
+
+	do {
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			return errno > 0 ? -errno : -EIO;
+		/* Page aligned, above 0 and below 2^62: a valid mmap() offset nobody guesses. */
+		off = ((r & ((UINT64_C(1) << 50) - 1)) + 1) << 12;
+		used = false;
+		LIST_FOREACH(b, &n->buffers, link)
+			used |= b->map_offset == off;
+	} while (used);
+	*ret = off;
+	return 0;
+}
+
+static uint64_t next_serial(void) {
+	static uint64_t serial;
+
+	return ++serial;
+}
+
+void drm_buffer_unref(struct drm_node *n, struct drm_buffer *b) {
+	if (--b->refs > 0)
+		return;
+	LIST_REMOVE(b, link);
+	n->n_buffers--;
+	n->mem_used -= b->size;
+	n->memory->release(n->memory_userdata, b->fd, b->size);
+	free(b);
+}
+
+static int free_handle(const struct drm_file *f) {
+	for (size_t i = 0; i < DRM_FILE_MAX_HANDLES; i++)
+		if (!f->handles[i])
+			return (int)i;
+	return -ENOSPC;
+}
+
+static struct drm_buffer *handle_find(const struct drm_file *f, uint32_t handle) {
+	return handle >= 1 && handle <= DRM_FILE_MAX_HANDLES ? f->handles[handle - 1] : NULL;
+}
+
+static int create_dumb(struct drm_call *c) {
+	struct drm_mode_create_dumb *a = c->arg;
+	struct drm_node *n = c->n;
+	_cleanup_(freep) struct drm_buffer *b = NULL;
+	uint64_t pitch, size;
+	int slot, r;
+
+	/* The kernel's checks, then the mode config's and the persona's limits: nothing changes on failure. */
+	if (!a->width || !a->height || !a->bpp)
+		return -EINVAL;
+	if (a->bpp != 32 && a->bpp != 16)
+		return -EINVAL;
+	if (a->width > DRM_NODE_MAX_SIDE || a->height > DRM_NODE_MAX_SIDE)
+		return -EINVAL;
+	pitch = (uint64_t)a->width * (a->bpp / 8);
+	size = (pitch * a->height + PAGE - 1) / PAGE * PAGE;
+	slot = free_handle(c->f);
+	if (slot < 0 || n->n_buffers >= DRM_NODE_MAX_BUFFERS)
+		return -ENOSPC;
+	if (size > n->budget - MIN(n->mem_used, n->budget))
+		return -ENOMEM;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	r = map_offset_new(n, &b->map_offset);
+	if (r < 0)
+		return r;
+	r = n->memory->alloc(n->memory_userdata, size, &b->fd);
+	if (r < 0)
+		return r;
+	b->refs = 1;
+	b->size = size;
+	b->width = a->width;
+	b->height = a->height;
+	b->bpp = a->bpp;
+	b->pitch = (uint32_t)pitch;
+	b->serial = next_serial();
+	LIST_INSERT_HEAD(&n->buffers, b, link);
+	n->n_buffers++;
+	n->mem_used += size;
+	c->f->handles[slot] = b;
+	a->handle = (uint32_t)slot + 1;
+	a->pitch = (uint32_t)pitch;
+	a->size = size;
+	TAKE_PTR(b);
+	return 0;
+}
+
+static int close_handle(struct drm_call *c, uint32_t handle) {
+	struct drm_buffer *b = handle_find(c->f, handle);
+
+	/* drm_gem_handle_delete(): an unknown handle is -EINVAL. */
+	if (!b)
+		return -EINVAL;
+	c->f->handles[handle - 1] = NULL;
+	drm_buffer_unref(c->n, b);
+	return 0;
+}
+
+struct drm_fb *drm_fb_find(const struct drm_node *n, uint32_t id) {
+	struct drm_fb *fb;
+
+	LIST_FOREACH(fb, &n->fbs, link)
+		if (fb->id == id)
+			return fb;
+	return NULL;
+}
+
+void drm_fb_remove(struct drm_node *n, struct drm_fb *fb) {
+	if (n->state.fb == fb)
+		drm_kms_disable(n);
+	LIST_REMOVE(fb, link);
+	n->n_fbs--;
+	fb->owner->n_fbs--;
+	drm_buffer_unref(n, fb->buf);
+	free(fb);
+}
+
+/* drm_mode_addfb2() and framebuffer_check(), for the single-plane formats the plane takes. */
+static int fb_create(struct drm_call *c, const struct drm_mode_fb_cmd2 *r, uint32_t *ret_id) {
+	struct drm_node *n = c->n;
+	struct drm_buffer *b;
+	struct drm_fb *fb;
+	uint64_t min_size;
+
+	if (r->flags & ~(uint32_t)(DRM_MODE_FB_INTERLACED | DRM_MODE_FB_MODIFIERS))
+		return -EINVAL;
+	if (r->width > DRM_NODE_MAX_SIDE || r->height > DRM_NODE_MAX_SIDE)
+		return -EINVAL;
+	/* No modifiers (DRM_CAP_ADDFB2_MODIFIERS is 0). */
+	if (r->flags & DRM_MODE_FB_MODIFIERS)
+		return -EINVAL;
+	if (!drm_format_supported(r->pixel_format))
+		return -EINVAL;
+	if (r->width == 0 || r->height == 0 || r->handles[0] == 0)
+		return -EINVAL;
+	if ((uint64_t)r->height * r->pitches[0] + r->offsets[0] > UINT32_MAX)
+		return -ERANGE;
+	if (r->pitches[0] < r->width * 4 || r->modifier[0])
+		return -EINVAL;
+	for (size_t i = 1; i < 4; i++)
+		if (r->modifier[i])
+			return -EINVAL;
+	b = handle_find(c->f, r->handles[0]);
+	if (!b)
+		return -ENOENT;
+	min_size = (uint64_t)(r->height - 1) * r->pitches[0] + (uint64_t)r->width * 4 + r->offsets[0];
+	if (b->size < min_size)
+		return -EINVAL;
+	if (c->f->n_fbs >= DRM_FILE_MAX_FBS || n->n_fbs >= DRM_NODE_MAX_FBS)
+		return -ENOSPC;
+	fb = calloc(1, sizeof(*fb));
+	if (!fb)
+		return -ENOMEM;
+	*fb = (struct drm_fb){ .id = drm_node_new_id(n), .owner = c->f, .buf = b, .width = r->width,
+			       .height = r->height, .format = r->pixel_format, .pitch = r->pitches[0],
+			       .offset = r->offsets[0] };
+	b->refs++;
+	LIST_INSERT_HEAD(&n->fbs, fb, link);
+	n->n_fbs++;
+	c->f->n_fbs++;
+	*ret_id = fb->id;
+	return 0;
+}
+
+/* drm_driver_legacy_fb_format(): bpp and depth to a format (0 for none). */
+static uint32_t legacy_format(uint32_t bpp, uint32_t depth) {
+	if (bpp == 32 && depth == 24)
+		return DRM_FORMAT_XRGB8888;
+	if (bpp == 32 && depth == 32)
+		return DRM_FORMAT_ARGB8888;
+	if (bpp == 32 && depth == 30)
+		return DRM_FORMAT_XRGB2101010;
+	if (bpp == 24 && depth == 24)
+		return DRM_FORMAT_RGB888;
+	if (bpp == 16 && depth == 16)
+		return DRM_FORMAT_RGB565;
+	if (bpp == 16 && depth == 15)
+		return DRM_FORMAT_XRGB1555;
+	if (bpp == 8 && depth == 8)
+		return DRM_FORMAT_C8;
+	return 0;
+}
+
+static int addfb(struct drm_call *c) {
+	struct drm_mode_fb_cmd *o = c->arg;
+	struct drm_mode_fb_cmd2 r = {
+		.width = o->width,
+		.height = o->height,
+		.pixel_format = legacy_format(o->bpp, o->depth),
+		.handles = { o->handle },
+		.pitches = { o->pitch },
+	};
+
+	if (!r.pixel_format)
+		return -EINVAL;
+	return fb_create(c, &r, &o->fb_id);
+}
+
+static int getfb(struct drm_call *c) {
+	struct drm_mode_fb_cmd *r = c->arg;
+	const struct drm_fb *fb = drm_fb_find(c->n, r->fb_id);
+	int slot;
+
+	if (!fb)
+		return -ENOENT;
+	r->width = fb->width;
+	r->height = fb->height;
+	r->pitch = fb->pitch;
+	r->bpp = 32;
+	r->depth = fb->format == DRM_FORMAT_ARGB8888 ? 32 : 24;
+	r->handle = 0;
+	/* A handle only for the master, as the kernel's GETFB: others learn the size, not the pixels. */
+	if (c->n->master != c->f && !c->ctx->privileged)
+		return 0;
+	slot = free_handle(c->f);
+	if (slot < 0)
+		return slot;
+	c->f->handles[slot] = fb->buf;
+	fb->buf->refs++;
+	r->handle = (uint32_t)slot + 1;
+	return 0;
+}
+
+static int rmfb(struct drm_call *c) {
+	uint32_t id;
+	struct drm_fb *fb;
+
+	memcpy(&id, c->arg, sizeof(id));
+	fb = drm_fb_find(c->n, id);
+	if (!fb || fb->owner != c->f)
+		return -ENOENT;
+	drm_fb_remove(c->n, fb);
+	return 0;
+}
+
+int drm_ioctl_buffers(struct drm_call *c, unsigned int nr) {
+	if (!drm_io_ready(c->io))
+		return 0;
+	switch (nr) {
+	case _IOC_NR(DRM_IOCTL_MODE_CREATE_DUMB):
+		return create_dumb(c);
+	case _IOC_NR(DRM_IOCTL_MODE_MAP_DUMB): {
+		struct drm_mode_map_dumb *m = c->arg;
+		const struct drm_buffer *b = handle_find(c->f, m->handle);
+
+		if (!b)
+			return -ENOENT;
+		m->offset = b->map_offset;
+		return 0;
+	}
+	case _IOC_NR(DRM_IOCTL_MODE_DESTROY_DUMB):
+		return close_handle(c, ((const struct drm_mode_destroy_dumb *)c->arg)->handle);
+	case _IOC_NR(DRM_IOCTL_GEM_CLOSE):
+		return close_handle(c, ((const struct drm_gem_close *)c->arg)->handle);
+	case _IOC_NR(DRM_IOCTL_MODE_ADDFB):
+		return addfb(c);
+	case _IOC_NR(DRM_IOCTL_MODE_ADDFB2): {
+		struct drm_mode_fb_cmd2 *r = c->arg;
+
+		return fb_create(c, r, &r->fb_id);
+	}
+	case _IOC_NR(DRM_IOCTL_MODE_RMFB):
+		return rmfb(c);
+	case _IOC_NR(DRM_IOCTL_MODE_GETFB):
+		return getfb(c);
+	default:
+		return -EINVAL;
+	}
+}
