@@ -7,8 +7,9 @@ In order: `systemctl start` returns once devnsd is ready (Type=notify);
 under the unit's whole sandbox devnsd serves input, fb0 and an LED view and
 attaches a container; a stopped devnsd is killed and restarted by the
 watchdog; one killed with SIGKILL is restarted (Restart=on-failure) and the
-fd store gives back every persona's screen, the created persona and the
-active one, and the nodes themselves (an old handle gets ENODEV); a stopped devnsd is started by `devnsctl list` (D-Bus
+fd store gives back every persona's screen and backlight level, the created
+persona and the active one, the container attached to work, and the nodes
+themselves (an old handle gets ENODEV); a stopped devnsd is started by `devnsctl list` (D-Bus
 activation); systemd-analyze rates the running unit's exposure."""
 
 import errno
@@ -32,6 +33,11 @@ WATCHDOG_SEC = 6
 RESTART_SLACK = 30
 # The running unit rates 3.1 (OK); a lost hardening option raises it.
 EXPOSURE_MAX = 3.1
+# A backlight as its sysfs directory has it, where the unit's sandbox lets devnsd write (a drop-in's
+# ReadWritePaths=): brightness, max_brightness, actual_brightness, bl_power.
+BL_ROOT = "/run/devns-test-backlight"
+BL_DIR = BL_ROOT + "/panel0"
+BL_MAX = 1000
 
 
 def find_capslock():
@@ -41,6 +47,27 @@ def find_capslock():
         if events:
             return led, "/dev/input/" + os.path.basename(events[0])
     raise unittest.SkipTest("no keyboard with a capslock LED")
+
+
+# Run in a container: opens argv[1], prints "open", then "key CODE VALUE" for each key event read,
+# and "errno N" once a read fails.
+READ_KEY_THEN_ERRNO = r"""
+import os, signal, struct, sys
+signal.alarm(120)
+EV = struct.Struct("llHHi")
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("open", flush=True)
+while True:
+    try:
+        data = os.read(fd, EV.size * 64)
+    except OSError as err:
+        print("errno %d" % err.errno, flush=True)
+        break
+    for off in range(0, len(data), EV.size):
+        typ, code, value = EV.unpack_from(data, off)[2:]
+        if typ == 1:
+            print("key %d %d" % (code, value), flush=True)
+"""
 
 
 def read_file(path):
@@ -71,14 +98,19 @@ class Unit(unittest.TestCase):
         cls.kbd_hw = rig.event_node(cls.kbd)
         cls.led, cls.i8042 = find_capslock()
         cls.led_name = os.path.basename(cls.led)
+        for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
+                            ("bl_power", 0)):
+            sd.write_file(os.path.join(BL_DIR, name), "%d\n" % value)
         sd.write_file(cls.inst.conf, "\n".join([
             "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
             "[Input]", "Devices=%s %s" % (cls.kbd_hw, cls.i8042), "",
             "[Leds]", "Devices=" + cls.led, "",
+            "[Backlight]", "Devices=" + BL_DIR, "",
             "[Persona work]", "Active=yes", "",
             "[Persona personal]", "",
         ]))
         sd.drop_in(sd.UNIT, "test-watchdog", "[Service]\nWatchdogSec=%d\n" % WATCHDOG_SEC)
+        sd.drop_in(sd.UNIT, "test-backlight", "[Service]\nReadWritePaths=%s\n" % BL_ROOT)
         cls.containers = []
 
     @classmethod
@@ -124,6 +156,12 @@ class Unit(unittest.TestCase):
 
     def view(self, persona, attr="brightness"):
         return "/run/devns/%s/sys/class/leds/%s/%s" % (persona, self.led_name, attr)
+
+    def bl_view(self, persona):
+        return "/run/devns/%s/sys/class/backlight/%s/brightness" % (persona, os.path.basename(BL_DIR))
+
+    def bl_hw(self):
+        return read_file(os.path.join(BL_DIR, "brightness")).strip()
 
     # --- the tests, in order ------------------------------------------------------
 
@@ -220,7 +258,13 @@ class Unit(unittest.TestCase):
         for seed, persona in enumerate(("work", "personal", "guest"), 5):
             self.draw(persona, seed)
             shots[persona] = self.screenshot(persona, "before")
+        # Each persona's backlight level, in its view; the active persona's is the hardware's.
+        levels = {"work": 120, "personal": 500, "guest": 880}
+        for persona, level in levels.items():
+            with open(self.bl_view(persona), "w") as f:
+                f.write("%d" % level)
         self.ctl("switch", "guest")
+        self.assertTrue(sd.eventually(lambda: self.bl_hw() == "880", 10), "the backlight before the kill")
         # The memfds and the record are in systemd's fd store, not with a holder
         # of devnsd's that the service's cgroup would lose, nor in /run alone.
         self.assertEqual(hw_procs("devnsd-fdstore"), [], "a holder runs although systemd keeps the fds")
@@ -245,6 +289,14 @@ class Unit(unittest.TestCase):
         self.assertTrue(ok, "the screen does not show the guest persona again (%s pixels differ)" % diff)
         # The host's view of the LEDs is back too (the dead one was detached).
         self.assertEqual(read_file(self.view("work")).strip(), "1")
+        # Each persona's backlight level is back, in its view and, once its persona is active, on the hardware.
+        for persona, level in levels.items():
+            self.assertEqual(read_file(self.bl_view(persona)).strip(), str(level), "%s's backlight" % persona)
+        self.assertEqual(self.bl_hw(), "880", "the backlight of guest, active through the restart")
+        self.ctl("switch", "work")
+        self.assertTrue(sd.eventually(lambda: self.bl_hw() == "120", 10),
+                        "work's backlight level did not come back: the hardware has %s" % self.bl_hw())
+        self.assert_attachment_back()
         # The node never left /dev (its connection was in the fd store), and the old
         # handle gets ENODEV, as for a device that went away.
         self.assertEqual(os.stat(node).st_ino, ino, "the node was made again")
@@ -254,6 +306,38 @@ class Unit(unittest.TestCase):
             self.assertEqual(err.exception.errno, errno.ENODEV)
         finally:
             os.close(old)
+
+    def assert_attachment_back(self):
+        """The container attached to work before the restart (test_2) is attached again: a program
+        in it reads work's keyboard through its own node, and detaching work, which only an attached
+        persona can be, ends that program's handle (ENODEV)."""
+        c = self.containers[0]
+        node = "/dev/input/" + os.path.basename(self.kbd_hw)
+        probe = c.popen("python3", "-c", READ_KEY_THEN_ERRNO, node, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        text=True)
+        out = rig.Output(probe)
+        try:
+            self.assertTrue(out.wait_for(r"(?m)^open$", 60), "the container's node: " + out.text)
+            rig.press(self.kbd, e.KEY_C, 1)
+            rig.press(self.kbd, e.KEY_C, 0)
+            self.assertTrue(out.wait_for(r"(?m)^key %d 0$" % e.KEY_C, 60),
+                            "work's key did not reach the container attached before the restart: " + out.text)
+            detach = sd.run(self.inst.devnsctl, "detach", "work", check=False)
+            self.assertEqual(detach.returncode, 0, "work was not attached after the restart: " + detach.stderr)
+            self.assertTrue(out.wait_for(r"(?m)^errno %d$" % errno.ENODEV, 60),
+                            "the container's handle outlived detaching work: " + out.text)
+        finally:
+            # The program runs in a child of nsenter, which holds the pipe's other end too.
+            try:
+                with open("/proc/%d/task/%d/children" % (probe.pid, probe.pid)) as f:
+                    children = [int(pid) for pid in f.read().split()]
+            except OSError:
+                children = []
+            for pid in children:
+                os.kill(pid, signal.SIGKILL)
+            probe.kill()
+            out.finish()
+            probe.stdout.close()
 
     def test_5_dbus_activation(self):
         sd.run("systemctl", "stop", sd.UNIT)
