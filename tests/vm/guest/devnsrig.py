@@ -537,6 +537,29 @@ class Container:
         self.proc.wait()
 
 
+# A reader to run in a container (python3 -c READ_KEYS NODE [SECONDS]): opens NODE
+# (blocking), prints "open", then "key CODE VALUE" for each key event it reads,
+# and "errno N" once a read fails; with SECONDS, it ends by itself after them.
+READ_KEYS = r"""
+import os, signal, struct, sys
+if len(sys.argv) > 2:
+    signal.alarm(int(sys.argv[2]))
+EV = struct.Struct("llHHi")
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print("open", flush=True)
+while True:
+    try:
+        data = os.read(fd, EV.size * 64)
+    except OSError as err:
+        print("errno %d" % err.errno, flush=True)
+        break
+    for off in range(0, len(data), EV.size):
+        typ, code, value = EV.unpack_from(data, off)[2:]
+        if typ == 1:
+            print("key %d %d" % (code, value), flush=True)
+"""
+
+
 def answers_within(seconds):
     """devnsd answers `devnsctl list` within seconds: the time of the call less that of
     `devnsctl --version` just before it (starting a program under emulation on a busy

@@ -49,27 +49,6 @@ def find_capslock():
     raise unittest.SkipTest("no keyboard with a capslock LED")
 
 
-# Run in a container: opens argv[1], prints "open", then "key CODE VALUE" for each key event read,
-# and "errno N" once a read fails.
-READ_KEY_THEN_ERRNO = r"""
-import os, signal, struct, sys
-signal.alarm(120)
-EV = struct.Struct("llHHi")
-fd = os.open(sys.argv[1], os.O_RDONLY)
-print("open", flush=True)
-while True:
-    try:
-        data = os.read(fd, EV.size * 64)
-    except OSError as err:
-        print("errno %d" % err.errno, flush=True)
-        break
-    for off in range(0, len(data), EV.size):
-        typ, code, value = EV.unpack_from(data, off)[2:]
-        if typ == 1:
-            print("key %d %d" % (code, value), flush=True)
-"""
-
-
 def read_file(path):
     with open(path) as f:
         return f.read()
@@ -313,7 +292,7 @@ class Unit(unittest.TestCase):
         persona can be, ends that program's handle (ENODEV)."""
         c = self.containers[0]
         node = "/dev/input/" + os.path.basename(self.kbd_hw)
-        probe = c.popen("python3", "-c", READ_KEY_THEN_ERRNO, node, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        probe = c.popen("python3", "-c", rig.READ_KEYS, node, "120", stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                         text=True)
         out = rig.Output(probe)
         try:
