@@ -8,6 +8,7 @@ Clients are raw ioctls on /dev/devns/PERSONA/eventN and fftest, unmodified."""
 import errno
 import fcntl
 import os
+import re
 import select
 import struct
 import subprocess
@@ -19,6 +20,8 @@ from evdev import ecodes as e
 import devnsrig as rig
 
 HW_EFFECTS = 4
+# Gains sent as markers (ForceFeedback.quiet()), each once.
+GAIN_MARKERS = iter(range(0xF000, 0x10000))
 
 # struct ff_effect on 64-bit: 16 bytes of header, a 32-byte union.
 EFFECT = struct.Struct("HhHHHHH2x32s")
@@ -228,10 +231,21 @@ class ForceFeedback(rig.PersonaTestCase):
         self.fds.remove(fd)
         os.close(fd)
 
-    def quiet(self, seconds=0.5):
-        """Lets anything in flight reach the driver, then takes what it saw."""
-        time.sleep(seconds)
-        return self.pad.take()
+    def quiet(self):
+        """Takes what the pad's driver saw, once anything in flight reached it: a marker (a gain not
+        sent before) goes through a handle of its own on the active persona's node, and devnsd passes
+        it to the pad behind everything it passed before. The marker is left out of what is returned."""
+        active = re.search(r"^Active persona: (\S+)$", rig.devnsctl("status").stdout, re.M).group(1)
+        fd = rig.open_node(rig.persona_node(active, self.pad.path))
+        try:
+            marker = (e.FF_GAIN, next(GAIN_MARKERS))
+            rig.write_event(fd, e.EV_FF, *marker)
+            self.assertIn(marker, self.pad.wait_ff([marker], timeout=rig.MARKER_TIMEOUT),
+                          "the marker gain did not reach the pad")
+        finally:
+            os.close(fd)
+        uploads, erases, ff = self.pad.take()
+        return uploads, erases, [f for f in ff if f != marker]
 
     def test_effects_count(self):
         """Each persona's node reports the pad's number of effects, as the kernel's node does."""
