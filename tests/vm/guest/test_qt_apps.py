@@ -9,7 +9,9 @@ never the background one's; a switch by devnsctl or by the hotkey must
 bring the other application to the screen. Xorg (drivers fbdev and
 libinput), when installed, runs in a third persona's container without a
 VT, and has to take the screen and the input only while its persona is
-active."""
+active, also after its persona was switched away from and back (X
+drawing in the background stays off the screen, and a key typed for the
+active persona never reaches X)."""
 
 import os
 import signal
@@ -173,11 +175,32 @@ class QtApps(rig.PersonaTestCase):
                 self.assert_unchanged(q, before[q], "input for X")
             rig.devnsctl("switch", "work")
             self.assert_screen_shows("work", "qt-xorg-back-to-work")
+            # Back in the background, X draws a root of another colour into its persona's memory only.
+            kiosk_before = self.frames["kiosk"].rgb()
+            p = self.xorg.client("xsetroot", "-solid", "#c06030")
+            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            self.assertGreater(self.wait_changed("kiosk", kiosk_before, qtrig.MENU), qtrig.MENU,
+                               "X did not draw its new root in the background")
+            # Keys typed now are work's: they must change work's application, on the screen (which is no
+            # later than X's drawing would have reached it), and never reach X.
+            work_before = self.frames["work"].rgb()
+            qtrig.type_text(self.kbd, "zzzz zzzz zzzz zzzz")
+            self.assertGreater(self.wait_changed("work", work_before, qtrig.TYPED), qtrig.TYPED,
+                               "keys typed after switching back from X did not reach work's application")
+            self.assert_screen_shows("work", "qt-xorg-drew-in-the-background")
+            # X's next key, once its persona is active again, comes behind the key typed for work.
+            rig.devnsctl("switch", "kiosk")
+            self.assert_screen_shows("kiosk", "qt-xorg-kiosk-again")
+            qtrig.tap_key(self.kbd, e.KEY_C)
+            self.assertTrue(out.wait_for(r"(?s)KeyPress.*detail: %d\b" % (e.KEY_C + 8), 30), out.text)
+            rig.devnsctl("switch", "work")
+            self.assert_screen_shows("work", "qt-xorg-back-to-work-again")
         finally:
             os.killpg(events.pid, signal.SIGTERM)
             text = out.finish()
             events.stdout.close()
         self.assertNotRegex(text, r"detail: %d\b" % (e.KEY_Q + 8), "X got a key typed while work was active")
+        self.assertNotRegex(text, r"detail: %d\b" % (e.KEY_Z + 8), "X got a key typed after switching back to work")
 
 
 if __name__ == "__main__":
