@@ -367,6 +367,20 @@ class Phone(rig.PersonaTestCase):
         # The rest of the phone is as it was: the first keyboard still reaches the active persona.
         self.test_input_follows_the_active_persona()
 
+    def redraw_top_rows(self, persona, frame, color, rows):
+        """Writes rows [0, rows) of the persona's visible frame in color, through its node on the host;
+        returns frame with those rows so."""
+        fd = os.open(fbrig.fb_node(persona), os.O_RDWR | os.O_CLOEXEC)
+        try:
+            var, fix = fbrig.get_var(fd), fbrig.get_fix(fd)
+            top = var["yoffset"] * fix["line_length"] + var["xoffset"] * 4
+            row = fbrig.pixel(color) * self.w
+            for y in range(rows):
+                os.pwrite(fd, row, top + y * fix["line_length"])
+        finally:
+            os.close(fd)
+        return row * rows + frame[len(row) * rows:]
+
     def test_preloaded_programs_take_the_librarys_paths(self):
         """Under libdevns-fbmmap.so, with the calls the library replaces refused by a seccomp filter so
         that only its own paths can work: the active container maps, draws and pans (the offsets go by
@@ -390,9 +404,12 @@ class Phone(rig.PersonaTestCase):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertEqual(p.stdout.split()[:2] + p.stdout.split()[-2:], ["n", str(len(written)), "memfd", "yes"],
                          p.stdout)
-        time.sleep(0.5)
-        ok, diff = fbrig.screen_shows("phone-preload", self.w, self.h, drawn, timeout=0)
-        self.assertTrue(ok, "the background persona's write reached the screen (%s pixels differ)" % diff)
+        # A marker: work changes its top rows after that write, and the screen must show work's frame
+        # with them, and nothing of personal's.
+        drawn = self.redraw_top_rows("work", drawn, (240, 200, 20), 24)
+        ok, diff = fbrig.screen_shows("phone-preload", self.w, self.h, drawn)
+        self.assertTrue(ok, "the screen does not show work's frame with its new top rows, drawn after the "
+                        "background persona's write (%s pixels differ)" % diff)
 
         for active, shown in (("personal", written), ("work", drawn)):
             rig.devnsctl("switch", active)
