@@ -185,6 +185,13 @@ def display_ok():
     return all(os.path.exists(n) and display_driver(n) == DISPLAY_DRIVER for n in DISPLAY_NODES)
 
 
+def load_missing_modules(before):
+    for name in sorted(before - modules()):
+        subprocess.run(["modprobe", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if before - modules():
+        raise NotClean(f"modules that cannot be loaded again: {', '.join(sorted(before - modules()))}")
+
+
 def restore_display(before_modules):
     if display_ok():
         return
@@ -194,8 +201,7 @@ def restore_display(before_modules):
     if DISPLAY_MODULE in modules():
         subprocess.run(["modprobe", "-r", DISPLAY_MODULE], stdout=subprocess.DEVNULL,
                        stderr=subprocess.DEVNULL)
-    for name in sorted(before_modules - modules()):
-        subprocess.run(["modprobe", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    load_missing_modules(before_modules)
     deadline = time.monotonic() + DISPLAY_WAIT_SECS
     while not display_ok():
         if time.monotonic() >= deadline:
@@ -218,13 +224,8 @@ class Snapshot:
         kill_leftovers(self.processes)
         unmount_new(self.mount_ids)
         remove_new_entries(self.scratch, self.mount_points)
-        missing = self.modules - modules()
-        for name in sorted(missing):
-            subprocess.run(["modprobe", name], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        restore_display(self.modules)
         unload_new_modules(self.modules)
-        if self.modules - modules():
-            raise NotClean(f"modules that cannot be loaded again: {', '.join(sorted(self.modules - modules()))}")
+        load_missing_modules(self.modules)
         restore_display(self.modules)
 
 
@@ -234,7 +235,9 @@ def main(files):
         return 2
     snapshot = Snapshot()
     results = []
-    for path in files:
+    not_run = []
+    clean = True
+    for i, path in enumerate(files):
         print(f"### {path}", flush=True)
         start = time.monotonic()
         status = subprocess.run([sys.executable, path], stdin=subprocess.DEVNULL).returncode
@@ -243,16 +246,16 @@ def main(files):
             snapshot.restore()
         except NotClean as e:
             log(f"after {path}: {e}; the files after it are not run")
-            results.append(("(putting the guest back)", 1, 0))
+            clean = False
+            not_run = files[i + 1:]
             break
     print("### summary", flush=True)
     for path, status, took in results:
         word = "ok" if status == 0 else "skipped" if status == EXIT_SKIP else f"FAILED ({status})"
         print(f"  {os.path.basename(path):36} {word:12} {took:6.0f} s", flush=True)
-    not_run = files[len([r for r in results if r[0] in files]):]
     for path in not_run:
-        print(f"  {os.path.basename(path):36} not run", flush=True)
-    if not_run or any(status not in (0, EXIT_SKIP) for _, status, _ in results):
+        print(f"  {os.path.basename(path):36} not run (the guest could not be put back)", flush=True)
+    if not clean or any(status not in (0, EXIT_SKIP) for _, status, _ in results):
         return 1
     if any(status == EXIT_SKIP for _, status, _ in results):
         return EXIT_SKIP
