@@ -124,33 +124,14 @@ def send_marker(ui):
     return (e.EV_MSC, e.MSC_SCAN, value)
 
 
-def read_to(fd, marker, timeout=MARKER_TIMEOUT):
-    """Reads fd until the marker arrives; returns the events before it. A marker that
-    has not come after timeout s is a failure (the time-out is no latency bound)."""
-    deadline = time.monotonic() + timeout
-    events = []
-    while marker not in events:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise AssertionError("marker %r not read within %d s; before it: %r" % (marker, timeout, events))
-        try:
-            data = os.read(fd, EVENT.size * 64)
-        except BlockingIOError:
-            continue
-        for off in range(0, len(data), EVENT.size):
-            _, _, typ, code, value = EVENT.unpack_from(data, off)
-            events.append((typ, code, value))
-    return events[:events.index(marker)]
-
-
-def read_until(fd, done, timeout=MARKER_TIMEOUT):
+def read_until(fd, done, timeout=MARKER_TIMEOUT, what="expected events"):
     """Reads fd until done(events) is true; a failure after timeout s (no latency bound)."""
     deadline = time.monotonic() + timeout
     events = []
     while not done(events):
         left = deadline - time.monotonic()
         if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise AssertionError("expected events not read within %d s; read: %r" % (timeout, events))
+            raise AssertionError("%s not read within %d s; read: %r" % (what, timeout, events))
         try:
             data = os.read(fd, EVENT.size * 64)
         except BlockingIOError:
@@ -159,6 +140,13 @@ def read_until(fd, done, timeout=MARKER_TIMEOUT):
             _, _, typ, code, value = EVENT.unpack_from(data, off)
             events.append((typ, code, value))
     return events
+
+
+def read_to(fd, marker, timeout=MARKER_TIMEOUT):
+    """Reads fd until the marker arrives; returns the events before it. A marker that
+    has not come after timeout s is a failure (the time-out is no latency bound)."""
+    events = read_until(fd, lambda events: marker in events, timeout, "marker %r" % (marker,))
+    return events[:events.index(marker)]
 
 
 def pending(fd):
