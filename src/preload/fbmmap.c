@@ -44,7 +44,24 @@
  * struct the ioctl points at. The struct is read with process_vm_readv(),
  * so a bad pointer still gets the node's own EFAULT; pans of any other
  * device make no call beyond an fstat() and, once per node, a look at
- * sysfs.
+ * sysfs. Every other ioctl goes straight to libc.
+ *
+ * The same goes for the dumb buffers of a devns DRM card
+ * (/dev/devns/PERSONA/card0, or that node bound to /dev/dri/card0):
+ * mmap() at a MAP_DUMB offset asks the card for a ticket of that buffer
+ * (DEVNS_DRM_IOCTL_GET_TICKET), redeems it over the socket the card names
+ * (DEVNS_DRM_IOCTL_GET_SOCKET) and maps the buffer's memfd from its start.
+ * No connection is kept: the program tells the display what it drew
+ * through the card itself. The answers are the kernel's drm_gem_mmap():
+ * EINVAL for an offset that is not the start of one of the file's
+ * buffers, for more than the buffer, for a private mapping; EACCES for a
+ * writable shared mapping of a file opened only for reading, or any of a
+ * file opened only for writing. Which fds are devns cards: a character
+ * device whose sysfs entry is a CUSE device named cardN, or a DRM card
+ * (inside a container devns presents the real card's entry for its own
+ * node, so that libdrm finds it) that is not the kernel's own (major 226)
+ * and answers DEVNS_DRM_IOCTL_GET_SOCKET. That answer is remembered per
+ * node, so a card that is not devns' costs one failed ioctl once.
  */
 /* Both mmap and mmap64 are defined below, so the headers must not rename one into the other. */
 #undef _FILE_OFFSET_BITS
@@ -70,13 +87,17 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "devns-drm.h"
 #include "devns-fb.h"
 #include "fb-stream.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_MAPPINGS 64
 #define MAX_WRITERS 16
-#define MAX_PAN_NODES 16
+/* Nodes whose kind the library remembers, per cache. */
+#define MAX_CACHED_NODES 16
+/* The kernel's own DRM nodes: never a devns card, whose CUSE nodes take a dynamic major. */
+#define DRM_MAJOR 226
 /* CUSE hands a write to devnsd in requests of at most 128 KiB. */
 #define DEVNS_FB_FAST_WRITE_MIN (128u * 1024u + 1u)
 
@@ -136,21 +157,98 @@ static struct writer {
 static unsigned int n_writers, next_writer;
 static pthread_mutex_t writers_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* A CUSE character device whose name ends in fbN, or one sysfs cannot tell about. */
-static int maybe_devns_fb(int fd) {
-	char link[64], target[PATH_MAX], *name;
-	struct stat st;
+/*
+ * Answers the library remembers about nodes, by device and inode: the
+ * oldest goes first. Lookups and stores never wait (a signal handler, or
+ * another thread meanwhile, asks the node again).
+ */
+struct node_cache {
+	pthread_mutex_t lock;
+	unsigned int n, next;
+	struct {
+		dev_t rdev;
+		ino_t ino;
+		int value;
+	} nodes[MAX_CACHED_NODES];
+};
+#define NODE_CACHE_INIT { .lock = PTHREAD_MUTEX_INITIALIZER }
+
+/* The value remembered for the node st describes, or -1. */
+static int node_cache_get(struct node_cache *c, const struct stat *st) {
+	int value = -1;
+
+	if (pthread_mutex_trylock(&c->lock) != 0)
+		return -1;
+	for (unsigned int i = 0; i < c->n && value < 0; i++)
+		if (c->nodes[i].rdev == st->st_rdev && c->nodes[i].ino == st->st_ino)
+			value = c->nodes[i].value;
+	pthread_mutex_unlock(&c->lock);
+	return value;
+}
+
+static void node_cache_set(struct node_cache *c, const struct stat *st, int value) {
+	unsigned int i;
+
+	if (pthread_mutex_trylock(&c->lock) != 0)
+		return;
+	for (i = 0; i < c->n; i++)
+		if (c->nodes[i].rdev == st->st_rdev && c->nodes[i].ino == st->st_ino)
+			break;
+	if (i == c->n)
+		i = c->n < MAX_CACHED_NODES ? c->n++ : c->next++ % MAX_CACHED_NODES;
+	c->nodes[i].rdev = st->st_rdev;
+	c->nodes[i].ino = st->st_ino;
+	c->nodes[i].value = value;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* What a character device may be; both when sysfs cannot tell. */
+#define NODE_FB 1
+#define NODE_CARD 2
+
+static bool is_card_name(const char *name) {
+	if (strncmp(name, "card", 4) != 0 || !name[4])
+		return false;
+	return strspn(name + 4, "0123456789") == strlen(name + 4);
+}
+
+/*
+ * From the entry sysfs has for the node's number: NODE_FB for a CUSE
+ * device whose name ends in fbN, NODE_CARD for a CUSE device named cardN
+ * or a DRM card that is not the kernel's own, both where sysfs cannot
+ * tell, 0 otherwise.
+ */
+static int node_kind(const struct stat *st) {
+	char link[64], target[PATH_MAX], *bang, *base;
+	bool cuse;
 	ssize_t n;
 
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+	if (!S_ISCHR(st->st_mode) || major(st->st_rdev) == DRM_MAJOR)
 		return 0;
-	snprintf(link, sizeof(link), "/sys/dev/char/%u:%u", major(st.st_rdev), minor(st.st_rdev));
+	snprintf(link, sizeof(link), "/sys/dev/char/%u:%u", major(st->st_rdev), minor(st->st_rdev));
 	n = readlink(link, target, sizeof(target) - 1);
 	if (n < 0)
-		return errno == ENOENT && access("/sys/dev/char", F_OK) < 0;
+		return errno == ENOENT && access("/sys/dev/char", F_OK) < 0 ? NODE_FB | NODE_CARD : 0;
 	target[n] = '\0';
-	name = strrchr(target, '!');
-	return strstr(target, "/cuse/") && name && strncmp(name + 1, "fb", 2) == 0;
+	cuse = strstr(target, "/cuse/");
+	bang = strrchr(target, '!');
+	if (cuse && bang && strncmp(bang + 1, "fb", 2) == 0)
+		return NODE_FB;
+	base = strrchr(target, '/');
+	base = base ? base + 1 : target;
+	if (cuse && bang > base)
+		base = bang + 1;
+	/* Not a CUSE device: a DRM card's own entry, .../drm/cardN. */
+	if (!cuse && (base - target < 5 || memcmp(base - 5, "/drm/", 5) != 0))
+		return 0;
+	return is_card_name(base) ? NODE_CARD : 0;
+}
+
+/* A CUSE character device whose name ends in fbN, or one sysfs cannot tell about. */
+static int maybe_devns_fb(int fd) {
+	struct stat st;
+
+	return fd >= 0 && fstat(fd, &st) == 0 && (node_kind(&st) & NODE_FB);
 }
 
 static int receive_memfd(int sock, struct devns_fb_grant *grant) {
@@ -183,27 +281,22 @@ static int receive_memfd(int sock, struct devns_fb_grant *grant) {
 }
 
 /*
- * Takes a ticket of the node fd is open on, connects to the node's socket
- * and redeems it, saying what the memfd is for: the connection, and the
+ * Redeems req's ticket at the socket path names: the connection, and the
  * memfd in *ret_memfd. -1 with errno on failure.
  */
-static int fetch(int fd, char intent, int *ret_memfd, struct devns_fb_grant *grant) {
-	struct devns_fb_request req = { .magic = DEVNS_FB_REQUEST_MAGIC, .intent = (__u8)intent };
-	struct devns_fb_socket path;
+static int redeem(struct devns_fb_socket *path, const struct devns_fb_request *req, int *ret_memfd,
+		  struct devns_fb_grant *grant) {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int sock, saved;
 
-	memset(&path, 0, sizeof(path));
-	if (ioctl(fd, DEVNS_FBIOGET_SOCKET, &path) < 0 || ioctl(fd, DEVNS_FBIOGET_TICKET, &req.ticket) < 0)
-		return -1;
-	path.path[sizeof(path.path) - 1] = '\0';
-	memcpy(sa.sun_path, path.path, sizeof(sa.sun_path) - 1);
+	path->path[sizeof(path->path) - 1] = '\0';
+	memcpy(sa.sun_path, path->path, sizeof(sa.sun_path) - 1);
 	sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (sock < 0)
 		return -1;
 	/* The request goes in one piece: devnsd takes one read as the whole of it. */
 	if (connect(sock, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    send(sock, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req))
+	    send(sock, req, sizeof(*req), MSG_NOSIGNAL) != (ssize_t)sizeof(*req))
 		goto fail;
 	*ret_memfd = receive_memfd(sock, grant);
 	if (*ret_memfd < 0)
@@ -214,6 +307,21 @@ fail:
 	close(sock);
 	errno = saved;
 	return -1;
+}
+
+/*
+ * Takes a ticket of the framebuffer fd is open on and redeems it, saying
+ * what the memfd is for: the connection, and the memfd in *ret_memfd. -1
+ * with errno on failure.
+ */
+static int fetch(int fd, char intent, int *ret_memfd, struct devns_fb_grant *grant) {
+	struct devns_fb_request req = { .magic = DEVNS_FB_REQUEST_MAGIC, .intent = (__u8)intent };
+	struct devns_fb_socket path;
+
+	memset(&path, 0, sizeof(path));
+	if (REAL(ioctl)(fd, DEVNS_FBIOGET_SOCKET, &path) < 0 || REAL(ioctl)(fd, DEVNS_FBIOGET_TICKET, &req.ticket) < 0)
+		return -1;
+	return redeem(&path, &req, ret_memfd, grant);
 }
 
 /*
@@ -271,11 +379,15 @@ static void forked_child(void) {
 		}
 }
 
-static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
+/* The mapping of a devns framebuffer, MAP_FAILED with errno, or NULL for any other node. */
+static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
 	struct devns_fb_grant grant;
 	int memfd, sock, saved, slot = -1;
 	void *p;
 
+	/* A devns framebuffer is far smaller than off_t can count. */
+	if ((off_t)off != off)
+		return NULL;
 	sock = fetch(fd, DEVNS_FB_INTENT_MAP, &memfd, &grant);
 	if (sock < 0)
 		return errno == ENOTTY ? NULL : MAP_FAILED;
@@ -286,7 +398,7 @@ static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, o
 		errno = EINVAL;
 		return MAP_FAILED;
 	}
-	p = REAL(mmap)(addr, len, prot, flags, memfd, off);
+	p = REAL(mmap)(addr, len, prot, flags, memfd, (off_t)off);
 	saved = errno;
 	close(memfd);
 	if (p != MAP_FAILED) {
@@ -297,7 +409,7 @@ static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, o
 		if (slot >= 0) {
 			mappings[slot].addr = p, mappings[slot].sock = sock;
 			mappings[slot].tracked = (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE &&
-						 track(sock, p, len, off);
+						 track(sock, p, len, (off_t)off);
 		}
 		pthread_mutex_unlock(&lock);
 	}
@@ -308,28 +420,122 @@ static void *map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, o
 	return p;
 }
 
-/* The mapping of a devns framebuffer, MAP_FAILED with errno, or NULL (errno kept) for any other fd. */
-static void *try_map_devns_fb(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
-	int saved = errno;
-	void *p;
+/*
+ * Nodes asked for a card's socket, and what they turned out to be:
+ * NODE_CARD for a devns card; for any other, what else they may be.
+ */
+static struct node_cache card_nodes = NODE_CACHE_INIT;
 
-	/* A devns framebuffer is far smaller than off_t can count. */
-	if ((off_t)off != off || (flags & MAP_ANONYMOUS) || !maybe_devns_fb(fd))
+/*
+ * The socket of the devns card fd is open on, in *path: 1; 0 when it is
+ * not one (the kernel's DRM core answers EINVAL, other drivers ENOTTY);
+ * -1 with errno when the card failed otherwise. kind is what sysfs said:
+ * where it could not tell, any failure means another device.
+ */
+static int card_socket(int fd, const struct stat *st, int kind, struct devns_fb_socket *path) {
+	memset(path, 0, sizeof(*path));
+	if (REAL(ioctl)(fd, DEVNS_DRM_IOCTL_GET_SOCKET, path) == 0) {
+		node_cache_set(&card_nodes, st, NODE_CARD);
+		return 1;
+	}
+	if (errno != EINVAL && errno != ENOTTY)
+		return kind == NODE_CARD ? -1 : 0;
+	node_cache_set(&card_nodes, st, kind & ~NODE_CARD);
+	return 0;
+}
+
+static uint64_t page_align(uint64_t n, uint64_t page) {
+	return n > UINT64_MAX - (page - 1) ? UINT64_MAX : (n + page - 1) / page * page;
+}
+
+/*
+ * The mapping of the dumb buffer at off of the devns card fd is open on,
+ * MAP_FAILED with errno, or NULL for any other node (kind: what sysfs
+ * said of it). The checks are the kernel's, in its order: mmap()'s, then
+ * drm_gem_mmap()'s (an unknown offset, which devnsd answers with ENOENT,
+ * more than the buffer, a private mapping: EINVAL).
+ */
+static void *map_devns_card(void *addr, size_t len, int prot, int flags, int fd, const struct stat *st, int kind,
+			    off64_t off) {
+	struct devns_fb_request req = { .magic = DEVNS_FB_REQUEST_MAGIC, .intent = DEVNS_FB_INTENT_MAP };
+	struct devns_drm_ticket ticket = { .offset = (uint64_t)off };
+	struct devns_fb_socket path;
+	struct devns_fb_grant grant;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	int r, mode, memfd, sock, saved;
+	void *p = MAP_FAILED;
+
+	r = card_socket(fd, st, kind, &path);
+	if (r <= 0)
+		return r == 0 ? NULL : MAP_FAILED;
+	mode = fcntl(fd, F_GETFL);
+	if (mode < 0)
+		return MAP_FAILED;
+	mode &= O_ACCMODE;
+	if (len == 0 || ticket.offset % page != 0) {
+		errno = EINVAL;
+		return MAP_FAILED;
+	}
+	if (mode == O_WRONLY || (mode == O_RDONLY && (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE)) {
+		errno = EACCES;
+		return MAP_FAILED;
+	}
+	if ((flags & MAP_TYPE) == MAP_PRIVATE) {
+		errno = EINVAL;
+		return MAP_FAILED;
+	}
+	if (REAL(ioctl)(fd, DEVNS_DRM_IOCTL_GET_TICKET, &ticket) < 0) {
+		if (errno == ENOENT)
+			errno = EINVAL;
+		return MAP_FAILED;
+	}
+	req.ticket = ticket.ticket;
+	sock = redeem(&path, &req, &memfd, &grant);
+	if (sock < 0)
+		return MAP_FAILED;
+	/* devnsd closes the connection: the mapping needs none. */
+	close(sock);
+	if (page_align(len, page) > page_align(grant.size, page))
+		errno = EINVAL;
+	else
+		p = REAL(mmap)(addr, len, prot, flags, memfd, 0);
+	saved = errno;
+	close(memfd);
+	errno = saved;
+	return p;
+}
+
+/* The mapping of a devns framebuffer or dumb buffer, MAP_FAILED with errno, or NULL (errno kept) for any other fd. */
+static void *try_map_devns(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
+	int saved = errno, kind;
+	struct stat st;
+	void *p = NULL;
+
+	if ((flags & MAP_ANONYMOUS) || fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode)) {
+		errno = saved;
 		return NULL;
-	p = map_devns_fb(addr, len, prot, flags, fd, (off_t)off);
+	}
+	/* A node already asked needs no look at sysfs. */
+	kind = node_cache_get(&card_nodes, &st);
+	if (kind < 0)
+		kind = node_kind(&st);
+	if (kind & NODE_CARD)
+		p = map_devns_card(addr, len, prot, flags, fd, &st, kind, off);
+	if (!p && (kind & NODE_FB))
+		p = map_devns_fb(addr, len, prot, flags, fd, off);
 	if (!p)
-		errno = saved; /* not a devns framebuffer after all */
+		errno = saved; /* not a devns node after all */
 	return p;
 }
 
 EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-	void *p = try_map_devns_fb(addr, len, prot, flags, fd, off);
+	void *p = try_map_devns(addr, len, prot, flags, fd, off);
 
 	return p ? p : REAL(mmap)(addr, len, prot, flags, fd, off);
 }
 
 EXPORT void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off64_t off) {
-	void *p = try_map_devns_fb(addr, len, prot, flags, fd, off);
+	void *p = try_map_devns(addr, len, prot, flags, fd, off);
 
 	return p ? p : REAL(mmap64)(addr, len, prot, flags, fd, off);
 }
@@ -604,14 +810,8 @@ EXPORT off64_t lseek64(int fd, off64_t off, int whence) {
 	return r;
 }
 
-/* Nodes a pan was made on, by device and inode, and whether each is a devns framebuffer. */
-static struct {
-	dev_t rdev;
-	ino_t ino;
-	bool devns_fb;
-} pan_nodes[MAX_PAN_NODES];
-static unsigned int n_pan_nodes, next_pan_node;
-static pthread_mutex_t pan_nodes_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Nodes a pan was made on: 1 for a devns framebuffer, 0 for any other. */
+static struct node_cache pan_nodes = NODE_CACHE_INIT;
 
 /*
  * 1: a devns framebuffer for sure, one that answers DEVNS_FBIO_TELL, which
@@ -627,27 +827,11 @@ static int is_devns_fb(int fd) {
 }
 
 static bool pan_node_is_devns_fb(int fd, const struct stat *st) {
-	bool known = false, yes = false;
-	int r;
+	int r = node_cache_get(&pan_nodes, st);
 
-	/* A pan from a signal handler, or from another thread meanwhile, looks the node up again. */
-	if (pthread_mutex_trylock(&pan_nodes_lock) != 0)
-		return is_devns_fb(fd) > 0;
-	for (unsigned int i = 0; i < n_pan_nodes && !known; i++)
-		if (pan_nodes[i].rdev == st->st_rdev && pan_nodes[i].ino == st->st_ino) {
-			known = true;
-			yes = pan_nodes[i].devns_fb;
-		}
-	if (!known && (r = is_devns_fb(fd)) >= 0) {
-		unsigned int i = n_pan_nodes < MAX_PAN_NODES ? n_pan_nodes++ : next_pan_node++ % MAX_PAN_NODES;
-
-		yes = r > 0;
-		pan_nodes[i].rdev = st->st_rdev;
-		pan_nodes[i].ino = st->st_ino;
-		pan_nodes[i].devns_fb = yes;
-	}
-	pthread_mutex_unlock(&pan_nodes_lock);
-	return yes;
+	if (r < 0 && (r = is_devns_fb(fd)) >= 0)
+		node_cache_set(&pan_nodes, st, r);
+	return r > 0;
 }
 
 /*
