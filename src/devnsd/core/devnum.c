@@ -169,20 +169,58 @@ struct devnum *devnum_free(struct devnum *d) {
 	return NULL;
 }
 
+/* Whether devname's last component is cardN: a DRM primary node, whose minor libdrm wants below DEVNUM_CARD_MINORS. */
+static bool is_card(const char *devname) {
+	const char *name = strrchr(devname, '/');
+
+	name = name ? name + 1 : devname;
+	return strncmp(name, "card", 4) == 0 && name[4] && strspn(name + 4, "0123456789") == strlen(name + 4);
+}
+
+static bool minor_taken(const struct devnum *d, unsigned int minor) {
+	for (size_t i = 0; i < d->n_entries; i++)
+		if (d->entries[i].minor == minor)
+			return true;
+	return false;
+}
+
+/*
+ * A card takes the lowest free minor below DEVNUM_CARD_MINORS; any other
+ * node the next one past every minor given, from DEVNUM_CARD_MINORS on.
+ * Numbers a state file gave before (input nodes below it) stay.
+ */
+static int pick_minor(const struct devnum *d, const char *devname, unsigned int *ret) {
+	unsigned int minor = DEVNUM_CARD_MINORS;
+
+	if (is_card(devname)) {
+		for (minor = 0; minor < DEVNUM_CARD_MINORS; minor++)
+			if (!minor_taken(d, minor)) {
+				*ret = minor;
+				return 0;
+			}
+		return -ENOSPC;
+	}
+	for (size_t i = 0; i < d->n_entries; i++)
+		minor = MAX(minor, d->entries[i].minor + 1);
+	*ret = minor;
+	return 0;
+}
+
 int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, unsigned int *ret_minor) {
-	unsigned int minor = 0;
+	unsigned int minor;
 	int r;
 
-	for (size_t i = 0; i < d->n_entries; i++) {
+	for (size_t i = 0; i < d->n_entries; i++)
 		if (streq(d->entries[i].name, devname)) {
 			*ret_major = d->major;
 			*ret_minor = d->entries[i].minor;
 			return 0;
 		}
-		minor = MAX(minor, d->entries[i].minor + 1);
-	}
 	if (strlen(devname) > 255 || strpbrk(devname, " \n"))
 		return -EINVAL;
+	r = pick_minor(d, devname, &minor);
+	if (r < 0)
+		return r;
 	r = add_entry(d, devname, minor);
 	if (r < 0)
 		return r;

@@ -10,6 +10,12 @@ struct devnum;
 
 #define DEVNUM_STATE_DIR "/run/devnsd"
 #define DEVNUM_MAX_NODES 4096
+/*
+ * Minors below this are for DRM primary nodes (a last component cardN):
+ * libdrm takes a node's type from minor >> 6. Other nodes get minors from
+ * here on; those a state file of an earlier run gave below it stay.
+ */
+#define DEVNUM_CARD_MINORS 64
 
 /* Loads the state file in dir (created if missing) and settles on a major. */
 int devnum_new(struct devnum **ret, const char *dir);
@@ -18,5 +24,8 @@ static inline void devnum_freep(struct devnum **d) {
 	devnum_free(*d);
 }
 
-/* The numbers for a node ("devns/work/event3"), assigned and saved on first use. */
+/*
+ * The numbers for a node ("devns/work/event3"), assigned and saved on first
+ * use. -ENOSPC when a card's range (DEVNUM_CARD_MINORS) is full.
+ */
 int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);
