@@ -79,13 +79,82 @@ static void test_db_record_and_uevent_file(void **state) {
 	char buf[1024];
 
 	(void)state;
-	assert_true(udev_db_record("ID_INPUT=1\nID_INPUT_TOUCHSCREEN=1\n", 99, buf, sizeof(buf)) > 0);
+	assert_true(udev_db_record("ID_INPUT=1\nID_INPUT_TOUCHSCREEN=1\n", udev_tags("input"), 99, buf, sizeof(buf)) > 0);
 	assert_string_equal(buf, "I:99\nE:ID_INPUT=1\nE:ID_INPUT_TOUCHSCREEN=1\nG:seat\nG:uaccess\nQ:seat\nQ:uaccess\nV:1\n");
-	assert_int_equal(udev_db_record("ID_INPUT=1\n", 99, buf, 16), -ENOBUFS);
+	assert_int_equal(udev_db_record("ID_INPUT=1\n", udev_tags("input"), 99, buf, 16), -ENOBUFS);
 	udev_db_name(n.devnum, buf);
 	assert_string_equal(buf, "c511:7");
 	assert_true(udev_uevent_file(&n, "MAJOR=13\nMINOR=67\nDEVNAME=input/event3\n", buf, sizeof(buf)) > 0);
 	assert_string_equal(buf, "MAJOR=511\nMINOR=7\nDEVNAME=input/event3\n");
+}
+
+/* A card's record: the tags logind looks for (seat, master-of-seat) and uaccess, and path_id's properties. */
+static void test_card_record(void **state) {
+	struct udev_node n = { .devnum = makedev(511, 0), .devname = "dri/card0" };
+	char props[UDEV_PROPERTIES_MAX], buf[1024];
+
+	(void)state;
+	assert_int_equal(udev_drm_properties("pci-0000:00:02.0", props, sizeof(props)),
+			 (int)strlen("ID_PATH=pci-0000:00:02.0\nID_PATH_TAG=pci-0000_00_02_0\nID_FOR_SEAT=drm-pci-0000_00_02_0\n"));
+	assert_string_equal(props, "ID_PATH=pci-0000:00:02.0\nID_PATH_TAG=pci-0000_00_02_0\nID_FOR_SEAT=drm-pci-0000_00_02_0\n");
+	assert_true(udev_db_record(props, udev_tags("drm"), 7, buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "I:7\nE:ID_PATH=pci-0000:00:02.0\nE:ID_PATH_TAG=pci-0000_00_02_0\n"
+				 "E:ID_FOR_SEAT=drm-pci-0000_00_02_0\nG:seat\nG:master-of-seat\nG:uaccess\n"
+				 "Q:seat\nQ:master-of-seat\nQ:uaccess\nV:1\n");
+	/* Runs of other characters are one '_', none at the ends; no path, no properties. */
+	assert_true(udev_drm_properties("platform-soc:gpu@1.0-", props, sizeof(props)) > 0);
+	assert_string_equal(props, "ID_PATH=platform-soc:gpu@1.0-\nID_PATH_TAG=platform-soc_gpu_1_0-\n"
+				   "ID_FOR_SEAT=drm-platform-soc_gpu_1_0-\n");
+	assert_int_equal(udev_drm_properties(NULL, props, sizeof(props)), 0);
+	assert_string_equal(props, "");
+	assert_int_equal(udev_drm_properties("pci-0000:00:02.0", props, 20), -ENOBUFS);
+	/* The card's uevent file keeps DEVTYPE and gives the persona's number and name. */
+	assert_true(udev_uevent_file(&n, "MAJOR=226\nMINOR=0\nDEVNAME=dri/card0\nDEVTYPE=drm_minor\n", buf, sizeof(buf)) > 0);
+	assert_string_equal(buf, "DEVTYPE=drm_minor\nMAJOR=511\nMINOR=0\nDEVNAME=dri/card0\n");
+}
+
+/* A directory below root, with a "subsystem" link to a bus named subsystem (NULL: none). */
+static void make_device(const char *root, const char *path, const char *subsystem) {
+	char dir[PATH_MAX], link[PATH_MAX + 16], target[64];
+
+	snprintf(dir, sizeof(dir), "%s/%s", root, path);
+	assert_int_equal(mkdir(dir, 0755), 0);
+	if (!subsystem)
+		return;
+	snprintf(link, sizeof(link), "%s/subsystem", dir);
+	snprintf(target, sizeof(target), "../../../bus/%s", subsystem);
+	assert_int_equal(symlink(target, link), 0);
+}
+
+/* path_id's walk: the card and buses it does not name are passed over, a chain of one bus named once, by its first device. */
+static void test_path_id(void **state) {
+	char root[] = "/tmp/devns-path-id-XXXXXX", card[PATH_MAX], buf[256];
+
+	(void)state;
+	assert_non_null(mkdtemp(root));
+	make_device(root, "pci0000:00", NULL);
+	make_device(root, "pci0000:00/0000:00:01.0", "pci");
+	make_device(root, "pci0000:00/0000:00:01.0/0000:01:00.0", "pci");
+	make_device(root, "pci0000:00/0000:00:01.0/0000:01:00.0/virtio0", "virtio");
+	make_device(root, "pci0000:00/0000:00:01.0/0000:01:00.0/virtio0/drm", NULL);
+	make_device(root, "pci0000:00/0000:00:01.0/0000:01:00.0/virtio0/drm/card0", "drm");
+	snprintf(card, sizeof(card), "%s/pci0000:00/0000:00:01.0/0000:01:00.0/virtio0/drm/card0", root);
+	assert_int_equal(udev_path_id(card, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "pci-0000:01:00.0");
+	assert_int_equal(udev_path_id(card, buf, 8), -ENOBUFS);
+	/* A platform device under a PCI one: both named, the outer first. */
+	make_device(root, "pci0000:00/0000:00:01.0/0000:01:00.0/gpu.1", "platform");
+	make_device(root, "pci0000:00/0000:00:01.0/0000:01:00.0/gpu.1/card1", "drm");
+	snprintf(card, sizeof(card), "%s/pci0000:00/0000:00:01.0/0000:01:00.0/gpu.1/card1", root);
+	assert_int_equal(udev_path_id(card, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "pci-0000:01:00.0-platform-gpu.1");
+	/* A virtual card: nothing names it. */
+	make_device(root, "virtual", NULL);
+	make_device(root, "virtual/card2", "drm");
+	snprintf(card, sizeof(card), "%s/virtual/card2", root);
+	assert_int_equal(udev_path_id(card, buf, sizeof(buf)), -ENOENT);
+	snprintf(card, sizeof(card), "rm -rf '%s'", root);
+	assert_int_equal(system(card), 0);
 }
 
 /* --- a real receiver: libsystemd's sd_device_monitor, in a network namespace of its own --- */
@@ -262,6 +331,8 @@ int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_message_layout),
 		cmocka_unit_test(test_db_record_and_uevent_file),
+		cmocka_unit_test(test_card_record),
+		cmocka_unit_test(test_path_id),
 		cmocka_unit_test(test_monitor_receives),
 		cmocka_unit_test(test_monitor_in_a_user_namespace),
 		cmocka_unit_test(test_not_into_devnsds_own_namespace),

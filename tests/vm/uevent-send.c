@@ -32,7 +32,7 @@ int main(int argc, char **argv) {
 		perror(argv[5]);
 		return 1;
 	}
-	r = udev_node_describe(argv[6], st.st_rdev, argv[7], "ID_INPUT=1\nID_INPUT_KEY=1\nID_INPUT_KEYBOARD=1\n", &n);
+	r = udev_node_describe("input", argv[6], st.st_rdev, argv[7], "ID_INPUT=1\nID_INPUT_KEY=1\nID_INPUT_KEYBOARD=1\n", &n);
 	if (r >= 0)
 		r = uevent_netns_of_pid((pid_t)atoi(argv[1]), &netns);
 	if (r < 0) {
@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	uevent_device_for_input(&n, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, devname, &dev);
+	uevent_device_for_node(&n, (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000, devname, &dev);
 	r = uevent_send_to_netns(netns, (uid_t)atoi(argv[2]), (gid_t)atoi(argv[3]), argv[4], &dev);
 	if (r < 0) {
 		fprintf(stderr, "sending: %s\n", strerror(-r));

@@ -235,7 +235,7 @@ _Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_
 		struct stat st;
 		int dir = -1;
 
-		if (own_run && e->udev[0]) {
+		if (own_run && e->record) {
 			populate_udev_remove(plan, root_fd, e);
 			populate_sysfs_describe_removed(plan, root_fd, e);
 			if (plan->result.announce)
@@ -304,7 +304,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 							     .dir_fd = take_fd(&dir), .name = name };
 		else
 			plan->result.made++;
-		if (own_run && e->udev[0]) {
+		if (own_run && e->record) {
 			r = populate_udev_write(plan, root_fd, e);
 			if (r == -ELOOP || r == -ENOTDIR || r == -EXDEV)
 				refuse(plan, "run/udev");

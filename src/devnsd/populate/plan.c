@@ -45,13 +45,32 @@ static struct entry *plan_entry(struct plan *plan, const struct entry *e, const 
 	return copy;
 }
 
-/* A kernel input device's node at /dev/NAME in the container: its sysfs entry is to lead there. */
+/*
+ * A kernel input device's node, or a card, at /dev/NAME in the container:
+ * its sysfs entry is to lead there. A card without udev properties of its
+ * own gets those udevd gives its kernel card (populate/udev.h).
+ */
 static void plan_udev_node(struct plan *plan, struct entry *e, const struct node_desc *nd) {
-	if (!e || !nd->udev || !nd->source || strncmp(e->path, "dev/", 4) != 0)
+	struct udev_node *n = &plan->nodes[plan->n_nodes];
+	bool drm = streq(nd->kind, "drm");
+
+	if (!e || (!nd->udev && !drm) || !nd->source || strncmp(e->path, "dev/", 4) != 0)
 		return;
-	if (udev_node_describe(nd->source, e->rdev, e->path + 4, nd->udev, &plan->nodes[plan->n_nodes]) < 0)
+	if (udev_node_describe(nd->kind, nd->source, e->rdev, e->path + 4, nd->udev, n) < 0)
 		return;
+	if (drm) {
+		e->record = true;
+		_Static_assert(sizeof(e->udev) == sizeof(n->properties), "a card's properties fit its record");
+		memcpy(e->udev, n->properties, sizeof(e->udev));
+	}
 	e->node = (int)plan->n_nodes++;
+}
+
+/* Where a node of kind goes when no DeviceMap= says: input in /dev/input, a card in /dev/dri, the rest in /dev. */
+static void default_path(const char *kind, const char *name, char *buf, size_t size) {
+	const char *dir = streq(kind, "input") ? "/dev/input/" : streq(kind, "drm") ? "/dev/dri/" : "/dev/";
+
+	snprintf(buf, size, "%s%s", dir, name);
 }
 
 /*
@@ -67,14 +86,17 @@ void populate_plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t 
 
 	snprintf(e.host, sizeof(e.host), "%s", nd->path);
 	e.rdev = rdev;
+	snprintf(e.kind, sizeof(e.kind), "%s", nd->kind ? nd->kind : "");
+	e.record = nd->udev && nd->udev[0];
 	snprintf(e.udev, sizeof(e.udev), "%s", nd->udev ? nd->udev : "");
 	if (!where) {
-		snprintf(path, sizeof(path), streq(nd->kind, "input") ? "/dev/input/%s" : "/dev/%s", name);
+		default_path(e.kind, name, path, sizeof(path));
 		where = path;
 	}
 	plan_udev_node(plan, plan_entry(plan, &e, where), nd);
 	/* The node's sysfs entry names it /dev/devns/PERSONA/NAME, and udev clients open that name. */
 	if (!streq(where, nd->path)) {
+		e.record = false;
 		e.udev[0] = '\0';
 		plan_entry(plan, &e, nd->path);
 	}

@@ -29,6 +29,10 @@ struct entry {
 	char host[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
 	char path[PATH_MAX]; /* where it goes in the container, without the leading '/' */
 	dev_t rdev;
+	/* Its node_desc's kind: "input", "drm", ... */
+	char kind[16];
+	/* Whether it has a udev record (input nodes, a card with a sysfs entry), and the record's properties. */
+	bool record;
 	char udev[512];
 	/* Its udev presentation in plan->nodes, or -1. */
 	int node;
@@ -53,7 +57,7 @@ struct plan {
 	struct conf_group input_group, video_group;
 	/* With result.host_groups: the host's gids of the groups' names (-1: none). */
 	int64_t host_input_gid, host_video_gid;
-	/* Input nodes as the container's udev clients are to see them. */
+	/* Input nodes and cards as the container's udev clients are to see them. */
 	struct udev_node nodes[POPULATE_MAX];
 	size_t n_nodes;
 	/* A change of one node (hotplug): its udev event is for devnsd to send once the container follows. */
@@ -139,9 +143,13 @@ size_t populate_views_jobs(const struct plan *plan, int root_fd, const int *tree
 
 /* --- the container's udev database (populate/udev-db.c) --- */
 
-/* Writes e's record and /run/udev/control, as udevd does. */
+/*
+ * Writes e's record, its tags' entries (/run/udev/tags/TAG/cMAJ:MIN, which
+ * enumerating by tag reads: logind's master-of-seat) and /run/udev/control,
+ * as udevd does.
+ */
 int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e);
-/* Removes e's record, if it is a regular file. */
+/* Removes e's record and tags' entries, where they are regular files. */
 void populate_udev_remove(struct plan *plan, int root_fd, const struct entry *e);
 
 /* --- the container's sysfs (populate/sysfs.c, populate/udev.h) --- */

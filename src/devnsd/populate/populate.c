@@ -108,7 +108,7 @@ static void announce(struct persona *p, const struct udev_node *n, bool remove) 
 
 	if (p->container_pidfd < 0 || uevent_netns_of_pid(p->container_pid, &netns) < 0 || pidfd_exited(p->container_pidfd))
 		return;
-	uevent_device_for_input(n, populate_now_usec(), devname, &dev);
+	uevent_device_for_node(n, populate_now_usec(), devname, &dev);
 	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, remove ? "remove" : "add", &dev);
 }
 

@@ -64,7 +64,7 @@ static void sysfs_left(struct plan *plan, const char *why) {
 
 /*
  * Prepares the overlays that make the container's sysfs lead to the
- * persona's input nodes, for once the child is in the container's mount
+ * persona's input nodes and card, for once the child is in the container's mount
  * namespace. A container whose /sys is missing, or passes mounts on to
  * peers, keeps its /sys as it is.
  */
@@ -150,7 +150,7 @@ void populate_sysfs_describe_removed(struct plan *plan, int root_fd, const struc
 	char name[32], target[UDEV_SYSPATH_MAX];
 	ssize_t len;
 
-	if (!plan->node_job || !e->udev[0] || strncmp(e->path, "dev/", 4) != 0 ||
+	if (!plan->node_job || !e->record || strncmp(e->path, "dev/", 4) != 0 ||
 	    cfs_open_dir(root_fd, "sys/dev/char", 0, 0, &dir) < 0)
 		return;
 	snprintf(name, sizeof(name), "%u:%u", major(e->rdev), minor(e->rdev));
@@ -163,6 +163,8 @@ void populate_sysfs_describe_removed(struct plan *plan, int root_fd, const struc
 	    strlen(e->path + 4) >= sizeof(n->devname) || strlen(e->udev) >= sizeof(n->properties))
 		return;
 	*n = (struct udev_node){ .devnum = e->rdev };
+	snprintf(n->subsystem, sizeof(n->subsystem), "%s", streq(e->kind, "drm") ? "drm" : "input");
+	snprintf(n->devtype, sizeof(n->devtype), "%s", streq(e->kind, "drm") ? "drm_minor" : "");
 	snprintf(n->syspath, sizeof(n->syspath), "/sys/%s", target + 6);
 	snprintf(n->devname, sizeof(n->devname), "%s", e->path + 4);
 	snprintf(n->properties, sizeof(n->properties), "%s", e->udev);

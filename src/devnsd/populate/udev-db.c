@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "container-fs.h"
 #include "populate/populate-internal.h"
@@ -13,6 +14,37 @@ static void udev_record_name(const struct entry *e, char *buf, size_t size) {
 	snprintf(buf, size, "%s", name);
 }
 
+/* The tags of e's record: a card's, or an input device's. */
+static const char *const *entry_tags(const struct entry *e) {
+	return udev_tags(streq(e->kind, "drm") ? "drm" : "input");
+}
+
+/* The file run/udev/tags/TAG/NAME, or its directory: what enumerating by tag lists. */
+static void tag_path(const char *tag, const char *name, char *buf, size_t size) {
+	snprintf(buf, size, "run/udev/tags/%s/%s", tag, name);
+}
+
+/* Lists e under each of its tags, as udevd does; best effort, the record is what counts. */
+static void write_tags(struct plan *plan, int root_fd, const struct entry *e, const char *name) {
+	for (const char *const *tag = entry_tags(e); *tag; tag++) {
+		_cleanup_(closep) int dir = -1;
+		const char *base;
+		char path[96];
+
+		tag_path(*tag, name, path, sizeof(path));
+		if (populate_open_dir_of(plan, root_fd, path, 1, &dir, &base) >= 0)
+			(void)cfs_touch(dir, base, 0644);
+	}
+}
+
+/* Removes name in dir if it is a regular file. */
+static void remove_file(int dir, const char *name) {
+	struct stat st;
+
+	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+		(void)unlinkat(dir, name, 0);
+}
+
 /* Udev's database entry, as udevd writes it (udev_db_record()). */
 int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e) {
 	_cleanup_(closep) int dir = -1;
@@ -20,7 +52,7 @@ int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e) {
 	const char *base;
 	int r;
 
-	r = udev_db_record(e->udev, populate_now_usec(), text, sizeof(text));
+	r = udev_db_record(e->udev, entry_tags(e), populate_now_usec(), text, sizeof(text));
 	if (r < 0)
 		return r;
 	r = populate_open_dir_of(plan, root_fd, "run/udev/data/x", 1, &dir, &base);
@@ -30,6 +62,7 @@ int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e) {
 	r = cfs_write_file(dir, name, text, 0644);
 	if (r < 0)
 		return r;
+	write_tags(plan, root_fd, e, name);
 	closep(&dir);
 	dir = -1;
 	r = populate_open_dir_of(plan, root_fd, "run/udev/control", 1, &dir, &base);
@@ -40,16 +73,22 @@ int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e) {
 	return r == -EEXIST ? 0 : r;
 }
 
-/* Removes the udev record of a node this helper wrote: only a regular file is taken away. */
+/* Removes the udev record of a node this helper wrote, and its tags' entries: only regular files are taken away. */
 void populate_udev_remove(struct plan *plan, int root_fd, const struct entry *e) {
 	_cleanup_(closep) int dir = -1;
 	const char *base;
 	char name[32];
-	struct stat st;
 
+	udev_record_name(e, name, sizeof(name));
+	for (const char *const *tag = entry_tags(e); *tag; tag++) {
+		_cleanup_(closep) int tag_dir = -1;
+		char path[96];
+
+		tag_path(*tag, name, path, sizeof(path));
+		if (populate_open_dir_of(plan, root_fd, path, 0, &tag_dir, &base) >= 0)
+			remove_file(tag_dir, base);
+	}
 	if (populate_open_dir_of(plan, root_fd, "run/udev/data/x", 0, &dir, &base) < 0)
 		return;
-	udev_record_name(e, name, sizeof(name));
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
-		(void)unlinkat(dir, name, 0);
+	remove_file(dir, name);
 }

@@ -15,9 +15,9 @@
 #define INPUT_MAJOR 13
 #define OVERLAY_SIZE "1m"
 
-int udev_node_describe(const char *source, dev_t devnum, const char *devname, const char *properties,
-		       struct udev_node *ret) {
-	char link[64], real[PATH_MAX];
+/* The sysfs directory of the kernel input device at source, and its number. */
+static int input_syspath(const char *source, char real[static PATH_MAX], dev_t *ret_hw) {
+	char link[64];
 	struct stat st;
 
 	if (stat(source, &st) < 0)
@@ -27,14 +27,51 @@ int udev_node_describe(const char *source, dev_t devnum, const char *devname, co
 	snprintf(link, sizeof(link), "/sys/dev/char/%u:%u", major(st.st_rdev), minor(st.st_rdev));
 	if (!realpath(link, real))
 		return -errno;
+	*ret_hw = st.st_rdev;
+	return 0;
+}
+
+int udev_node_describe(const char *kind, const char *source, dev_t devnum, const char *devname,
+		       const char *properties, struct udev_node *ret) {
+	bool drm = streq(kind, "drm");
+	char real[PATH_MAX], id_path[UDEV_SYSPATH_MAX], props[UDEV_PROPERTIES_MAX];
+	dev_t hw;
+	int r;
+
+	if (!drm && !streq(kind, "input"))
+		return -ENODEV;
+	r = drm ? udev_drm_card_syspath(source, real, &hw) : input_syspath(source, real, &hw);
+	if (r < 0)
+		return r;
 	if (strncmp(real, "/sys/devices/", 13) != 0 || strlen(real) >= sizeof(ret->syspath) ||
-	    strlen(devname) >= sizeof(ret->devname) || strlen(properties) >= sizeof(ret->properties))
+	    strlen(devname) >= sizeof(ret->devname))
 		return -ENAMETOOLONG;
-	*ret = (struct udev_node){ .devnum = devnum, .hw_devnum = st.st_rdev };
+	if (drm && (!properties || !properties[0])) {
+		r = udev_path_id(real, id_path, sizeof(id_path));
+		if (r < 0 && r != -ENOENT)
+			return r;
+		r = udev_drm_properties(r < 0 ? NULL : id_path, props, sizeof(props));
+		if (r < 0)
+			return r;
+		properties = props;
+	}
+	if (strlen(properties ?: "") >= sizeof(ret->properties))
+		return -ENAMETOOLONG;
+	*ret = (struct udev_node){ .devnum = devnum, .hw_devnum = hw };
 	snprintf(ret->syspath, sizeof(ret->syspath), "%s", real);
 	snprintf(ret->devname, sizeof(ret->devname), "%s", devname);
-	snprintf(ret->properties, sizeof(ret->properties), "%s", properties);
+	snprintf(ret->subsystem, sizeof(ret->subsystem), "%s", drm ? "drm" : "input");
+	snprintf(ret->devtype, sizeof(ret->devtype), "%s", drm ? "drm_minor" : "");
+	snprintf(ret->properties, sizeof(ret->properties), "%s", properties ?: "");
 	return 0;
+}
+
+const char *const *udev_tags(const char *subsystem) {
+	/* 71-seat.rules and 73-seat-late.rules (uaccess) for a card; 71-seat.rules and 70-uaccess.rules for input. */
+	static const char *const card[] = { "seat", "master-of-seat", "uaccess", NULL };
+	static const char *const input[] = { "seat", "uaccess", NULL };
+
+	return subsystem && streq(subsystem, "drm") ? card : input;
 }
 
 static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) _printf_(4, 5);
@@ -51,8 +88,8 @@ static int append(char *buf, size_t size, size_t *len, const char *fmt, ...) {
 	return 0;
 }
 
-int udev_db_record(const char *properties, uint64_t usec_initialized, char *buf, size_t size) {
-	static const char *const tags[] = { "seat", "uaccess" };
+int udev_db_record(const char *properties, const char *const *tags, uint64_t usec_initialized, char *buf,
+		   size_t size) {
 	size_t len = 0;
 	int r;
 
@@ -63,9 +100,9 @@ int udev_db_record(const char *properties, uint64_t usec_initialized, char *buf,
 			r = append(buf, size, &len, "E:%.*s\n", (int)n, line);
 		line += n + (line[n] ? 1 : 0);
 	}
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tags); i++)
+	for (size_t i = 0; r >= 0 && tags && tags[i]; i++)
 		r = append(buf, size, &len, "G:%s\n", tags[i]);
-	for (size_t i = 0; r >= 0 && i < ELEMENTSOF(tags); i++)
+	for (size_t i = 0; r >= 0 && tags && tags[i]; i++)
 		r = append(buf, size, &len, "Q:%s\n", tags[i]);
 	if (r >= 0)
 		r = append(buf, size, &len, "V:1\n");

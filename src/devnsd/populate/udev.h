@@ -1,14 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 /*
- * How a container's udev clients (libinput, sd-device) see one of a
- * persona's input nodes. The container keeps the hardware device's sysfs
- * directory (so enumerating the input subsystem finds it, as eventN, and
+ * How a container's udev clients (libinput, sd-device, libdrm, logind) see
+ * one of a persona's input nodes or its DRM card. The container keeps the
+ * hardware device's sysfs directory (so enumerating the input or drm
+ * subsystem finds it, as eventN or cardN, and
  * sd-device, which takes devices on sysfs only, accepts it), but its uevent
  * and dev files are bind mounts of files that give the persona's node
  * number and the node's path in the container; the container's
@@ -17,6 +19,15 @@
  * kept under the persona's number, the number the container's node has.
  * So every lookup a client makes (enumerate, read the record, open DEVNAME,
  * fstat the fd and look the number up again) lands on the same device.
+ *
+ * A card's directory is that of the DRM card behind the display devnsd
+ * drives, so /sys/dev/char/M:m/device/drm exists and device/subsystem is
+ * the card's real bus: libdrm's drmGetDevices2() lists the persona's
+ * node. Its record carries the tags seat, master-of-seat and uaccess and
+ * the properties systemd-udevd's path_id and 71-seat.rules give a card
+ * (udev_drm_properties()): populate computes them itself for a "drm"
+ * node whose node_desc has no udev properties, so the display class need
+ * not.
  */
 
 #define UDEV_SYSPATH_MAX 512
@@ -26,34 +37,72 @@
 #define UDEV_DEVCHAR_MAX 4096
 
 struct udev_node {
-	/* The hardware's sysfs directory, "/sys/devices/.../input/inputM/eventN". */
+	/* The hardware's sysfs directory, "/sys/devices/.../input/inputM/eventN" or ".../drm/cardN". */
 	char syspath[UDEV_SYSPATH_MAX];
-	/* The node's path in the container below /dev, "input/eventN". */
+	/* The node's path in the container below /dev, "input/eventN" or "dri/card0". */
 	char devname[UDEV_DEVNAME_MAX];
+	/* The kernel device's subsystem, "input" or "drm", and its DEVTYPE ("drm_minor"; "" if none). */
+	char subsystem[16];
+	char devtype[16];
 	/* The persona's node, as the container's /dev has it. */
 	dev_t devnum;
-	/* The hardware device's own number (13:64+N). */
+	/* The hardware device's own number (13:64+N, 226:N). */
 	dev_t hw_devnum;
-	/* "KEY=VALUE\n" lines (evdev_udev_properties()). */
+	/* "KEY=VALUE\n" lines (evdev_udev_properties(), udev_drm_properties()). */
 	char properties[UDEV_PROPERTIES_MAX];
 };
 
 /*
- * Describes the node devnum that stands for the kernel input device at
- * source (a /dev/input/eventN path, or a link to one), to be found at
- * /dev/DEVNAME in the container. Runs in devnsd's own mount namespace.
- * -ENODEV when source is not a kernel input device (a fake backend's).
+ * Describes the node devnum of kind "input" or "drm" that stands for the
+ * kernel device at source, to be found at /dev/DEVNAME in the container.
+ * For "input", source is a /dev/input/eventN path (or a link to one). For
+ * "drm", it is the display device devnsd drives: a DRM card
+ * (/dev/dri/cardN), whose sysfs directory is taken, or a framebuffer
+ * (/dev/fbN), whose parent device's DRM card is taken; with properties
+ * NULL or "", a card's are udev_drm_properties() of its path. Runs in
+ * devnsd's own mount namespace. -ENODEV when source is no such kernel
+ * device (a fake backend's, a framebuffer without a DRM card).
  */
-int udev_node_describe(const char *source, dev_t devnum, const char *devname, const char *properties,
-		       struct udev_node *ret);
+int udev_node_describe(const char *kind, const char *source, dev_t devnum, const char *devname,
+		       const char *properties, struct udev_node *ret);
 
 /*
- * The udev database record for n, as systemd-udevd writes it
+ * The sysfs directory (realpath, below /sys/devices) of the DRM card behind
+ * the display device at source, and the card's number: for /dev/dri/cardN
+ * (or a link to it), its own; for a framebuffer /dev/fbN, the card its
+ * parent device has (/sys/class/graphics/fbN/device/drm/cardM). -ENODEV
+ * when there is none.
+ */
+int udev_drm_card_syspath(const char *source, char ret_syspath[static PATH_MAX], dev_t *ret_devnum);
+
+/* The tags systemd's rules give a device of subsystem ("input", "drm"): NULL-terminated. */
+const char *const *udev_tags(const char *subsystem);
+
+/*
+ * The ID_PATH systemd-udevd's path_id builtin gives the device at syspath
+ * (an absolute sysfs directory), from its parents' "subsystem" links: PCI,
+ * platform and ACPI parents name it, the others are passed over.
+ * -ENOENT when none names it (path_id gives nothing then), -ENOBUFS.
+ */
+int udev_path_id(const char *syspath, char *buf, size_t size);
+
+/*
+ * The properties systemd-udevd gives a DRM card whose ID_PATH is id_path:
+ * ID_PATH, ID_PATH_TAG (path_id's tag of it) and ID_FOR_SEAT
+ * (71-seat.rules, "drm-" and the tag): what logind needs, with the tags
+ * seat and master-of-seat, to make seat0 graphical and hand the card to a
+ * session. "" for id_path NULL. Returns the length or -ENOBUFS.
+ */
+int udev_drm_properties(const char *id_path, char *buf, size_t size);
+
+/*
+ * The udev database record for a node, as systemd-udevd writes it
  * (/run/udev/data/cMAJ:MIN): I: initialization time (CLOCK_MONOTONIC usec),
- * E: properties, G:/Q: the seat and uaccess tags, V:1. Returns the length or
+ * E: properties, G:/Q: tags (udev_tags()), V:1. Returns the length or
  * -ENOBUFS.
  */
-int udev_db_record(const char *properties, uint64_t usec_initialized, char *buf, size_t size);
+int udev_db_record(const char *properties, const char *const *tags, uint64_t usec_initialized, char *buf,
+		   size_t size);
 
 /* The record's file name below /run/udev/data: "cMAJ:MIN". */
 void udev_db_name(dev_t devnum, char buf[static 32]);

@@ -33,7 +33,6 @@ struct uevent_header {
 	uint32_t filter_tag_bloom_lo;
 };
 
-static const char *const input_tags[] = { "seat", "uaccess", NULL };
 static atomic_uint_fast64_t seqnum;
 
 uint32_t uevent_hash32(const char *s) {
@@ -161,17 +160,18 @@ int uevent_message(const char *action, uint64_t seq, const struct uevent_device 
 	return (int)len;
 }
 
-void uevent_device_for_input(const struct udev_node *n, uint64_t usec_initialized, char devname[static UEVENT_DEVNAME_MAX],
-			     struct uevent_device *ret) {
+void uevent_device_for_node(const struct udev_node *n, uint64_t usec_initialized, char devname[static UEVENT_DEVNAME_MAX],
+			    struct uevent_device *ret) {
 	snprintf(devname, UEVENT_DEVNAME_MAX, "/dev/%s", n->devname);
 	*ret = (struct uevent_device){
 		.devpath = n->syspath + 4, /* without "/sys" */
-		.subsystem = "input",
+		.subsystem = n->subsystem[0] ? n->subsystem : "input",
+		.devtype = n->devtype[0] ? n->devtype : NULL,
 		.devname = devname,
 		.devnum = n->devnum,
 		.properties = n->properties,
 		.usec_initialized = usec_initialized,
-		.tags = input_tags,
+		.tags = udev_tags(n->subsystem),
 	};
 }
 

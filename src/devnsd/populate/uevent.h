@@ -46,12 +46,12 @@ int uevent_message(const char *action, uint64_t seqnum, const struct uevent_devi
 #define UEVENT_DEVNAME_MAX 272
 
 /*
- * dev for one of a persona's input nodes, as a container sees it
- * (populate/udev.h), with the seat and uaccess tags; its strings point into n
- * and devname (filled here), which must outlive ret.
+ * dev for one of a persona's input nodes or its card, as a container sees
+ * it (populate/udev.h), with its subsystem's tags (udev_tags()); its
+ * strings point into n and devname (filled here), which must outlive ret.
  */
-void uevent_device_for_input(const struct udev_node *n, uint64_t usec_initialized, char devname[static UEVENT_DEVNAME_MAX],
-			     struct uevent_device *ret);
+void uevent_device_for_node(const struct udev_node *n, uint64_t usec_initialized, char devname[static UEVENT_DEVNAME_MAX],
+			    struct uevent_device *ret);
 
 /*
  * An fd of process pid's network namespace, checked to belong to the
