@@ -20,7 +20,7 @@ struct populate_result {
 	/* Places where the container had something else: left alone, no node there. */
 	unsigned int refused;
 	char first_refused[128];
-	/* Input devices whose sysfs entries now give the persona's node (see populate/udev.h). */
+	/* Input devices and cards whose sysfs entries now give the persona's node (see populate/udev.h). */
 	unsigned int presented;
 	/* Why the container's /sys was left as it is, when it was (empty if not). */
 	char sysfs_left[96];
@@ -38,7 +38,7 @@ struct populate_result {
 	bool input_group_foreign, video_group_foreign;
 	/* The step that failed, when the result is an error. */
 	char failed[96];
-	/* A node change (populate_node()) of an input device: the device its udev event names. */
+	/* A node change (populate_node()) of an input device or card: the device its udev event names. */
 	bool announce;
 	struct udev_node announced;
 };
@@ -53,10 +53,12 @@ typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate
  * populate_cancel()).
  *
  * The nodes are bind mounts of devnsd's own /dev/devns/PERSONA/NAME, at the
- * names a normal system uses (/dev/input/eventN, /dev/fb0), or where the
+ * names a normal system uses (/dev/input/eventN for kind "input",
+ * /dev/dri/cardN for "drm", /dev/NAME for the rest: /dev/fb0), or where the
  * persona's DeviceMap= puts them, and at /dev/devns/PERSONA/NAME too (the
- * name their sysfs entry gives udev clients); input nodes get udev data
- * (/run/udev/data/cMAJ:MIN, /run/udev/control) and, where the container
+ * name their sysfs entry gives udev clients); input nodes and the card get
+ * udev data (/run/udev/data/cMAJ:MIN, /run/udev/tags/, /run/udev/control)
+ * and, where the container
  * sees the host's sysfs, read-only tmpfs overlays on the hardware's sysfs
  * directory and on /sys/dev/char that present the persona's node there
  * (populate/udev.h). Directories nodes name as
@@ -80,7 +82,8 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
  * mounts of the node in the container (a character device with the node's
  * number, nothing else) are unmounted, the empty files under them and the
  * node's udev record removed. The node must still be in devnsd's /dev.
- * For an input node whose nd->source names the kernel device, the
+ * For an input node whose nd->source names the kernel device, or a card
+ * (kind "drm") whose source is the display device, the
  * container's sysfs is made to lead to the node (see populate/udev.h) and,
  * once the container has followed, a udev "add" or "remove" event is sent
  * into its network namespace (populate/uevent.h), so that libinput's udev
