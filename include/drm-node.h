@@ -162,6 +162,17 @@ uint64_t drm_node_budget(const struct drm_node *n);
 int drm_node_map_lookup(const struct drm_node *n, const struct drm_file *file, uint64_t offset, int *ret_fd,
 			uint64_t *ret_size);
 
+/* A dumb buffer as drm_node_map_find() finds it. */
+struct drm_dumb_map {
+	int fd;          /* the node's: dup it to keep it */
+	uint64_t size;
+	uint64_t serial; /* as drm_scanout's mem_serial: never 0, never reused */
+};
+
+/* drm_node_map_lookup(), with the buffer's serial. */
+int drm_node_map_find(const struct drm_node *n, const struct drm_file *file, uint64_t offset,
+		      struct drm_dumb_map *ret);
+
 /*
  * A new open file of the node, opened by process pid. The first open file
  * of a node without a master becomes master, as the kernel does (news on

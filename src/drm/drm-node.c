@@ -297,8 +297,8 @@ void drm_node_wait_end(struct drm_node *n, union drm_wait_vblank *reply) {
 	reply->reply.tval_usec = (long)(n->vblank_usec % 1000000);
 }
 
-int drm_node_map_lookup(const struct drm_node *n, const struct drm_file *file, uint64_t offset, int *ret_fd,
-			uint64_t *ret_size) {
+int drm_node_map_find(const struct drm_node *n, const struct drm_file *file, uint64_t offset,
+		      struct drm_dumb_map *ret) {
 	const struct drm_buffer *b, *found = NULL;
 
 	LIST_FOREACH(b, &n->buffers, link)
@@ -314,8 +314,19 @@ int drm_node_map_lookup(const struct drm_node *n, const struct drm_file *file, u
 		if (!held)
 			return -ENOENT;
 	}
-	*ret_fd = found->fd;
-	*ret_size = found->size;
+	*ret = (struct drm_dumb_map){ .fd = found->fd, .size = found->size, .serial = found->serial };
+	return 0;
+}
+
+int drm_node_map_lookup(const struct drm_node *n, const struct drm_file *file, uint64_t offset, int *ret_fd,
+			uint64_t *ret_size) {
+	struct drm_dumb_map m;
+	int r = drm_node_map_find(n, file, offset, &m);
+
+	if (r < 0)
+		return r;
+	*ret_fd = m.fd;
+	*ret_size = m.size;
 	return 0;
 }
 
