@@ -19,7 +19,7 @@
  *    and is not revoked; a file has at most DEVNS_FB_TICKETS_PER_FILE
  *    outstanding, a new one replacing its oldest.
  * 3. The program sends one struct devns_fb_request with the ticket, as for
- *    fb0 (the intent is ignored), and devnsd answers with one struct
+ *    fb0 (either intent gives the same), and devnsd answers with one struct
  *    devns_fb_grant (size: the buffer's bytes; serial: the buffer's, never
  *    0, never reused) and the buffer's memfd, open as the card0 file was
  *    opened, then closes the connection. The program maps the memfd from

@@ -35,6 +35,8 @@
 /* Largest mode and framebuffer side (the mode config's maximum), and the connector's mode count. */
 #define DRM_NODE_MAX_SIDE 8192
 #define DRM_NODE_MAX_MODES 8
+/* Entries of the CRTC's gamma table, per channel. */
+#define DRM_NODE_GAMMA_SIZE 256
 
 /*
  * Limits. Counts past them fail with -ENOSPC, bytes past them with
@@ -67,8 +69,10 @@ struct drm_memory_ops {
 extern const struct drm_memory_ops drm_memfd_ops;
 
 struct drm_node_config {
-	/* The persona's mode: the connector's preferred one; smaller standard modes follow it. */
+	/* The persona's mode: the connector's preferred one; smaller standard modes follow it unless one_mode. */
 	struct fb_mode mode;
+	/* The connector offers the persona's mode alone: a display that shows no other size. */
+	bool one_mode;
 	/* Labels the memory; the bus id GET_UNIQUE answers is "devns:NAME". */
 	const char *name;
 	/* Optional EDID for the connector's EDID property (at most DRM_BLOB_MAX_LEN bytes). */

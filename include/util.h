@@ -101,3 +101,14 @@ bool pattern_names(const char *pattern, const char *path, const char *real);
 
 /* CLOCK_MONOTONIC now, in microseconds. */
 uint64_t monotonic_usec(void);
+
+/* A memfd of size bytes (zeroed), close-on-exec, with flags (MFD_ALLOW_SEALING...). 0 or -errno. */
+int memfd_sized(const char *name, size_t size, unsigned int flags, int *ret_fd);
+
+/*
+ * A new description of memfd's memory, opened through /proc for
+ * access_mode (O_RDONLY, O_WRONLY, O_RDWR), never waiting: a lease on the
+ * memory (its owner, root, may take one) makes the open fail with -EAGAIN
+ * where a blocking one would sleep until the lease breaks.
+ */
+int memfd_reopen(int memfd, int access_mode, int *ret_fd);

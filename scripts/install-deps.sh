@@ -12,6 +12,7 @@ dbus-daemon dbus-bin systemd systemd-container
 qemu-system-x86 busybox-static kmod cpio xz-utils zstd debian-archive-keyring uidmap gdb
 evtest joystick python3-evdev evemu-tools interception-tools fbset libinput-tools
 lxc podman crun
+drm-info libdrm-tests
 qtbase5-examples fonts-dejavu-core xkb-data
 xserver-xorg-core xserver-xorg-video-fbdev xserver-xorg-input-libinput x11-xserver-utils xinput"
 

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <strings.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -113,4 +114,35 @@ uint64_t monotonic_usec(void) {
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+int memfd_sized(const char *name, size_t size, unsigned int flags, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+
+	fd = memfd_create(name, MFD_CLOEXEC | flags);
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)size) < 0)
+		return -errno;
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
+int memfd_reopen(int memfd, int access_mode, int *ret_fd) {
+	char path[64];
+	int fd, flags;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", memfd);
+	fd = open(path, access_mode | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	flags = fcntl(fd, F_GETFL);
+	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
 }

@@ -55,7 +55,7 @@ static int get_crtc(struct drm_call *c) {
 
 	if (r->crtc_id != DRM_NODE_CRTC_ID)
 		return -ENOENT;
-	r->gamma_size = 0;
+	r->gamma_size = DRM_NODE_GAMMA_SIZE;
 	r->fb_id = s->fb ? s->fb->id : 0;
 	r->x = s->src_x >> 16;
 	r->y = s->src_y >> 16;

@@ -114,6 +114,10 @@ struct drm_node {
 	size_t n_modes;
 	uint32_t width_mm, height_mm;
 	uint64_t prime_caps;
+	/* The CRTC's gamma table (SETGAMMA; kept, the frame is shown as drawn). */
+	uint16_t gamma[3][DRM_NODE_GAMMA_SIZE];
+	/* SET_VERSION asked for interface 1.1 or later: GET_UNIQUE names the bus id (the kernel's master unique). */
+	bool unique_set;
 	uint64_t budget, mem_used;
 	const struct drm_memory_ops *memory;
 	void *memory_userdata;

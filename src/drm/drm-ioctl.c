@@ -86,12 +86,18 @@ static int version(struct drm_call *c) {
 	return 0;
 }
 
+/*
+ * The bus id, as the kernel keeps it with the master: empty until SET_VERSION
+ * asks for interface 1.1 or later, so that drmOpen() by driver name takes the
+ * node (it passes over a node whose bus id is set: one in use).
+ */
 static int get_unique(struct drm_call *c) {
 	struct drm_unique *u = c->arg;
-	char unique[80];
+	char unique[80] = "";
 	size_t len;
 
-	snprintf(unique, sizeof(unique), "devns:%s", c->n->name);
+	if (c->n->unique_set)
+		snprintf(unique, sizeof(unique), "devns:%s", c->n->name);
 	len = strlen(unique);
 	if (u->unique_len >= len && u->unique)
 		memcpy(drm_io_out(c->io, (uintptr_t)u->unique, len), unique, len);
@@ -242,6 +248,8 @@ static int set_version(struct drm_call *c) {
 	else if (sv->drm_dd_major != -1 &&
 		 (sv->drm_dd_major != DRIVER_MAJOR || sv->drm_dd_minor < 0 || sv->drm_dd_minor > DRIVER_MINOR))
 		r = -EINVAL;
+	if (r == 0 && sv->drm_di_major == 1 && sv->drm_di_minor >= 1)
+		c->n->unique_set = true;
 	sv->drm_di_major = 1;
 	sv->drm_di_minor = 4;
 	sv->drm_dd_major = DRIVER_MAJOR;

@@ -86,6 +86,39 @@ static int set_crtc(struct drm_call *c) {
 	return k;
 }
 
+/*
+ * GETGAMMA and SETGAMMA: the table of DRM_NODE_GAMMA_SIZE entries a
+ * channel, all three arrays at once, as the kernel copies them. SETGAMMA
+ * keeps it for GETGAMMA; the screen shows the frame as drawn.
+ */
+static int gamma(struct drm_call *c, bool set) {
+	const struct drm_mode_crtc_lut *r = c->arg;
+	const size_t len = sizeof(c->n->gamma[0]);
+	const uint64_t ptrs[3] = { r->red, r->green, r->blue };
+	const uint8_t *in[3] = { NULL, NULL, NULL };
+	uint8_t *out[3] = { NULL, NULL, NULL };
+
+	if (r->crtc_id != DRM_NODE_CRTC_ID)
+		return -ENOENT;
+	if (r->gamma_size != DRM_NODE_GAMMA_SIZE)
+		return -EINVAL;
+	for (size_t i = 0; i < 3; i++) {
+		if (set)
+			in[i] = drm_io_in(c->io, ptrs[i], len);
+		else
+			out[i] = drm_io_out(c->io, ptrs[i], len);
+	}
+	if (!drm_io_ready(c->io))
+		return 0;
+	for (size_t i = 0; i < 3; i++) {
+		if (set)
+			memcpy(c->n->gamma[i], in[i], len);
+		else
+			memcpy(out[i], c->n->gamma[i], len);
+	}
+	return 0;
+}
+
 static int set_plane(struct drm_call *c) {
 	const struct drm_mode_set_plane *r = c->arg;
 	struct drm_node *n = c->n;
@@ -281,6 +314,9 @@ int drm_ioctl_modeset(struct drm_call *c, unsigned int nr) {
 		return set_crtc(c);
 	case _IOC_NR(DRM_IOCTL_MODE_DIRTYFB):
 		return dirty_fb(c);
+	case _IOC_NR(DRM_IOCTL_MODE_GETGAMMA):
+	case _IOC_NR(DRM_IOCTL_MODE_SETGAMMA):
+		return gamma(c, nr == _IOC_NR(DRM_IOCTL_MODE_SETGAMMA));
 	default:
 		break;
 	}
@@ -293,17 +329,6 @@ int drm_ioctl_modeset(struct drm_call *c, unsigned int nr) {
 		return page_flip(c);
 	case _IOC_NR(DRM_IOCTL_WAIT_VBLANK):
 		return wait_vblank(c);
-	case _IOC_NR(DRM_IOCTL_MODE_GETGAMMA):
-	case _IOC_NR(DRM_IOCTL_MODE_SETGAMMA): {
-		const struct drm_mode_crtc_lut *r = c->arg;
-
-		if (r->crtc_id != DRM_NODE_CRTC_ID)
-			return -ENOENT;
-		/* No gamma table (gamma_size 0), as bochs: setting one is -ENOSYS. */
-		if (nr == _IOC_NR(DRM_IOCTL_MODE_SETGAMMA))
-			return -ENOSYS;
-		return r->gamma_size == 0 ? 0 : -EINVAL;
-	}
 	case _IOC_NR(DRM_IOCTL_MODE_CURSOR):
 	case _IOC_NR(DRM_IOCTL_MODE_CURSOR2): {
 		const struct drm_mode_cursor *r = c->arg;

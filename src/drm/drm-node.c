@@ -136,6 +136,8 @@ int drm_node_new(struct drm_node **ret, const struct drm_node_config *cfg) {
 	TAILQ_INIT(&n->pending);
 	n->next_id = DRM_NODE_FIRST_DYNAMIC_ID;
 	n->state.dpms = DRM_MODE_DPMS_ON;
+	for (unsigned int i = 0; i < DRM_NODE_GAMMA_SIZE; i++)
+		n->gamma[0][i] = n->gamma[1][i] = n->gamma[2][i] = (uint16_t)(i * 0x101u);
 	n->shown.memfd = -1;
 	snprintf(n->name, sizeof(n->name), "%s", cfg->name ? cfg->name : "devns");
 	n->memory = cfg->memory ? cfg->memory : &drm_memfd_ops;
@@ -148,7 +150,7 @@ int drm_node_new(struct drm_node **ret, const struct drm_node_config *cfg) {
 	if (r < 0)
 		return r;
 	n->n_modes = 1;
-	for (size_t i = 0; i < ELEMENTSOF(standard_modes) && n->n_modes < DRM_NODE_MAX_MODES; i++) {
+	for (size_t i = 0; !cfg->one_mode && i < ELEMENTSOF(standard_modes) && n->n_modes < DRM_NODE_MAX_MODES; i++) {
 		const struct drm_mode_modeinfo *m = &standard_modes[i];
 
 		if (m->hdisplay <= cfg->mode.width && m->vdisplay <= cfg->mode.height &&
@@ -377,6 +379,7 @@ void drm_file_close(struct drm_file *f) {
 	n->n_files--;
 	if (n->master == f) {
 		n->master = NULL;
+		n->unique_set = false;
 		signal_emit(&n->events.master, NULL);
 	}
 	free(f);

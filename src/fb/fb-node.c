@@ -10,42 +10,6 @@
 #include "fb-stream.h"
 #include "util.h"
 
-static int memfd_sized(const char *name, size_t size, unsigned int flags, int *ret_fd) {
-	_cleanup_(closep) int fd = -1;
-
-	fd = memfd_create(name, MFD_CLOEXEC | flags);
-	if (fd < 0)
-		return -errno;
-	if (ftruncate(fd, (off_t)size) < 0)
-		return -errno;
-	*ret_fd = take_fd(&fd);
-	return 0;
-}
-
-/*
- * A description of the memory opened through /proc, never waiting: a lease
- * on the memory (its owner, root, may take one) makes the open fail with
- * -EAGAIN where a blocking one would sleep until the lease breaks.
- */
-static int memory_open(int memfd, int access_mode, int *ret_fd) {
-	char path[64];
-	int fd, flags;
-
-	snprintf(path, sizeof(path), "/proc/self/fd/%d", memfd);
-	fd = open(path, access_mode | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	flags = fcntl(fd, F_GETFL);
-	if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	*ret_fd = fd;
-	return 0;
-}
-
 /*
  * The daemon's own description of the memory: one opened through /proc,
  * which (unlike memfd_create()'s) counts as a writer of the file, so that
@@ -54,7 +18,7 @@ static int memory_open(int memfd, int access_mode, int *ret_fd) {
 static int memory_own(int *fd) {
 	int own, r;
 
-	r = memory_open(*fd, O_RDWR, &own);
+	r = memfd_reopen(*fd, O_RDWR, &own);
 	if (r < 0)
 		return r;
 	close(*fd);
@@ -185,7 +149,7 @@ int fb_node_renew(struct fb_node *n) {
 int fb_node_reopen(const struct fb_node *n, int access_mode, int *ret_fd) {
 	if (access_mode != O_RDONLY && access_mode != O_WRONLY && access_mode != O_RDWR)
 		return -EINVAL;
-	return memory_open(n->memfd, access_mode, ret_fd);
+	return memfd_reopen(n->memfd, access_mode, ret_fd);
 }
 
 struct fb_node *fb_node_free(struct fb_node *n) {

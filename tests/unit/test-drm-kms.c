@@ -22,6 +22,13 @@ static void test_version_caps(void **state) {
 	assert_memory_equal(name, "dev", 3);
 	assert_true(v.desc_len > 0 && v.desc_len < sizeof(desc));
 	assert_int_equal(v.date_len, 8);
+	/* No bus id until SET_VERSION asks for interface 1.1: drmOpen() by name takes only such a node. */
+	assert_int_equal(io(r, r->a, DRM_IOCTL_GET_UNIQUE, &u), 0);
+	assert_int_equal(u.unique_len, 0);
+	assert_int_equal(io(r, r->a, DRM_IOCTL_SET_VERSION,
+			    &(struct drm_set_version){ .drm_di_major = 1, .drm_di_minor = 4, .drm_dd_major = -1,
+						       .drm_dd_minor = -1 }),
+			 0);
 	assert_int_equal(io(r, r->a, DRM_IOCTL_GET_UNIQUE, &u), 0);
 	assert_int_equal(u.unique_len, strlen("devns:test"));
 	u.unique = unique;
@@ -115,7 +122,7 @@ static void test_getters(void **state) {
 	assert_int_equal(enc.possible_crtcs, 1);
 	assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_GETCRTC, &crtc), 0);
 	assert_int_equal(crtc.mode_valid, 0);
-	assert_int_equal(crtc.gamma_size, 0);
+	assert_int_equal(crtc.gamma_size, DRM_NODE_GAMMA_SIZE);
 	crtc.crtc_id = 99;
 	assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_GETCRTC, &crtc), -ENOENT);
 
@@ -234,13 +241,31 @@ static void test_legacy_flow(void **state) {
 	assert_false(r->last.enabled);
 	assert_int_equal(r->last.fb_id, 0);
 	assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_RMFB, &rm), -ENOENT);
-	/* Gamma as bochs: none to set; cursors: none. */
+	/*
+	 * Gamma: a table of the CRTC's size, linear at first, kept as set (CUSE
+	 * turns an ENOSYS answer into ENOTTY, which clients take for an error,
+	 * so there is a table to set). Cursors: none.
+	 */
 	{
-		struct drm_mode_crtc_lut lut = { .crtc_id = DRM_NODE_CRTC_ID };
+		static uint16_t red[DRM_NODE_GAMMA_SIZE], green[DRM_NODE_GAMMA_SIZE], blue[DRM_NODE_GAMMA_SIZE];
+		struct drm_mode_crtc_lut lut = { .crtc_id = DRM_NODE_CRTC_ID, .gamma_size = DRM_NODE_GAMMA_SIZE,
+						 .red = (uintptr_t)red, .green = (uintptr_t)green, .blue = (uintptr_t)blue };
 		struct drm_mode_cursor cur = { .flags = DRM_MODE_CURSOR_BO, .crtc_id = DRM_NODE_CRTC_ID };
 
 		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_GETGAMMA, &lut), 0);
-		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_SETGAMMA, &lut), -ENOSYS);
+		assert_int_equal(red[255], 0xffff);
+		assert_int_equal(blue[1], 0x101);
+		for (unsigned int i = 0; i < DRM_NODE_GAMMA_SIZE; i++)
+			red[i] = green[i] = blue[i] = (uint16_t)(0xffff - i);
+		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_SETGAMMA, &lut), 0);
+		memset(green, 0, sizeof(green));
+		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_GETGAMMA, &lut), 0);
+		assert_int_equal(green[3], 0xfffc);
+		/* Only the CRTC's own size; only the master sets it. */
+		lut.gamma_size = 255;
+		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_SETGAMMA, &lut), -EINVAL);
+		lut.gamma_size = DRM_NODE_GAMMA_SIZE;
+		assert_int_equal(io(r, r->b, DRM_IOCTL_MODE_SETGAMMA, &lut), -EACCES);
 		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_CURSOR, &cur), -ENXIO);
 	}
 	rig_free(r);

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "core-rig.h"
+#include "display-rig.h"
 #include "display/display-internal.h"
 #include "core/switch.h"
 #include "display-backend.h"
@@ -54,13 +55,7 @@ static void on_active_changed(struct listener *l, void *data) {
 }
 
 static struct display_node *node_of(struct rig *r, struct persona *p) {
-	struct display_node *dn;
-
-	LIST_FOREACH(dn, &r->dc->nodes, link)
-		if (dn->persona == p)
-			return dn;
-	fail_msg("no node for %s", p->name);
-	return NULL;
+	return display_rig_node(r->dc, p);
 }
 
 /* Fills persona p's visible frame with v. */
@@ -74,13 +69,7 @@ static void paint(struct rig *r, struct persona *p, uint8_t v) {
 
 /* The screen (the front buffer) is all v. */
 static bool screen_is(struct rig *r, uint8_t v) {
-	const struct display_buffer *front = display_output_front(r->out);
-
-	for (uint32_t y = 0; y < H; y++)
-		for (uint32_t x = 0; x < W * 4; x++)
-			if (front->map[(size_t)y * front->stride + x] != v)
-				return false;
-	return true;
+	return display_rig_screen_is(r->out, W, H, v);
 }
 
 static int rig_new(void **state, unsigned int spares) {
@@ -92,9 +81,7 @@ static int rig_new(void **state, unsigned int spares) {
 	r->a = core_rig_persona(r->core, "a");
 	r->b = core_rig_persona(r->core, "b");
 	r->c = core_rig_persona(r->core, "c");
-	assert_int_equal(display_headless_new(W, H, &(struct display_spares){ spares, UINT64_MAX }, &r->out), 0);
-	assert_int_equal(display_class_new_core(r->m, r->out, "headless", NULL, &r->dc), 0);
-	assert_int_equal(manager_add_class(r->m, &r->dc->base), 0);
+	display_rig_class(r->core, W, H, spares, &r->out, &r->dc);
 	/* The first frame is up; from now on flips wait for the test. */
 	core_rig_run(r->core);
 	assert_false(r->out->flip_pending);

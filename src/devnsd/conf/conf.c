@@ -333,14 +333,14 @@ static int parse_spare_frames(struct parser *p, const char *v) {
 	return 1;
 }
 
-/* A size in bytes with an optional K, M or G (powers of 1024), or "infinity". */
-static int parse_spare_memory(struct parser *p, const char *v) {
+/* A size in bytes with an optional K, M or G (powers of 1024), or "infinity" (UINT64_MAX) where allowed. */
+static int parse_size(struct parser *p, const char *key, const char *v, bool infinity, uint64_t *ret) {
 	unsigned long long n;
 	unsigned int shift = 0;
 	char *end;
 
-	if (streq(v, "infinity")) {
-		p->conf->display_spare_bytes = UINT64_MAX;
+	if (infinity && streq(v, "infinity")) {
+		*ret = UINT64_MAX;
 		return 1;
 	}
 	errno = 0;
@@ -353,10 +353,11 @@ static int parse_spare_memory(struct parser *p, const char *v) {
 	}
 	if (*end || n > (UINT64_MAX >> shift))
 		goto bad;
-	p->conf->display_spare_bytes = (uint64_t)n << shift;
+	*ret = (uint64_t)n << shift;
 	return 1;
 bad:
-	return parse_error(p, "[Display] SpareMemory=%s: expected a size (bytes, or with K, M or G) or infinity", v);
+	return parse_error(p, "[Display] %s=%s: expected a size (bytes, or with K, M or G)%s", key, v,
+			   infinity ? " or infinity" : "");
 }
 
 static int display_key(struct parser *p, const char *name, const char *v) {
@@ -391,7 +392,14 @@ static int display_key(struct parser *p, const char *name, const char *v) {
 	if (streq(name, "SpareFrames"))
 		return parse_spare_frames(p, v);
 	if (streq(name, "SpareMemory"))
-		return parse_spare_memory(p, v);
+		return parse_size(p, name, v, true, &c->display_spare_bytes);
+	if (streq(name, "CardMemory")) {
+		int r = parse_size(p, name, v, false, &c->display_card_bytes);
+
+		if (r > 0 && c->display_card_bytes < CONF_MIN_CARD_MEMORY)
+			return parse_error(p, "[Display] CardMemory=%s: less than one megabyte", v);
+		return r;
+	}
 	if (streq(name, "TrackWrites"))
 		return set_boolean(p, &c->display_track, name, v);
 	return parse_error(p, "[Display] %s: unknown key", name);

@@ -90,6 +90,9 @@ enum display_backend {
 /* SpareFrames= at most; the display backend keeps no more. */
 #define CONF_MAX_SPARE_FRAMES 8
 
+/* CardMemory= below this is refused. */
+#define CONF_MIN_CARD_MEMORY (1ull << 20)
+
 struct conf {
 	char *path;
 
@@ -112,6 +115,8 @@ struct conf {
 	uint64_t display_spare_bytes;
 	/* Take the userfaultfds programs send to track their mappings (TrackWrites=). */
 	bool display_track;
+	/* Bytes of dumb buffers each persona's card0 may hold (CardMemory=); 0: the default. */
+	uint64_t display_card_bytes;
 
 	struct conf_persona personas[CONF_MAX_PERSONAS];
 	size_t n_personas;

@@ -5,9 +5,11 @@
  * serves the nodes and sockets). Presenting is in
  * display/present.c.
  */
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "display/display-internal.h"
 #include "restart/state.h"
@@ -45,15 +47,60 @@ static void set_owner(struct display_node *dn) {
 		t->set_owner(dn);
 }
 
+const uint8_t *display_node_frame(const struct display_node *dn, uint32_t *ret_stride) {
+	if (display_drm_owns(dn))
+		return display_drm_frame(dn, ret_stride);
+	if (dn->fb->state.blank != FB_BLANK_UNBLANK)
+		return NULL;
+	*ret_stride = dn->fb->state.fix.line_length;
+	return fb_node_visible(dn->fb);
+}
+
+bool display_node_dark(const struct display_node *dn) {
+	return display_drm_owns(dn) ? display_drm_dark(dn) : dn->fb->state.blank != FB_BLANK_UNBLANK;
+}
+
+void display_node_changed(struct display_node *dn, const struct fb_rows *visible, bool whole) {
+	struct display_class *dc = dn->class;
+	unsigned int staged = DISPLAY_NO_BUFFER;
+
+	dn->gen++;
+	if (dn != dc->active) {
+		staged = whole ? DISPLAY_NO_BUFFER : display_stage_written(dc, dn, visible);
+		if (staged != DISPLAY_NO_BUFFER)
+			dc->backend->buffers[staged].owner_gen = dn->gen;
+		display_update_tick(dc);
+		return;
+	}
+	if (whole) {
+		dc->scan_valid = false;
+		display_damage_all(dc);
+		display_flush(dc);
+		display_update_tick(dc);
+		return;
+	}
+	display_add_damage(dc, visible->y0, visible->y1);
+	display_flush(dc);
+	display_update_tick(dc);
+}
+
 void display_node_written(struct display_node *dn, const struct fb_rows *rows) {
 	struct display_class *dc = dn->class;
 	struct fb_rows visible;
-	unsigned int staged = dn != dc->active ? display_stage_written(dc, dn, rows) : DISPLAY_NO_BUFFER;
+	unsigned int staged;
 
+	/* card0's scanout is shown: fb0's writes wait in its memory until it is shown again. */
+	if (display_drm_owns(dn))
+		return;
+	if (!fb_node_visible_rows(dn->fb, rows, &visible)) {
+		dn->gen++;
+		return;
+	}
+	staged = dn != dc->active ? display_stage_written(dc, dn, &visible) : DISPLAY_NO_BUFFER;
 	dn->gen++;
 	if (staged != DISPLAY_NO_BUFFER)
 		dc->backend->buffers[staged].owner_gen = dn->gen;
-	if (dn != dc->active || !fb_node_visible_rows(dn->fb, rows, &visible))
+	if (dn != dc->active)
 		return;
 	/* What the last scan took lacks these rows: the next one takes the whole frame. */
 	dc->scan_valid = false;
@@ -72,6 +119,12 @@ void display_node_effect(struct display_node *dn, enum fb_effect effect) {
 		state_changed(dc->base.manager);
 	if (dn != dc->active) {
 		display_update_tick(dc);
+		return;
+	}
+	/* card0's scanout is shown: fb0's pans and blanking take effect once fb0 is shown again. */
+	if (display_drm_owns(dn)) {
+		if (effect == FB_EFFECT_VSYNC)
+			display_update_tick(dc);
 		return;
 	}
 	/*
@@ -110,6 +163,7 @@ static void display_node_free(struct display_node *dn) {
 	/* Files routed to the node answer ENODEV from now on. */
 	if (t && t->node_removed)
 		t->node_removed(dn);
+	display_drm_free(dn);
 	fb_node_free(dn->fb);
 	display_track_budget_drop(dn);
 	free(dn);
@@ -146,6 +200,12 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 		log_error_errno(r, "%s: cannot allocate the framebuffer: %m", dn->path);
 		goto fail;
 	}
+	snprintf(dn->drm_path, sizeof(dn->drm_path), "/dev/%s/%s/card0", DEVNS_DEV_DIR, p->name);
+	r = display_drm_new(dn);
+	if (r < 0) {
+		log_error_errno(r, "%s: cannot set up the card: %m", dn->drm_path);
+		goto fail;
+	}
 	if (dc->transport && dc->transport->node_added) {
 		r = dc->transport->node_added(dn);
 		if (r < 0)
@@ -174,12 +234,13 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 			      struct switch_op *op) {
 	struct display_class *dc = to_display(base);
 
-	(void)from;
 	display_abort_copy(dc);
 	/* A flip under way shows an older frame: this switch is shown by the flip after it. */
 	switch_hold(&dc->switch_copy, op);
 	switch_release(&dc->switch_flip);
 	dc->active = node_of(dc, to);
+	if (from && node_of(dc, from))
+		display_drm_released(node_of(dc, from));
 	dc->scan_valid = false;
 	dc->presented_whole = false;
 	fb_track_policy_reset(&dc->track);
@@ -194,14 +255,24 @@ static void display_foreach_node(struct device_class *base, struct persona *p, n
 	struct display_class *dc = to_display(base);
 	struct display_node *dn = node_of(dc, p);
 
-	if (dn)
-		fn(userdata, &(struct node_desc){
-			.path = dn->path,
-			.kind = "fb",
-			.source = dc->device,
-			.opened = dc->transport && dc->transport->n_open ? dc->transport->n_open(dn) : 0,
-			.share = dn->socket_dir,
-		});
+	const struct display_transport_ops *t = dc->transport;
+
+	if (!dn)
+		return;
+	fn(userdata, &(struct node_desc){
+		.path = dn->path,
+		.kind = "fb",
+		.source = dc->device,
+		.opened = t && t->n_open ? t->n_open(dn) : 0,
+		.share = dn->socket_dir,
+	});
+	fn(userdata, &(struct node_desc){
+		.path = dn->drm_path,
+		.kind = "drm",
+		.source = dc->device,
+		.opened = t && t->drm_n_open ? t->drm_n_open(dn) : 0,
+		.share = dn->socket_dir,
+	});
 }
 
 void display_class_free(struct display_class *dc) {
@@ -414,6 +485,30 @@ unsigned int display_buffers(const struct display_class *dc, uint64_t *ret_bytes
 	return dc ? dc->backend->n_buffers : 0;
 }
 
+/* What card0 shows, as a sealed memfd of its mode's size; black while it shows nothing. */
+static int drm_snapshot(struct display_node *dn, int *ret_fd, uint32_t *ret_width, uint32_t *ret_height,
+			uint32_t *ret_stride) {
+	uint32_t width = dn->drm_shown.mode.hdisplay, height = dn->drm_shown.mode.vdisplay, stride = 0;
+	const uint8_t *src = display_node_frame(dn, &stride);
+	_cleanup_(closep) int fd = -1;
+	size_t line = (size_t)width * 4;
+	int r;
+
+	r = memfd_sized("devns-screenshot", (uint64_t)line * height, MFD_ALLOW_SEALING, &fd);
+	if (r < 0)
+		return r;
+	for (uint32_t y = 0; src && y < height; y++)
+		if (pwrite(fd, src + (size_t)y * stride, line, (off_t)((size_t)y * line)) != (ssize_t)line)
+			return errno ? -errno : -EIO;
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0)
+		return -errno;
+	*ret_fd = take_fd(&fd);
+	*ret_width = width;
+	*ret_height = height;
+	*ret_stride = (uint32_t)line;
+	return 0;
+}
+
 int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, uint32_t *ret_width,
 		     uint32_t *ret_height, uint32_t *ret_stride) {
 	struct display_node *dn = dc ? node_of(dc, p) : NULL;
@@ -421,6 +516,8 @@ int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, u
 
 	if (!dn)
 		return -ENODEV;
+	if (display_drm_owns(dn))
+		return drm_snapshot(dn, ret_fd, ret_width, ret_height, ret_stride);
 	r = fb_node_snapshot(dn->fb, ret_fd);
 	if (r < 0)
 		return r;

@@ -11,12 +11,14 @@
 
 #include "devns-fb.h"
 #include "display/display.h"
+#include "drm-node.h"
 #include "fb-ioctl.h"
 #include "fb-node.h"
 #include "fb-track.h"
 #include "ratelimit.h"
 
 struct cuse_fb;
+struct cuse_drm;
 struct display_socket;
 struct display_track;
 struct track_budget;
@@ -53,8 +55,25 @@ struct display_node {
 	struct track_budget *track_budget;
 	/* Never 0, never reused. */
 	uint64_t serial;
-	/* Counts changes to what the persona shows (writes, pans, blanking, mappings). */
+	/* Counts changes to what the persona shows (writes, pans, blanking, mappings, card0's commits). */
 	uint64_t gen;
+	/*
+	 * card0 (display/drm.c): its KMS state, its CUSE node, and what its
+	 * scanout shows (drm_shown, memfd -1), mapped read-only at drm_map.
+	 */
+	struct drm_node *drm;
+	struct cuse_drm *drm_cuse;
+	char drm_path[64 + NAME_MAX_LEN];
+	dev_t drm_rdev;
+	bool drm_ready;
+	struct listener drm_scanout_listener, drm_vblank_listener;
+	struct drm_scanout drm_shown;
+	const uint8_t *drm_map;
+	size_t drm_map_size;
+	uint64_t drm_map_serial;
+	/* The virtual vblank, armed while card0 waits for one; held while the active persona's present is under way. */
+	sd_event_source *drm_vblank;
+	bool drm_vblank_held;
 	LIST_ENTRY(display_node) link;
 };
 
@@ -90,6 +109,10 @@ struct display_transport_ops {
 	void (*arm)(struct display_node *dn, bool arm);
 	/* The class is going, before its nodes: the transport's own nodes (the routed one). */
 	void (*class_removed)(struct display_class *dc);
+	/* A vblank of dn's card0 happened: answer what waited for it. */
+	void (*drm_vblank)(struct display_node *dn);
+	/* Open files of dn's card0. */
+	unsigned int (*drm_n_open)(struct display_node *dn);
 };
 
 struct display_class {
@@ -153,6 +176,8 @@ struct display_class {
 	bool presented_whole;
 	/* Whether the active persona's mapped frame is tracked or scanned every refresh. */
 	struct fb_track_policy track;
+	/* Bytes of dumb buffers each persona's card0 may hold; 0: drm-node.h's default. */
+	uint64_t drm_budget;
 };
 
 /*
@@ -214,8 +239,8 @@ void display_abort_copy(struct display_class *dc);
 void display_switch_shown(struct display_class *dc);
 /* Runs the refresh timer when something needs it. */
 void display_update_tick(struct display_class *dc);
-/* A background persona wrote rows: they go to the spare that holds its frame; that spare, or DISPLAY_NO_BUFFER. */
-unsigned int display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows);
+/* A background persona's visible rows changed: they go to the spare that holds its frame; that spare, or DISPLAY_NO_BUFFER. */
+unsigned int display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *visible);
 /* Event sources of the class: copy steps, the refresh timer, the display's flips and fd. */
 int display_on_copy(sd_event_source *s, void *userdata);
 int display_on_tick(sd_event_source *s, uint64_t usec, void *userdata);
@@ -293,6 +318,34 @@ struct display_node *display_node_of(struct display_class *dc, struct persona *p
 
 /* What the transport tells the core: rows written to dn's framebuffer; a pan, blank or vsync wait. */
 void display_node_written(struct display_node *dn, const struct fb_rows *rows);
+/*
+ * Rows of what dn shows changed (whole: all of it, or which of fb0 and
+ * card0 shows changed): presented when dn is active, staged in the spare
+ * that keeps its frame when not.
+ */
+void display_node_changed(struct display_node *dn, const struct fb_rows *visible, bool whole);
+/*
+ * What dn shows: the first byte of its visible frame, and its line length
+ * in *ret_stride; NULL when it shows black. Dark: powered down (fb0
+ * blanked, or card0's CRTC off by DPMS or ACTIVE).
+ */
+const uint8_t *display_node_frame(const struct display_node *dn, uint32_t *ret_stride);
+bool display_node_dark(const struct display_node *dn);
+
+/*
+ * display/drm.c: card0 in the core. new makes dn's KMS state (of dn's
+ * mode), free ends it. owns: card0's CRTC has a mode, so that its scanout
+ * is what dn shows (frame: as display_node_frame(); dark: its CRTC is
+ * off). presented: the active persona's present is on screen, its held
+ * vblank is due; released: dn is no longer active.
+ */
+int display_drm_new(struct display_node *dn);
+void display_drm_free(struct display_node *dn);
+bool display_drm_owns(const struct display_node *dn);
+const uint8_t *display_drm_frame(const struct display_node *dn, uint32_t *ret_stride);
+bool display_drm_dark(const struct display_node *dn);
+void display_drm_presented(struct display_class *dc);
+void display_drm_released(struct display_node *dn);
 void display_node_effect(struct display_node *dn, enum fb_effect effect);
 
 /* The transport's counts for dn (0 without a transport). */

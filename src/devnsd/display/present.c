@@ -66,13 +66,17 @@ void display_damage_all(struct display_class *dc) {
  * with their hashes; *ret: the rows taken. False without room to keep them.
  */
 static bool take_rows(struct display_class *dc, struct fb_rows *ret) {
-	const struct fb_node *fb = dc->active->fb;
-	uint32_t line = fb->state.fix.line_length, height = dc->backend->mode.height, y0 = height, y1 = 0;
+	uint32_t line = 0, height = dc->backend->mode.height, y0 = height, y1 = 0;
 	size_t width = (size_t)dc->backend->mode.width * 4;
-	const uint8_t *src = fb_node_visible(fb);
+	const uint8_t *src = display_node_frame(dc->active, &line);
 	uint64_t *hashes;
 	uint8_t *snap;
 
+	/* Only fb0's frame is scanned, while it is shown and not blanked. */
+	if (!src || display_drm_owns(dc->active)) {
+		dc->scan_valid = false;
+		return false;
+	}
 	if (dc->scan_rows < height) {
 		hashes = reallocarray(dc->scan, height, sizeof(*hashes));
 		if (hashes)
@@ -136,7 +140,7 @@ static void scan_kept(struct display_class *dc) {
 bool display_mapped_unseen(struct display_class *dc) {
 	const struct display_transport_ops *t = dc->transport;
 
-	if (!dc->active || display_node_mappers(dc->active) == 0)
+	if (!dc->active || display_node_mappers(dc->active) == 0 || display_drm_owns(dc->active))
 		return false;
 	return !dc->scan_valid || !t || !t->n_unseen || t->n_unseen(dc->active) > 0;
 }
@@ -188,8 +192,10 @@ static void finish_copy(struct display_class *dc, bool switching) {
 			display_switch_shown(dc);
 	}
 	/* A backend that shows at once has nothing to wait for. */
-	if (!b->flip_pending)
+	if (!b->flip_pending) {
 		display_flush(dc);
+		display_drm_presented(dc);
+	}
 }
 
 /* Completes the copy under way from the frame it started with. */
@@ -288,7 +294,7 @@ size_t display_kept_frames(struct display_class *dc, struct persona **ret, size_
 }
 
 static bool active_dark(struct display_class *dc) {
-	return dc->active && dc->active->fb->state.blank != FB_BLANK_UNBLANK;
+	return dc->active && display_node_dark(dc->active);
 }
 
 /*
@@ -385,7 +391,8 @@ void display_flush(struct display_class *dc) {
 		 * part of the switch. A flip shown at once may have answered the
 		 * switch and let another one start: then dn is no longer active.
 		 */
-		if (display_node_mappers(dn) > 0 && dn->fb->state.blank == FB_BLANK_UNBLANK && dc->active == dn)
+		if (display_node_mappers(dn) > 0 && !display_drm_owns(dn) && dn->fb->state.blank == FB_BLANK_UNBLANK &&
+		    dc->active == dn)
 			scan_kept(dc);
 		return;
 	}
@@ -396,13 +403,11 @@ void display_flush(struct display_class *dc) {
 	display_output_back(dc->backend)->owner = 0;
 	dc->damage = (struct fb_rows){ 0, 0 };
 	/* A scanned mapped frame is shown from what the scan took. */
-	if (dn->fb->state.blank != FB_BLANK_UNBLANK)
-		dc->copy_src = NULL;
-	else if (dc->scan_valid && display_node_mappers(dn) > 0)
+	dc->copy_src = display_node_frame(dn, &dc->copy_stride);
+	if (!dc->copy_src)
+		dc->copy_stride = dc->backend->mode.width * 4;
+	else if (dc->scan_valid && display_node_mappers(dn) > 0 && !display_drm_owns(dn))
 		dc->copy_src = dc->snap;
-	else
-		dc->copy_src = fb_node_visible(dn->fb);
-	dc->copy_stride = dn->fb->state.fix.line_length;
 	if (dc->urgent) {
 		dc->urgent = false;
 		dc->switches_copied++;
@@ -494,6 +499,7 @@ void display_on_flip_done(void *userdata) {
 	if (dc->active)
 		display_node_vsync(dc->active);
 	display_flush(dc);
+	display_drm_presented(dc);
 }
 
 int display_on_backend(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
@@ -554,17 +560,18 @@ void display_node_mapped_written(struct display_node *dn) {
  * there too, so that switching to it stays a flip. Returns the spare that
  * holds the frame as written, or DISPLAY_NO_BUFFER.
  */
-unsigned int display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *rows) {
+unsigned int display_stage_written(struct display_class *dc, struct display_node *dn, const struct fb_rows *visible) {
 	unsigned int i = spare_holding(dc, dn);
-	struct fb_rows visible;
+	uint32_t stride = 0;
+	const uint8_t *src;
 
 	if (i == DISPLAY_NO_BUFFER)
 		return i;
 	/* A blanked persona shows black whatever it writes. */
-	if (dn->fb->state.blank != FB_BLANK_UNBLANK || !fb_node_visible_rows(dn->fb, rows, &visible))
+	src = display_node_frame(dn, &stride);
+	if (!src || visible->y0 >= visible->y1)
 		return i;
-	if (display_output_stage(dc->backend, i, fb_node_visible(dn->fb), dn->fb->state.fix.line_length, visible.y0,
-				 visible.y1) < 0)
+	if (display_output_stage(dc->backend, i, src, stride, visible->y0, visible->y1) < 0)
 		return DISPLAY_NO_BUFFER;
 	return i;
 }

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "cuse-drm.h"
 #include "cuse-fb.h"
 #include "display/display-internal.h"
 #include "restart/state.h"
@@ -32,6 +33,10 @@ static void apply_owner(struct display_node *dn) {
 	r = dn->cuse ? cuse_fb_set_owner(dn->cuse, o->uid, o->video_gid, 0660) : 0;
 	if (r < 0)
 		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", dn->path, (unsigned int)o->uid,
+				  (unsigned int)o->video_gid);
+	r = dn->drm_cuse ? cuse_drm_set_owner(dn->drm_cuse, o->uid, o->video_gid, 0660) : 0;
+	if (r < 0)
+		log_warning_errno(r, "%s: cannot give the node to %u:%u: %m", dn->drm_path, (unsigned int)o->uid,
 				  (unsigned int)o->video_gid);
 }
 
@@ -67,6 +72,38 @@ static const struct cuse_fb_hooks node_hooks = {
 	.effect = node_effect,
 };
 
+static void card_ready(void *userdata) {
+	struct display_node *dn = userdata;
+
+	if (dn->drm_ready)
+		return;
+	dn->drm_ready = true;
+	log_debug("%s: ready", dn->drm_path);
+	apply_owner(dn);
+	manager_node_ready(dn->class->base.manager);
+}
+
+static const struct cuse_drm_hooks card_hooks = {
+	.ready = card_ready,
+	.may_open = node_may_open,
+};
+
+/* /dev/devns/PERSONA/card0, a primary DRM node's number: libdrm takes the node's kind from its minor. */
+static int add_card(struct display_node *dn) {
+	struct manager *m = dn->class->base.manager;
+	unsigned int major, minor;
+	int r;
+
+	manager_node_numbers(m, dn->drm_path + strlen("/dev/"), &major, &minor);
+	dn->drm_rdev = major ? makedev(major, minor) : 0;
+	r = cuse_drm_new(&dn->drm_cuse, m->event, dn->drm_path + strlen("/dev/"), major, minor, dn->drm,
+			 dn->socket_path, &card_hooks, dn);
+	if (r < 0)
+		return log_error_errno(r, "%s: cannot create the node: %m", dn->drm_path);
+	manager_node_added(m);
+	return 0;
+}
+
 static int serve_node_added(struct display_node *dn) {
 	struct manager *m = dn->class->base.manager;
 	unsigned int major, minor;
@@ -82,17 +119,29 @@ static int serve_node_added(struct display_node *dn) {
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot create the node: %m", dn->path);
 	manager_node_added(m);
-	return 0;
+	return add_card(dn);
 }
 
 static void serve_node_removed(struct display_node *dn) {
 	dn->socket = display_socket_free(dn->socket);
 	dn->cuse = cuse_fb_retire(dn->cuse, dn->persona->name);
+	dn->drm_cuse = cuse_drm_retire(dn->drm_cuse, dn->persona->name);
 }
 
 static void serve_revoke(struct display_node *dn) {
 	cuse_fb_revoke(dn->cuse);
+	if (dn->drm_cuse)
+		cuse_drm_revoke(dn->drm_cuse);
 	display_socket_revoke(dn->socket);
+}
+
+static void serve_drm_vblank(struct display_node *dn) {
+	if (dn->drm_cuse)
+		cuse_drm_vblank(dn->drm_cuse);
+}
+
+static unsigned int serve_drm_n_open(struct display_node *dn) {
+	return dn->drm_cuse ? cuse_drm_n_open(dn->drm_cuse) : 0;
 }
 
 static unsigned int serve_n_open(struct display_node *dn) {
@@ -143,6 +192,8 @@ static const struct display_transport_ops serve_transport = {
 	.vsync_waiters = serve_vsync_waiters,
 	.vsync = serve_vsync,
 	.class_removed = serve_class_removed,
+	.drm_vblank = serve_drm_vblank,
+	.drm_n_open = serve_drm_n_open,
 };
 
 static void routed_ready(void *userdata) {
@@ -393,6 +444,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot set up the display: %m", device);
 	dc->lost = lost;
+	dc->drm_budget = conf->display_card_bytes;
 	r = display_state_register(dc);
 	if (r < 0) {
 		display_class_free(dc);

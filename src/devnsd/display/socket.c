@@ -16,6 +16,7 @@
 #include <sys/syscall.h>
 #include <sys/un.h>
 
+#include "cuse-drm.h"
 #include "cuse-fb.h"
 #include "devns-fb.h"
 #include "display/display-internal.h"
@@ -115,8 +116,8 @@ static void refuse(struct conn *c, const char *why) {
 	conn_free(c);
 }
 
-static int send_memfd(int fd, int memfd, const struct fb_node *fb) {
-	struct devns_fb_grant grant = { .magic = DEVNS_FB_GRANT_MAGIC, .size = fb->size, .serial = fb->serial };
+static int send_memfd(int fd, int memfd, uint64_t size, uint64_t serial) {
+	struct devns_fb_grant grant = { .magic = DEVNS_FB_GRANT_MAGIC, .size = size, .serial = serial };
 	struct iovec iov = { .iov_base = &grant, .iov_len = sizeof(grant) };
 	union {
 		struct cmsghdr align;
@@ -149,7 +150,53 @@ static int grant_memfd(struct conn *c, int access_mode) {
 	r = fb_node_reopen(fb, access_mode, &fd);
 	if (r < 0)
 		return r;
-	return send_memfd(c->fd, fd, fb);
+	return send_memfd(c->fd, fd, fb->size, fb->serial);
+}
+
+/* A card0 dumb buffer's memory, likewise in a description of the program's own. */
+static int grant_buffer(struct conn *c, const struct cuse_drm_grant *grant) {
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	r = memfd_reopen(grant->memfd, grant->access_mode, &fd);
+	if (r < 0)
+		return r;
+	return send_memfd(c->fd, fd, grant->size, grant->serial);
+}
+
+/* Logs a failure to hand memory over, a few at once, then once a minute. */
+static void log_grant_failure(struct conn *c, uid_t uid, int r) {
+	struct display_socket *ds = c->socket;
+	struct display_node *dn = ds->node;
+	uint64_t now = 0;
+
+	(void)sd_event_now(dn->class->base.manager->event, CLOCK_MONOTONIC, &now);
+	if (!ratelimit_take(&ds->grant_failures, now))
+		return;
+	if (r == -EAGAIN)
+		log_notice("%s: refused uid %u the memory: someone holds a lease on it, and devnsd does not wait for "
+			   "one to break (failures are logged at most once a minute)",
+			   dn->socket_path, (unsigned int)uid);
+	else
+		log_warning_errno(r, "%s: cannot send the memory to uid %u: %m (failures are logged at most once a "
+				  "minute)", dn->socket_path, (unsigned int)uid);
+}
+
+/* A ticket of card0: the dumb buffer it names, sent once; the connection ends. */
+static void handle_buffer_request(struct conn *c, const struct devns_fb_request *req) {
+	struct display_node *dn = c->socket->node;
+	struct cuse_drm_grant grant;
+	int r;
+
+	if (!dn->drm_cuse || cuse_drm_redeem(dn->drm_cuse, &req->ticket, &grant) < 0)
+		return refuse(c, "no valid ticket");
+	c->uid = grant.uid;
+	r = grant_buffer(c, &grant);
+	if (r < 0)
+		log_grant_failure(c, grant.uid, r);
+	else
+		log_debug("%s: uid %u got a dumb buffer of %s", dn->socket_path, (unsigned int)grant.uid, dn->drm_path);
+	conn_free(c);
 }
 
 /* The request of a pending connection: a ticket, redeemed for the memfd. */
@@ -173,25 +220,14 @@ static void handle_request(struct conn *c) {
 		return refuse(c, "a malformed request");
 	/* Single use: from here on the ticket is gone, whatever happens. */
 	if (!dn->cuse || cuse_fb_redeem(dn->cuse, &req.ticket, &grant) < 0)
-		return refuse(c, "no valid ticket");
+		return handle_buffer_request(c, &req);
 	c->uid = grant.uid;
 	if (req.intent == DEVNS_FB_INTENT_MAP && (ds->n_mappers >= DISPLAY_SOCKET_MAX_MAPPERS ||
 						  conns_of_uid(ds, true, grant.uid) >= DISPLAY_SOCKET_MAX_MAPPERS_PER_UID))
 		return refuse(c, "too many mappings");
 	r = grant_memfd(c, grant.access_mode);
 	if (r < 0) {
-		uint64_t now = 0;
-
-		(void)sd_event_now(dn->class->base.manager->event, CLOCK_MONOTONIC, &now);
-		if (!ratelimit_take(&ds->grant_failures, now))
-			return conn_free(c);
-		if (r == -EAGAIN)
-			log_notice("%s: refused uid %u the framebuffer: someone holds a lease on its memory, and devnsd "
-				   "does not wait for one to break (failures are logged at most once a minute)",
-				   dn->socket_path, (unsigned int)grant.uid);
-		else
-			log_warning_errno(r, "%s: cannot send the framebuffer to uid %u: %m (failures are logged at "
-					  "most once a minute)", dn->socket_path, (unsigned int)grant.uid);
+		log_grant_failure(c, grant.uid, r);
 		return conn_free(c);
 	}
 	if (req.intent != DEVNS_FB_INTENT_MAP) {

@@ -548,6 +548,16 @@ while True:
 """
 
 
+def attached(*personas, **container_args):
+    """A new Container (container_args as Container's) for each persona, attached to it."""
+    containers = []
+    for name in personas:
+        c = Container(**container_args)
+        containers.append(c)
+        devnsctl("attach", name, "--pid", str(c.pid))
+    return containers
+
+
 def answers_within(seconds):
     """devnsd answers `devnsctl list` within seconds: the time of the call less that of
     `devnsctl --version` just before it (starting a program under emulation on a busy

@@ -51,10 +51,7 @@ class Containers(rig.PersonaTestCase):
             persona_keys={"work": {"AllowRequestActive": "yes"},
                           "personal": {"AllowRequestActive": "no", "DeviceMap": "event0:/dev/input/keyboard"}})
         cls.daemon = rig.Daemon(conf)
-        cls.work = rig.Container()
-        cls.personal = rig.Container()
-        rig.devnsctl("attach", "work", "--pid", str(cls.work.pid))
-        rig.devnsctl("attach", "personal", "--pid", str(cls.personal.pid))
+        cls.work, cls.personal = rig.attached("work", "personal")
 
     @classmethod
     def tearDownClass(cls):
