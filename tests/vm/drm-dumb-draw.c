@@ -3,14 +3,16 @@
  * A plain DRM client that draws with dumb buffers, the way a simple
  * compositor does, through libdrm: the same steps on the kernel's own
  * card and on a devns card0 (mapped through libdevns-fbmmap.so). Usage:
- *   drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--hold MS]
+ *   drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS]
  * It opens DEVICE, asks VERSION, takes the first connected connector with
  * a mode and a CRTC for it, creates a dumb buffer of the mode's size,
  * adds it as an XRGB8888 framebuffer, maps it (MAP_DUMB, mmap()), fills
  * it with COLOR (0xRRGGBB), reads it back, and shows it (SETCRTC). With
  * --flips N it makes a second buffer filled with COLOR2 (COLOR's
  * complement unless given) and flips between the two N times, waiting
- * for each flip's event. --hold keeps the last frame shown MS
+ * for each flip's event; with --redraw, each flip's buffer is drawn anew
+ * first (a colour of its own a frame), as a player or compositor draws
+ * every frame. --hold keeps the last frame shown MS
  * milliseconds longer. Each step prints one line:
  *   version NAME MAJOR.MINOR.PATCHLEVEL
  *   mode CONNECTOR_ID WIDTHxHEIGHT@REFRESH crtc CRTC_ID
@@ -19,6 +21,7 @@
  *   filled I 0xRRGGBB
  *   shown
  *   flip K fb FB_ID sequence SEQ
+ *   flips N in USEC us
  *   done
  * Exit status 0, or 1 with "drm-dumb-draw: STEP: REASON" on stderr.
  */
@@ -200,6 +203,8 @@ static long flip_to(int fd, uint32_t crtc, uint32_t fb_id, const char **ret_step
 int main(int argc, char *argv[]) {
 	uint32_t colors[2], crtc = 0, w, h;
 	unsigned int flips = 0, hold_ms = 0;
+	bool redraw = false;
+	struct timespec t0, t1;
 	bool color2_given = false;
 	struct buffer bufs[2] = { 0 };
 	drmModeConnector *conn = NULL;
@@ -209,7 +214,7 @@ int main(int argc, char *argv[]) {
 	int fd, r, n_bufs;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--hold MS]\n");
+		fprintf(stderr, "usage: drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS]\n");
 		return 2;
 	}
 	colors[0] = (uint32_t)strtoul(argv[2], NULL, 16) & 0xffffff;
@@ -217,7 +222,9 @@ int main(int argc, char *argv[]) {
 		if (strcmp(argv[i], "--color2") == 0 && i + 1 < argc) {
 			colors[1] = (uint32_t)strtoul(argv[++i], NULL, 16) & 0xffffff;
 			color2_given = true;
-		} else if (strcmp(argv[i], "--flips") == 0 && i + 1 < argc)
+		} else if (strcmp(argv[i], "--redraw") == 0)
+			redraw = true;
+		else if (strcmp(argv[i], "--flips") == 0 && i + 1 < argc)
 			flips = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
@@ -267,16 +274,26 @@ int main(int argc, char *argv[]) {
 	printf("shown\n");
 	fflush(stdout);
 
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned int k = 1; k <= flips; k++) {
 		uint32_t fb_id = bufs[k % 2].fb_id;
 		long seq;
 
+		if (redraw && !buffer_fill(&bufs[k % 2], w, h, colors[k % 2] ^ (k & 0xff))) {
+			fprintf(stderr, "drm-dumb-draw: buffer %u does not read back what was drawn\n", k % 2);
+			return 1;
+		}
 		seq = flip_to(fd, crtc, fb_id, &step);
 		if (seq < 0)
 			return fail(step, (int)-seq);
 		printf("flip %u fb %u sequence %ld\n", k, fb_id, seq);
 		fflush(stdout);
 	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (flips > 0)
+		printf("flips %u in %lld us\n", flips,
+		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+	fflush(stdout);
 	sleep_ms(hold_ms);
 
 	for (int i = 0; i < n_bufs; i++)

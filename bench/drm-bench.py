@@ -1,0 +1,157 @@
+#!/usr/bin/python3
+"""DRM/KMS benchmark: a persona's card0 against the kernel's own card0 (bochs), in one QEMU guest
+run. Writes its section of bench/RESULTS.md.
+
+Each path runs the same client, tests/vm/drm-dumb-draw: two dumb buffers of the mode, each frame
+drawn whole, then PAGE_FLIP and a wait for its event. The kernel's card is measured before devnsd
+runs (devnsd is its master afterwards) and after devnsd stops, the two averaged.
+
+Usage: bench/drm-bench.py [--flips N] [--runs N] [--no-write]
+(run from the source tree after `ninja -C build`; needs the VM rig of tests/vm)."""
+
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.realpath(__file__))
+TOP = os.path.dirname(HERE)
+BUILD = os.environ.get("DEVNS_BUILD", os.path.join(TOP, "build"))
+SECTION = "## DRM/KMS: page flips"
+sys.path.insert(0, HERE)
+from importlib import import_module  # noqa: E402
+
+fbbench = import_module("fb-bench")
+
+
+def draw(node, flips, env=None, hold_ms=0):
+    """Runs drm-dumb-draw on node: microseconds per drawn and flipped frame."""
+    draw_bin = os.path.join(BUILD, "tests", "vm", "drm-dumb-draw")
+    args = [draw_bin, node, "0x204060", "--flips", str(flips), "--redraw"]
+    if hold_ms:
+        args += ["--hold", str(hold_ms)]
+    out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1200)
+    if out.returncode != 0:
+        raise RuntimeError("drm-dumb-draw on %s failed: %s%s" % (node, out.stdout, out.stderr))
+    m = re.search(r"^flips (\d+) in (\d+) us$", out.stdout, re.M)
+    return int(m.group(2)) / int(m.group(1))
+
+
+def guest(flips, runs):
+    sys.path.insert(0, os.path.join(TOP, "tests", "vm", "guest"))
+    import devnsrig as rig
+    import fbrig
+
+    res = {}
+    native = [draw("/dev/dri/card0", flips) for _ in range(runs)]
+    bus = rig.Bus()
+    daemon = rig.Daemon(fbrig.conf_display(personas=["work", "personal"], active="work"))
+    env = dict(os.environ, LD_PRELOAD=os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so"))
+    try:
+        pid = daemon.proc.pid
+        idle_pss = fbbench.pss_kib(pid)
+        active, cpu, frames = [], [], []
+        for _ in range(runs):
+            cpu0, shown0 = fbbench.cpu_ms(pid), fbbench.frames_shown(rig)
+            active.append(draw("/dev/devns/work/card0", flips, env=env))
+            cpu.append(fbbench.cpu_ms(pid) - cpu0)
+            frames.append(fbbench.frames_shown(rig) - shown0)
+        background = [draw("/dev/devns/personal/card0", flips, env=env) for _ in range(runs)]
+        # A client that shows a frame and then idles: devnsd's wakeups meanwhile.
+        holder = subprocess.Popen([os.path.join(BUILD, "tests", "vm", "drm-dumb-draw"), "/dev/devns/work/card0",
+                                   "0x102030", "--hold", "8000"], stdout=subprocess.PIPE, text=True, env=env)
+        for line in holder.stdout:
+            if line.strip() == "shown":
+                break
+        time.sleep(1)
+        pss_shown = fbbench.pss_kib(pid)
+        w0 = fbbench.wakeups(pid)
+        time.sleep(5)
+        res["idle_wakeups_per_s"] = (fbbench.wakeups(pid) - w0) / 5
+        holder.wait(60)
+    finally:
+        daemon.stop()
+        bus.stop()
+    native += [draw("/dev/dri/card0", flips) for _ in range(runs)]
+    res["native_us"] = sum(native) / len(native)
+    res["devns_us"] = sum(active) / len(active)
+    res["background_us"] = sum(background) / len(background)
+    res["cpu_ms_per_frame"] = sum(cpu) / max(1, sum(frames))
+    res["frames_per_flip"] = sum(frames) / (flips * runs)
+    res["pss_idle_kib"] = idle_pss
+    res["pss_shown_kib"] = pss_shown
+    for k, v in res.items():
+        print("RESULT %s %s" % (k, v), flush=True)
+    return 0
+
+
+def report(r, flips, runs):
+    ratio = r["native_us"] / r["devns_us"]
+    lines = [
+        SECTION,
+        "",
+        "Run of %s, devns %s, written by `bench/drm-bench.py --flips %d --runs %d`." % (
+            datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), fbbench.git_describe(),
+            flips, runs),
+        "",
+        "One client, tests/vm/drm-dumb-draw: two dumb buffers of the mode, each frame drawn whole, then",
+        "PAGE_FLIP and a wait for its event. The kernel's bochs card0 is measured before devnsd runs and after",
+        "it stops; devns's card0 is the active persona's (shown on the real display) and a background",
+        "persona's (virtual vblank), mapped through libdevns-fbmmap.so. Absolute times are TCG's: the ratio",
+        "in the same run is what counts.",
+        "",
+        "| path | µs per frame | frames per second |",
+        "|---|---:|---:|",
+        "| kernel card0 (bochs) | %.0f | %.1f |" % (r["native_us"], 1e6 / r["native_us"]),
+        "| devns card0, active persona | %.0f | %.1f |" % (r["devns_us"], 1e6 / r["devns_us"]),
+        "| devns card0, background persona | %.0f | %.1f |" % (r["background_us"], 1e6 / r["background_us"]),
+        "",
+        "| figure | value | target | met? |",
+        "|---|---:|---|---|",
+        "| flip throughput, devns / kernel | %.2f× | ≥ 0.8× | %s |" % (ratio, "yes" if ratio >= 0.8 else "no"),
+        "| devnsd's wakeups a second, a client showing a frame and idle | %.1f | 0 | %s |" % (
+            r["idle_wakeups_per_s"], "yes" if r["idle_wakeups_per_s"] < 0.5 else "no"),
+        "| devnsd's CPU per presented frame | %.2f ms | | |" % r["cpu_ms_per_frame"],
+        "| display flips per client flip (active) | %.2f | | |" % r["frames_per_flip"],
+        "| devnsd's PSS, idle / a client's frame shown | %d / %d KiB | | |" % (r["pss_idle_kib"],
+                                                                          r["pss_shown_kib"]),
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--flips", type=int, default=60)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--no-write", action="store_true", help="print the section, leave RESULTS.md as it is")
+    ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.guest:
+        return guest(args.flips, args.runs)
+    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "1800", "--share", BUILD, "--share", TOP,
+           "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP,
+           "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--flips", str(args.flips),
+           "--runs", str(args.runs)]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    res = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            _, k, v = line.split()
+            res[k] = float(v)
+    if out.returncode != 0 or not res:
+        sys.stderr.write(out.stdout + out.stderr)
+        return 1
+    text = report(res, args.flips, args.runs)
+    if not args.no_write:
+        fbbench.SECTION = SECTION
+        fbbench.write_section(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
