@@ -558,6 +558,16 @@ def attached(*personas, **container_args):
     return containers
 
 
+def poll(check, timeout=15.0, step=0.05):
+    """Polls check() until it returns something true; returns the last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(step)
+
+
 def answers_within(seconds):
     """devnsd answers `devnsctl list` within seconds: the time of the call less that of
     `devnsctl --version` just before it (starting a program under emulation on a busy

@@ -7,6 +7,7 @@ changed, none of its code ran in devnsd, and devnsd answers D-Bus at once."""
 
 import errno
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import time
 import devnsrig as rig
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nsprobe.py")
+FUSE_HANG = os.path.join(rig.BUILD, "tests", "vm", "fuse-hang")
 
 # An NSS module: if any process loads it, it leaves a note in its /run.
 EVIL_NSS = r"""
@@ -219,6 +221,128 @@ class PopulateAttacks(rig.PersonaTestCase):
             out = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--groups=%d" % gid,
                                   sys.executable, PROBE, node, "0"], capture_output=True, text=True).stdout
             self.assertEqual(out.strip(), "open errno %d" % errno.EACCES, node)
+
+
+def wait_for(check, timeout=60.0):
+    return rig.poll(check, timeout, 0.1)
+
+
+def children_in_d_state(pid):
+    """devnsd's children (its helpers) that wait in the kernel uninterruptibly: [(pid, wchan)]."""
+    stuck = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open("/proc/%s/wchan" % name) as f:
+                wchan = f.read()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] == "D":
+            stuck.append((int(name), wchan))
+    return stuck
+
+
+def node_changes():
+    """devnsctl status's count of node changes in flight, and of helpers stopped and not yet ended."""
+    out = rig.devnsctl("status").stdout
+    m = re.search(r"^Node changes in flight: (\d+)(?:, helpers stopped and not yet ended: (\d+))?$", out, re.M)
+    assert m, "devnsctl status does not count node changes:\n" + out
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+class UntrustedMounts(rig.PersonaTestCase):
+    """A container's root mounts a FUSE file system that answers nothing from outside the container
+    (tests/vm/fuse-hang) where populate works: over /run/udev, /etc,
+    /dev/input or /sys/dev. Whatever looks in there waits for good, and
+    once killed waits on in state D. devnsd's helper never looks into such
+    a mount: it says so, answers, leaves no helper behind, and the other
+    persona's container follows its devices as before."""
+
+    PLACES = ("/run/udev", "/etc", "/dev/input", "/sys/dev")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(rig.conf_for(["/dev/input/event*"], personas=("work", "evil"), active="work"))
+        cls.work = rig.Container(private_dev=True)
+        rig.devnsctl("attach", "work", "--pid", str(cls.work.pid))
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.work.stop()
+        cls.stop_daemon()
+
+    def setUp(self):
+        super().setUp()
+        self.containers = []
+        self.keyboards = []
+
+    def tearDown(self):
+        stuck = children_in_d_state(self.daemon.proc.pid)
+        # Stopping the container ends its FUSE server, which lets any helper it held go.
+        for c in self.containers:
+            c.stop()
+        for k in self.keyboards:
+            k.close()
+        self.assertEqual(stuck, [], "devnsd's helpers wait in state D")
+        self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        super().tearDown()
+
+    def fuse_over(self, place):
+        # The container's /dev is its own tmpfs: it makes its /dev/fuse, as a runtime that allows FUSE does.
+        c = Hostile("mknod -m 666 /dev/fuse c 10 229 && mkdir -p %s && %s %s" % (place, FUSE_HANG, place))
+        self.containers.append(c)
+        with open("/proc/%d/mountinfo" % c.pid) as f:
+            self.assertRegex(f.read(), r" %s [^\n]* - fuse " % re.escape(place), "fuse-hang did not mount")
+        return c
+
+    def plug(self):
+        kbd = rig.make_keyboard()
+        self.keyboards.append(kbd)
+        return os.path.basename(rig.event_node(kbd))
+
+    def assert_work_follows(self, name):
+        """The work persona's container gets a plugged device's node, a working one."""
+        inside = "/proc/%d/root/dev/input/%s" % (self.work.pid, name)
+        self.assertTrue(wait_for(lambda: os.path.exists(inside)), inside + " did not appear:\n" + self.daemon.output())
+        self.assertEqual(os.stat(inside).st_rdev, os.stat("/dev/devns/work/" + name).st_rdev)
+        self.assertEqual(self.work.run(sys.executable, PROBE, "/dev/input/" + name, "0").stdout.strip(), "open ok")
+
+    def assert_no_helper_stuck(self):
+        stuck = wait_for(lambda: not children_in_d_state(self.daemon.proc.pid), timeout=30)
+        self.assertTrue(stuck, "devnsd's helpers wait in state D: %s" % children_in_d_state(self.daemon.proc.pid))
+
+    def test_fuse_mounts_hold_no_helper(self):
+        for place in self.PLACES:
+            with self.subTest(place=place):
+                c = self.fuse_over(place)
+                p = subprocess.run([rig.DEVNSCTL, "attach", "evil", "--pid", str(c.pid)],
+                                   capture_output=True, text=True, timeout=120)
+                self.assertNotIn("no answer in time", p.stderr)
+                self.assertTrue(rig.answers_within(5.0), "devnsd does not answer while attaching")
+                self.assertRegex(self.daemon.output(),
+                                 r"persona evil: process %d's container has a fuse mount at %s" % (c.pid, place))
+                self.assert_no_helper_stuck()
+                # A device comes: the evil container's helper looks at the mount again and refuses it.
+                self.assert_work_follows(self.plug())
+                self.assert_no_helper_stuck()
+                self.assertNotIn("no answer in time", self.daemon.output())
+
+    def test_one_persona_cannot_fill_the_job_table(self):
+        c = self.fuse_over("/dev/input")
+        subprocess.run([rig.DEVNSCTL, "attach", "evil", "--pid", str(c.pid)], capture_output=True, timeout=120)
+        # Devices come and go: each is a node change for both personas.
+        names = [self.plug() for _ in range(8)]
+        for name in names:
+            self.assert_work_follows(name)
+        # Every change is done or refused: none stays in the table, no helper is left behind.
+        self.assertTrue(wait_for(lambda: node_changes() == (0, 0), timeout=60),
+                        "node changes stay in flight: %s\n%s" % (node_changes(), self.daemon.output()))
+        self.assert_no_helper_stuck()
+        self.assertNotIn("no answer in time", self.daemon.output())
 
 
 if __name__ == "__main__":

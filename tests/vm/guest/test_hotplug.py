@@ -20,14 +20,7 @@ import devnsrig as rig
 PERSONAS = ("work", "personal")
 
 
-def wait_for(check, timeout=15.0, step=0.05):
-    """Polls check() until it returns something true; returns the last value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() >= deadline:
-            return value
-        time.sleep(step)
+wait_for = rig.poll
 
 
 def is_chr(path):
