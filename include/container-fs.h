@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 /*
@@ -12,6 +14,29 @@
  * belong) makes these calls fail; none blocks on a FIFO.
  */
 
+/*
+ * Mounts a walk may step onto. A file system the container mounted itself
+ * may answer no request (FUSE): whoever looks into it waits, and once
+ * killed waits on in the kernel. With a guard set (once, in a process that
+ * works on one container), every directory and file the calls below reach
+ * is first checked by its fd's mount id, which the kernel gives without
+ * asking the file system (statx(), AT_STATX_DONT_SYNC):
+ * nothing on a mount the guard refuses is looked up, opened or statted,
+ * and the call returns -EMEDIUMTYPE.
+ */
+typedef bool (*cfs_mount_ok_fn)(uint64_t mnt_id, void *userdata);
+void cfs_guard_mounts(cfs_mount_ok_fn ok, void *userdata);
+
+/* 0 if fd is on a mount the guard takes (or there is no guard), -EMEDIUMTYPE if not, or a negative errno. */
+int cfs_check_mount(int fd);
+
+/*
+ * Stats name in dir_fd, not following a symlink there (-ELOOP) and only
+ * once its mount passed the guard (a mount point's file system is the
+ * mounted one).
+ */
+int cfs_stat_at(int dir_fd, const char *name, struct stat *ret);
+
 /* The largest file read as data (/etc/group). */
 #define CFS_READ_MAX (1024 * 1024)
 
@@ -19,7 +44,7 @@
  * Opens directory path (relative, below root_fd) as an O_PATH|O_DIRECTORY
  * fd; with create, makes missing components with mode (as the caller's
  * fsuid and umask). -ELOOP where a component is a symlink, -ENOTDIR where it
- * is not a directory.
+ * is not a directory, -EMEDIUMTYPE where it is on a mount the guard refuses.
  */
 int cfs_open_dir(int root_fd, const char *path, int create, mode_t mode, int *ret_fd);
 

@@ -21,6 +21,39 @@ static int open_beneath(int dir_fd, const char *name, uint64_t flags, int *ret_f
 	return 0;
 }
 
+static cfs_mount_ok_fn guard;
+static void *guard_userdata;
+
+void cfs_guard_mounts(cfs_mount_ok_fn ok, void *userdata) {
+	guard = ok;
+	guard_userdata = userdata;
+}
+
+int cfs_check_mount(int fd) {
+	struct statx stx;
+
+	if (!guard)
+		return 0;
+	/* Nothing of the file system is asked: a FUSE server that does not answer holds nothing here. */
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0 || !(stx.stx_mask & STATX_MNT_ID))
+		return -EMEDIUMTYPE;
+	return guard(stx.stx_mnt_id, guard_userdata) ? 0 : -EMEDIUMTYPE;
+}
+
+/* Opens name below dir_fd, and keeps it only if its mount passes the guard. */
+static int open_checked(int dir_fd, const char *name, uint64_t flags, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	r = open_beneath(dir_fd, name, flags, &fd);
+	if (r >= 0)
+		r = cfs_check_mount(fd);
+	if (r < 0)
+		return r;
+	*ret_fd = take_fd(&fd);
+	return 0;
+}
+
 /* A path component devnsd may step into: not empty, ".", "..", too long or holding a '/'. */
 static bool component_ok(const char *s, size_t len) {
 	return len > 0 && len <= 255 && !memchr(s, '/', len) && !(len == 1 && s[0] == '.') &&
@@ -32,7 +65,7 @@ int cfs_open_dir(int root_fd, const char *path, int create, mode_t mode, int *re
 	const char *s = path;
 	int r;
 
-	r = open_beneath(root_fd, ".", O_PATH | O_DIRECTORY, &cur);
+	r = open_checked(root_fd, ".", O_PATH | O_DIRECTORY, &cur);
 	if (r < 0)
 		return r;
 	while (*s) {
@@ -49,11 +82,11 @@ int cfs_open_dir(int root_fd, const char *path, int create, mode_t mode, int *re
 		memcpy(name, s, len);
 		name[len] = '\0';
 		s += len;
-		r = open_beneath(cur, name, O_PATH | O_DIRECTORY, &next);
+		r = open_checked(cur, name, O_PATH | O_DIRECTORY, &next);
 		if (r == -ENOENT && create) {
 			if (mkdirat(cur, name, mode) < 0 && errno != EEXIST)
 				return -errno;
-			r = open_beneath(cur, name, O_PATH | O_DIRECTORY, &next);
+			r = open_checked(cur, name, O_PATH | O_DIRECTORY, &next);
 		}
 		if (r < 0)
 			return r;
@@ -92,7 +125,7 @@ int cfs_read_file(int root_fd, const char *path, size_t max, char **ret, size_t 
 	if (r < 0)
 		return r;
 	/* Look before opening: opening a device or a FIFO is an act of its own. */
-	r = open_beneath(dir_fd, name, O_PATH, &pfd);
+	r = open_checked(dir_fd, name, O_PATH, &pfd);
 	if (r < 0)
 		return r;
 	if (fstat(pfd, &st) < 0)
@@ -115,6 +148,18 @@ int cfs_read_file(int root_fd, const char *path, size_t max, char **ret, size_t 
 	*ret = TAKE_PTR(buf);
 	*ret_len = len;
 	return 0;
+}
+
+int cfs_stat_at(int dir_fd, const char *name, struct stat *ret) {
+	_cleanup_(closep) int fd = -1;
+	int r;
+
+	if (!component_ok(name, strlen(name)))
+		return -EINVAL;
+	r = open_checked(dir_fd, name, O_PATH | O_NOFOLLOW, &fd);
+	if (r < 0)
+		return r;
+	return fstat(fd, ret) < 0 ? -errno : 0;
 }
 
 int cfs_write_file(int dir_fd, const char *name, const char *text, mode_t mode) {
@@ -158,7 +203,7 @@ int cfs_touch(int dir_fd, const char *name, mode_t mode) {
 
 int cfs_mount_target(int dir_fd, const char *name, dev_t rdev, int *ret_fd) {
 	struct stat st;
-	int fd;
+	int fd, r;
 
 	if (!component_ok(name, strlen(name)))
 		return -EINVAL;
@@ -169,8 +214,9 @@ int cfs_mount_target(int dir_fd, const char *name, dev_t rdev, int *ret_fd) {
 	}
 	if (errno != EEXIST)
 		return -errno;
-	if (fstatat(dir_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
+	r = cfs_stat_at(dir_fd, name, &st);
+	if (r < 0)
+		return r;
 	return S_ISCHR(st.st_mode) && st.st_rdev == rdev ? 1 : -EEXIST;
 }
 

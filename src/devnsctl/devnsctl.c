@@ -127,6 +127,20 @@ static void print_restart_notes(sd_bus *bus) {
 	free(notes);
 }
 
+/* Containers' node changes in flight, and helpers stopped and not yet ended; nothing from a devnsd without the property. */
+static void print_node_changes(sd_bus *bus) {
+	_cleanup_(sd_bus_message_unrefp) sd_bus_message *reply = NULL;
+	uint32_t in_flight = 0, stopped = 0;
+
+	if (sd_bus_get_property(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "NodeChanges", NULL, &reply, "(uu)") < 0 ||
+	    sd_bus_message_read(reply, "(uu)", &in_flight, &stopped) < 0)
+		return;
+	printf("Node changes in flight: %" PRIu32, in_flight);
+	if (stopped > 0)
+		printf(", helpers stopped and not yet ended: %" PRIu32, stopped);
+	printf("\n");
+}
+
 /* Whether the display is lit; nothing when devnsd does not say. */
 static void print_display_power(sd_bus *bus) {
 	_cleanup_(freep) char *power = NULL;
@@ -261,6 +275,7 @@ static int cmd_status(sd_bus *bus) {
 	print_display_power(bus);
 	print_display_buffers(bus);
 	print_switches_shown(bus);
+	print_node_changes(bus);
 	print_restart_notes(bus);
 
 	r = sd_bus_call_method(bus, BUS_NAME, BUS_PATH, BUS_INTERFACE, "ListNodes", &error, &reply, NULL);

@@ -203,6 +203,41 @@ static void test_mount_target_never_takes_foreign_files(void **state) {
 	close(dir);
 }
 
+/* A guard that takes no mount, or only the one it was given. */
+static bool only_mount(uint64_t mnt_id, void *userdata) {
+	return userdata && mnt_id == *(const uint64_t *)userdata;
+}
+
+static void test_guard_refuses_mounts_it_does_not_take(void **state) {
+	struct tree *t = *state;
+	struct statx stx;
+	struct stat st;
+	uint64_t root_mount;
+	char *text = NULL;
+	size_t len = 0;
+	int fd = -1;
+
+	assert_int_equal(cfs_open_dir(t->root_fd, "etc", 1, 0755, &fd), 0);
+	assert_int_equal(cfs_write_file(fd, "group", "input:x:105:\n", 0644), 0);
+	close(fd);
+	assert_int_equal(statx(t->root_fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &stx), 0);
+	root_mount = stx.stx_mnt_id;
+
+	cfs_guard_mounts(only_mount, NULL);
+	assert_int_equal(cfs_open_dir(t->root_fd, "etc", 0, 0, &fd), -EMEDIUMTYPE);
+	assert_int_equal(cfs_read_file(t->root_fd, "etc/group", CFS_READ_MAX, &text, &len), -EMEDIUMTYPE);
+	assert_int_equal(cfs_check_mount(t->root_fd), -EMEDIUMTYPE);
+
+	cfs_guard_mounts(only_mount, &root_mount);
+	assert_int_equal(cfs_open_dir(t->root_fd, "etc", 0, 0, &fd), 0);
+	assert_int_equal(cfs_stat_at(fd, "group", &st), 0);
+	assert_true(S_ISREG(st.st_mode));
+	close(fd);
+	assert_int_equal(cfs_read_file(t->root_fd, "etc/group", CFS_READ_MAX, &text, &len), 0);
+	free(text);
+	cfs_guard_mounts(NULL, NULL);
+}
+
 static void test_group_find(void **state) {
 	static const char text[] = "root:x:0:\n"
 				   "inputx:x:5:\n"
@@ -230,6 +265,7 @@ static void test_group_find(void **state) {
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_open_dir_creates_below_root, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_guard_refuses_mounts_it_does_not_take, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_dir_refuses_planted_symlinks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_read_file_takes_only_regular_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_file_replaces_planted_links, setup, teardown),

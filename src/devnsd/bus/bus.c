@@ -596,6 +596,21 @@ static bool reader_sees_all(sd_bus *bus, struct bus *b) {
 	return call && caller_scope(call, b).all;
 }
 
+/* Node changes in flight and helpers stopped that have not ended (populate_count()); 0 for callers in containers. */
+static int property_node_changes(sd_bus *bus, const char *path, const char *interface, const char *property,
+				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	unsigned int in_flight = 0, stopped = 0;
+
+	(void)path;
+	(void)interface;
+	(void)property;
+	(void)error;
+	if (reader_sees_all(bus, b))
+		populate_count(b->manager, &in_flight, &stopped);
+	return sd_bus_message_append(reply, "(uu)", (uint32_t)in_flight, (uint32_t)stopped);
+}
+
 /* 0 for callers in containers: the count moves as the active persona draws. */
 static int property_frames_shown(sd_bus *bus, const char *path, const char *interface, const char *property,
 				 sd_bus_message *reply, void *userdata, sd_bus_error *error) {
@@ -733,6 +748,7 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_PROPERTY("DisplayBuffers", "(utas)", property_display_buffers, 0, 0),
 	SD_BUS_PROPERTY("SwitchesShown", "(tt)", property_switches_shown, 0, 0),
 	SD_BUS_PROPERTY("RestartNotes", "as", property_restart_notes, 0, 0),
+	SD_BUS_PROPERTY("NodeChanges", "(uu)", property_node_changes, 0, 0),
 	SD_BUS_METHOD_WITH_ARGS("SwitchTo", SD_BUS_ARGS("s", name), SD_BUS_NO_RESULT, method_switch_to,
 				SD_BUS_VTABLE_UNPRIVILEGED),
 	SD_BUS_METHOD_WITH_ARGS("ListPersonas", SD_BUS_NO_ARGS, SD_BUS_RESULT("a(sbas)", personas),

@@ -51,6 +51,8 @@ struct persona {
 	/* The process it was attached through (pidfd, -1 before), for later changes to its container's /dev. */
 	int container_pidfd;
 	pid_t container_pid;
+	/* Said once to the log for its container (populate.c): a mount not looked into, a full job table. */
+	bool populate_told_mount, populate_told_full;
 	/* Where nodes appear inside the container: node name -> path. */
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;

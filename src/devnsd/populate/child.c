@@ -98,6 +98,11 @@ static void resolve_groups(struct plan *plan, int root_fd) {
 			      &plan->result.video_group_missing, &plan->result.video_group_foreign);
 }
 
+/* A place the container made something else of: a symlink, a file, devnsd's own file system, a mount not looked into. */
+static bool refused(int r) {
+	return r == -ELOOP || r == -ENOTDIR || r == -EXDEV || r == -EMEDIUMTYPE;
+}
+
 static void refuse(struct plan *plan, const char *path) {
 	if (plan->result.refused++ == 0)
 		snprintf(plan->result.first_refused, sizeof(plan->result.first_refused), "%s", path);
@@ -131,7 +136,7 @@ int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int c
 static void remove_empty_file(int dir, const char *name) {
 	struct stat st;
 
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
+	if (cfs_stat_at(dir, name, &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0)
 		(void)unlinkat(dir, name, 0);
 }
 
@@ -182,10 +187,15 @@ static int share_tree(const char *path) {
 	return fd;
 }
 
-/* The helper's first step: it dies with devnsd, and keeps only its result pipe and the container's fds. */
-static void child_begin(int result_fd, int root_fd, int mnt_fd) {
+/*
+ * The helper's first step: it dies with devnsd, keeps only its result pipe
+ * and the container's fds, and looks into none of the container's mounts
+ * but those the plan trusts (populate/mount-trust.c).
+ */
+static void child_begin(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	close_others(result_fd, root_fd, mnt_fd);
+	cfs_guard_mounts(plan_mount_trusted, plan);
 }
 
 /* Becomes the container's root user (drop_privileges()), or ends. */
@@ -227,7 +237,7 @@ _Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_
 	size_t n = 0;
 	bool own_run;
 
-	child_begin(result_fd, root_fd, mnt_fd);
+	child_begin(plan, result_fd, root_fd, mnt_fd);
 	child_drop_privileges(plan, result_fd);
 	container_dirs(plan, result_fd, root_fd, &own_run);
 	for (size_t i = 0; i < plan->n; i++) {
@@ -243,7 +253,7 @@ _Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_
 		}
 		if (populate_open_dir_of(plan, root_fd, e->path, 0, &dir, &names[n]) < 0)
 			continue;
-		if (fstatat(dir, names[n], &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISCHR(st.st_mode) ||
+		if (cfs_stat_at(dir, names[n], &st) < 0 || !S_ISCHR(st.st_mode) ||
 		    st.st_rdev != e->rdev) {
 			close(dir);
 			continue;
@@ -270,7 +280,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 	struct stat st;
 	int r;
 
-	child_begin(result_fd, root_fd, mnt_fd);
+	child_begin(plan, result_fd, root_fd, mnt_fd);
 	/* devnsd's nodes and shares, taken from its own mount namespace while it is still there. */
 	for (size_t i = 0; i < plan->n; i++)
 		host_trees[i] = (int)open_tree(AT_FDCWD, plan->entries[i].host, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
@@ -293,7 +303,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 		r = populate_open_dir_of(plan, root_fd, e->path, 1, &dir, &name);
 		if (r >= 0)
 			r = cfs_mount_target(dir, name, e->rdev, &target);
-		if (r == -EEXIST || r == -ELOOP || r == -ENOTDIR || r == -EXDEV) {
+		if (r == -EEXIST || refused(r)) {
 			refuse(plan, e->path);
 			continue;
 		}
@@ -306,7 +316,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 			plan->result.made++;
 		if (own_run && e->record) {
 			r = populate_udev_write(plan, root_fd, e);
-			if (r == -ELOOP || r == -ENOTDIR || r == -EXDEV)
+			if (refused(r))
 				refuse(plan, "run/udev");
 			else if (r < 0)
 				child_exit(plan, result_fd, r, "writing udev data");
@@ -325,7 +335,7 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 			continue; /* bound before */
 		if (r >= 0 && on_devnsd_fs(plan, &st))
 			r = -EXDEV;
-		if (r == -ELOOP || r == -ENOTDIR || r == -EXDEV) {
+		if (refused(r)) {
 			refuse(plan, plan->shares[i].path + 1);
 			continue;
 		}

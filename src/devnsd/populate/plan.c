@@ -172,7 +172,7 @@ void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
 	size_t len = 0;
 
 	plan->mounts_read = false;
-	plan->n_private_mounts = 0;
+	plan->n_private_mounts = plan->n_trusted_mounts = 0;
 	if (fd < 0 || !text || read_bounded(fd, text, MOUNTINFO_MAX - 1, &len) < 0 || len == 0 ||
 	    mountinfo_parse(text, len, &tb) < 0)
 		return;
@@ -186,6 +186,7 @@ void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
 			plan->private_mounts[plan->n_private_mounts++] = mnt_fs_get_id(fs);
 	}
 	mnt_free_iter(it);
+	populate_plan_trust(plan, tb);
 	plan->mounts_read = true;
 }
 

@@ -18,12 +18,26 @@
 #include "idmap.h"
 #include "populate/view-mounts.h"
 
+struct libmnt_table;
+
 #define POPULATE_MAX 128
 #define POPULATE_SHARES 16
 /* A container with a larger mount table keeps its /sys as it is. */
 #define MOUNTINFO_MAX (256 * 1024)
 /* Mounts of the container that pass nothing on, looked at; past these, a mount is taken to pass mounts on. */
 #define PLAN_PRIVATE_MOUNTS_MAX 4096
+/* Mounts of the container the helper may step onto; past these, none is. */
+#define PLAN_TRUSTED_MOUNTS_MAX 4096
+/* Mounts it may not, kept with their type and place to name them when met. */
+#define PLAN_UNTRUSTED_NAMED 8
+
+/* A mount of the container's: its id, the device number its table gives, its type and place. */
+struct plan_mount {
+	int id;
+	dev_t dev;
+	char type[16];
+	char target[112];
+};
 
 struct entry {
 	char host[PATH_MAX]; /* devnsd's node, /dev/devns/PERSONA/NAME */
@@ -70,6 +84,16 @@ struct plan {
 	bool mounts_read;
 	int private_mounts[PLAN_PRIVATE_MOUNTS_MAX];
 	size_t n_private_mounts;
+	/*
+	 * Its mounts of local file systems, and of any the host has mounted
+	 * itself (a superblock devnsd's mount namespace has too): the only
+	 * ones the helper looks into (plan_mount_trusted()). The first of the
+	 * others are named here for the message.
+	 */
+	struct plan_mount trusted_mounts[PLAN_TRUSTED_MOUNTS_MAX];
+	size_t n_trusted_mounts;
+	struct plan_mount untrusted_mounts[PLAN_UNTRUSTED_NAMED];
+	size_t n_untrusted_mounts;
 	/* Views of a devnsd that died, bound in the container: replaced by the live view's directory. */
 	struct view_mount views[VIEW_MOUNTS_MAX];
 	size_t n_views;
@@ -102,6 +126,15 @@ struct plan *populate_plan_new(struct persona *p);
 int populate_plan_owner(struct plan *plan, int proc_fd);
 /* The kernel's text of the container's mount table; "" if it cannot be read. */
 void populate_plan_mountinfo(struct plan *plan, int proc_fd);
+/* Sorts the container's mounts (its table tb) into those the helper may look into and the others (populate/mount-trust.c). */
+void populate_plan_trust(struct plan *plan, struct libmnt_table *tb);
+/*
+ * Whether the helper may step onto the container's mount mnt_id (a
+ * cfs_mount_ok_fn, userdata the plan):
+ * only a mount the plan found trusted. The first one refused is noted in
+ * plan->result.untrusted_*.
+ */
+bool plan_mount_trusted(uint64_t mnt_id, void *userdata);
 /* Plans node nd (a manager_foreach_node() callback, userdata the plan). */
 void populate_plan_node(void *userdata, const struct node_desc *nd);
 /* Plans node nd, a character device with number rdev, at its names in the container. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include "populate/uevent.h"
 #include "populate/populate-internal.h"
+#include "log.h"
 
 /*
  * The parent side of populate: it plans what to bind (populate/plan.c),
@@ -23,6 +25,12 @@
 
 /* Node jobs waiting or running at once, over every persona; past this a change is refused. */
 #define POPULATE_JOBS_MAX 256
+/*
+ * A persona's own share: its jobs waiting or running, and its helpers
+ * stopped for their time that have not ended yet (one the kernel holds
+ * counts here, against no one else).
+ */
+#define POPULATE_JOBS_PER_PERSONA (POPULATE_JOBS_MAX / 4)
 
 struct populate {
 	struct manager *manager;
@@ -33,6 +41,9 @@ struct populate {
 	populate_done_fn done;
 	void *userdata;
 	bool finished;
+	/* Whose it is, after finish() too (NULL once that persona left its container), and whether it was killed. */
+	struct persona *of;
+	bool killed;
 	struct populate_result result;
 	/* A change to one node (hotplug); NULL for a whole attach. Waits (pidfd -1) behind p's other jobs. */
 	struct node_job *job;
@@ -74,7 +85,7 @@ static struct populate *populate_new(struct manager *m, struct persona *p, popul
 		free(job);
 		return NULL;
 	}
-	*pop = (struct populate){ .manager = m, .persona = p, .pidfd = -1, .result_fd = -1, .done = done,
+	*pop = (struct populate){ .manager = m, .persona = p, .of = p, .pidfd = -1, .result_fd = -1, .done = done,
 				  .userdata = userdata, .job = job };
 	LIST_INSERT_HEAD(&m->populates, pop, link);
 	return pop;
@@ -112,6 +123,24 @@ static void announce(struct persona *p, const struct udev_node *n, bool remove) 
 	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, remove ? "remove" : "add", &dev);
 }
 
+/* Once for an attach, once a container for its node changes: a mount of the container's the helper did not look into. */
+static void tell_untrusted_mount(struct populate *pop) {
+	const struct populate_result *res = &pop->result;
+	struct persona *p = pop->of;
+
+	if (!res->untrusted_mount || !p || (pop->job && p->populate_told_mount))
+		return;
+	p->populate_told_mount = true;
+	if (res->untrusted_type[0])
+		log_warning("persona %s: process %d's container has a %s mount at %s; devnsd does not look into file "
+			    "systems of that kind that a container mounts itself, and makes nothing of the persona's there",
+			    p->name, (int)p->container_pid, res->untrusted_type, res->untrusted_at);
+	else
+		log_warning("persona %s: process %d's container mounted something (mount %" PRIu64 ") after devnsd read "
+			    "its mount table; devnsd did not look into it",
+			    p->name, (int)p->container_pid, res->untrusted_id);
+}
+
 static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct populate *pop = userdata;
 	struct persona *p = pop->job ? pop->persona : NULL;
@@ -135,6 +164,8 @@ static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *use
 		snprintf(pop->result.failed, sizeof(pop->result.failed), "the helper process");
 	if (p && r == 0 && pop->result.announce)
 		announce(p, &pop->result.announced, pop->job->remove);
+	if (!pop->finished)
+		tell_untrusted_mount(pop);
 	finish(pop, r);
 	populate_free(pop);
 	if (p)
@@ -149,6 +180,7 @@ static int on_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
 	(void)s;
 	(void)usec;
 	(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
+	pop->killed = true;
 	snprintf(pop->result.failed, sizeof(pop->result.failed), "the container's files (no answer in time)");
 	finish(pop, -ETIMEDOUT);
 	/* The next change need not wait for this helper to be reaped. */
@@ -164,8 +196,10 @@ static void forget_container(struct persona *p) {
 
 /* Stops pop's helper, if it runs, and answers its caller with -ECANCELED, if that is still owed. */
 static void cancel(struct populate *pop, const char *why) {
-	if (pop->pidfd >= 0)
+	if (pop->pidfd >= 0) {
 		(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
+		pop->killed = true;
+	}
 	if (pop->finished)
 		return;
 	snprintf(pop->result.failed, sizeof(pop->result.failed), "%s", why);
@@ -199,6 +233,8 @@ void populate_cancel(struct persona *p) {
 	cancel_attach(p);
 	for (pop = LIST_FIRST(&m->populates); pop; pop = next) {
 		next = LIST_NEXT(pop, link);
+		if (pop->of == p)
+			pop->of = NULL;
 		if (!pop->job || pop->persona != p || pop->finished)
 			continue;
 		cancel(pop, "the persona left its container");
@@ -322,6 +358,7 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 	}
 	cancel_attach(p);
 	p->populate = pop;
+	p->populate_told_mount = p->populate_told_full = false;
 	/* Later changes to its nodes (hotplug) go to this container. */
 	forget_container(p);
 	p->container_pidfd = take_fd(&target);
@@ -338,6 +375,42 @@ static void add_job_node(struct populate *pop, struct plan *plan) {
 
 	plan->node_job = true;
 	populate_plan_node_at(plan, &nd, job->rdev);
+}
+
+/* Whether pop counts against a persona's share: its node change is owed an answer, or its helper was killed and lives on. */
+static bool job_counts(const struct populate *pop) {
+	return pop->job ? !pop->finished || (pop->killed && pop->pidfd >= 0) : pop->killed && pop->pidfd >= 0;
+}
+
+void populate_count(struct manager *m, unsigned int *ret_in_flight, unsigned int *ret_stopped) {
+	struct populate *pop;
+
+	*ret_in_flight = *ret_stopped = 0;
+	LIST_FOREACH(pop, &m->populates, link) {
+		*ret_in_flight += pop->job && !pop->finished;
+		*ret_stopped += pop->killed && pop->pidfd >= 0;
+	}
+}
+
+/* 0 if p may queue another node change, -EBUSY when the table or p's share of it is full (said once). */
+static int job_room(struct manager *m, struct persona *p) {
+	unsigned int total = 0, mine = 0;
+	struct populate *pop;
+
+	LIST_FOREACH(pop, &m->populates, link) {
+		total += pop->job && !pop->finished;
+		mine += pop->of == p && job_counts(pop);
+	}
+	if (total < POPULATE_JOBS_MAX && mine < POPULATE_JOBS_PER_PERSONA) {
+		p->populate_told_full = false;
+		return 0;
+	}
+	if (!p->populate_told_full)
+		log_warning("persona %s: %u node changes of its container are in flight or stopped (%u of every "
+			    "persona's); its further ones are refused until they end",
+			    p->name, mine, total);
+	p->populate_told_full = true;
+	return -EBUSY;
 }
 
 /* A node change of p's that waits for its turn (no helper yet) and is still owed an answer. */
@@ -391,8 +464,8 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 		  populate_done_fn done, void *userdata) {
 	struct populate *pop;
 	struct node_job *job;
-	unsigned int n = 0;
 	struct stat st;
+	int r;
 
 	if (p->container_pidfd < 0)
 		return 0;
@@ -409,10 +482,10 @@ int populate_node(struct manager *m, struct persona *p, const struct node_desc *
 			populate_free(pop);
 			return 1;
 		}
-		n += pop->job != NULL;
 	}
-	if (n >= POPULATE_JOBS_MAX)
-		return -EBUSY;
+	r = job_room(m, p);
+	if (r < 0)
+		return r;
 	job = calloc(1, sizeof(*job));
 	if (!job)
 		return -ENOMEM;

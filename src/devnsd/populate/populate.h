@@ -36,6 +36,15 @@ struct populate_result {
 	bool host_groups;
 	/* Groups the container named at another gid than the host's (the configured gid or its root group was taken). */
 	bool input_group_foreign, video_group_foreign;
+	/*
+	 * A mount of the container's that the helper did not look into (a
+	 * file system it mounted itself that may not answer: FUSE, say): its
+	 * type and place, "" for one mounted after its mount table was read.
+	 */
+	bool untrusted_mount;
+	uint64_t untrusted_id;
+	char untrusted_type[16];
+	char untrusted_at[112];
 	/* The step that failed, when the result is an error. */
 	char failed[96];
 	/* A node change (populate_node()) of an input device or card: the device its udev event names. */
@@ -93,10 +102,17 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
  * of a persona at a time, in the order asked; done() is called once each
  * ends (from inside this call when it cannot start). Returns 1 when queued,
  * 0 when p is attached to no container, -EBUSY past POPULATE_JOBS_MAX
- * changes in flight.
+ * changes in flight, or past p's own share of them (its helpers stopped
+ * and not yet ended count there too, against no other persona).
  */
 int populate_node(struct manager *m, struct persona *p, const struct node_desc *nd, bool remove,
 		  populate_done_fn done, void *userdata);
+
+/*
+ * Node changes waiting or running (over every persona), and helpers
+ * stopped for their time or cancelled that have not ended yet.
+ */
+void populate_count(struct manager *m, unsigned int *ret_in_flight, unsigned int *ret_stopped);
 
 /*
  * p left its container, or is removed: its populate and node changes stop;

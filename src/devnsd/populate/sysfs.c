@@ -44,6 +44,9 @@ static int sysfs_target(struct plan *plan, int root_fd, const char *dir, const c
 			return -errno;
 		close(fd);
 		fd = file;
+		r = cfs_check_mount(fd);
+		if (r < 0)
+			return r;
 	}
 	if (fstat(fd, &st) < 0)
 		return -errno;
@@ -82,6 +85,8 @@ void populate_sysfs_plan(struct plan *plan, int root_fd, struct sysfs_job *job) 
 		job->parent_fd = -1;
 	if (r == -EREMOTE)
 		return sysfs_left(plan, "its /sys passes mounts on to other namespaces");
+	if (r == -EMEDIUMTYPE)
+		return sysfs_left(plan, "its /sys is on a file system it mounted itself");
 	if (r < 0)
 		return sysfs_left(plan, "it has no /sys/dev/char of its own");
 	/* From the container's own view, so that what earlier attaches or nodes laid there stays. */
@@ -116,6 +121,10 @@ static void unlay_overlay(struct sysfs_job *job) {
 	fd = openat(job->parent_fd, "char", O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return;
+	if (cfs_check_mount(fd) < 0) {
+		close(fd);
+		return;
+	}
 	close(job->target_fd);
 	job->target_fd = fd;
 }

@@ -41,7 +41,7 @@ static void write_tags(struct plan *plan, int root_fd, const struct entry *e, co
 static void remove_file(int dir, const char *name) {
 	struct stat st;
 
-	if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+	if (cfs_stat_at(dir, name, &st) == 0 && S_ISREG(st.st_mode))
 		(void)unlinkat(dir, name, 0);
 }
 

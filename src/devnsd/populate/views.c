@@ -50,14 +50,22 @@ size_t populate_views_jobs(const struct plan *plan, int root_fd, const int *tree
 	size_t n_jobs = 0;
 
 	for (size_t i = 0; i < plan->n_views; i++) {
-		struct open_how how = { .flags = O_PATH | O_CLOEXEC,
-					.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+					.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS };
+		_cleanup_(closep) int dir = -1;
+		const char *slash = strrchr(plan->views[i].target, '/');
+		char parent[PATH_MAX];
 		struct statx stx;
 		int fd;
 
 		if (trees[i] < 0)
 			continue;
-		fd = (int)syscall(SYS_openat2, root_fd, plan->views[i].target, &how, sizeof(how));
+		/* Up to the view, only through mounts the helper looks into; the view itself is a dead devnsd's. */
+		snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - plan->views[i].target) : 0,
+			 plan->views[i].target);
+		if (cfs_open_dir(root_fd, parent, 0, 0, &dir) < 0)
+			continue;
+		fd = (int)syscall(SYS_openat2, dir, slash ? slash + 1 : plan->views[i].target, &how, sizeof(how));
 		if (fd < 0)
 			continue;
 		if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) < 0 ||
