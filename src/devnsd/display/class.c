@@ -89,6 +89,7 @@ void display_node_written(struct display_node *dn, const struct fb_rows *rows) {
 	struct fb_rows visible;
 	unsigned int staged;
 
+	display_drm_end_ghost(dn);
 	/* card0's scanout is shown: fb0's writes wait in its memory until it is shown again. */
 	if (display_drm_owns(dn))
 		return;
@@ -113,8 +114,10 @@ void display_node_effect(struct display_node *dn, enum fb_effect effect) {
 	struct display_class *dc = dn->class;
 	bool mapped = display_node_mappers(dn) > 0;
 
-	if (effect != FB_EFFECT_VSYNC)
+	if (effect != FB_EFFECT_VSYNC) {
 		dn->gen++;
+		display_drm_end_ghost(dn);
+	}
 	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK)
 		state_changed(dc->base.manager);
 	if (dn != dc->active) {
@@ -310,6 +313,8 @@ static void revoke_node(struct display_class *dc, struct display_node *dn) {
 
 	if (dc->transport && dc->transport->revoke)
 		dc->transport->revoke(dn);
+	/* The old container's frame is not the new one's. */
+	display_drm_end_ghost(dn);
 	/* A copy under way reads memory about to go. */
 	if (dc->backend->copying && dc->copy_owner == dn->serial)
 		display_abort_copy(dc);

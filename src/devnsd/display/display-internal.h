@@ -74,6 +74,19 @@ struct display_node {
 	/* The virtual vblank, armed while card0 waits for one; held while the active persona's present is under way. */
 	sd_event_source *drm_vblank;
 	bool drm_vblank_held;
+	/*
+	 * For a restart (display/state.c): the scanout's buffer kept in the fd
+	 * store (drm_kept: its serial and where the frame is in it), kept
+	 * again at most once a DISPLAY_CARD_KEEP_USEC while it changes. With
+	 * drm_ghost, what the persona shows is the last run's kept frame,
+	 * until card0's state or fb0 changes.
+	 */
+	sd_event_source *drm_keep;
+	struct display_card_kept {
+		uint64_t serial, size;
+		uint32_t width, height, pitch, offset;
+	} drm_kept;
+	bool drm_ghost;
 	LIST_ENTRY(display_node) link;
 };
 
@@ -346,6 +359,26 @@ const uint8_t *display_drm_frame(const struct display_node *dn, uint32_t *ret_st
 bool display_drm_dark(const struct display_node *dn);
 void display_drm_presented(struct display_class *dc);
 void display_drm_released(struct display_node *dn);
+/*
+ * The last run's kept frame of dn's card0 (memfd, taken over; where the
+ * frame is in it): shown as dn's until card0's state or fb0 changes.
+ * -ESTALE when it does not fit the display's mode.
+ */
+int display_drm_adopt_kept(struct display_node *dn, int memfd, const struct display_card_kept *kept);
+/* fb0 changed or dn was revoked: the last run's card0 frame is no longer shown. */
+void display_drm_end_ghost(struct display_node *dn);
+
+/* How often card0's shown buffer is kept for a restart while it changes. */
+#define DISPLAY_CARD_KEEP_USEC (1000 * 1000ull)
+
+/*
+ * display/state.c: keep keeps dn's card0 frame for a restart (the buffer
+ * card0 shows, in the fd store, and where the frame is in it, in the
+ * record), or forgets it when card0 shows nothing; keep_fd keeps fd as the
+ * frame dn->drm_kept describes.
+ */
+void display_state_card_keep(struct display_node *dn);
+void display_state_card_keep_fd(struct display_node *dn, int fd);
 void display_node_effect(struct display_node *dn, enum fb_effect effect);
 
 /* The transport's counts for dn (0 without a transport). */

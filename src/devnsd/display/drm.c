@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <drm_fourcc.h>
 
 #include "display/display-internal.h"
 #include "display-backend.h"
@@ -100,6 +102,25 @@ static struct fb_rows damage_rows(const struct display_node *dn, const struct dr
 	return y0 < y1 ? (struct fb_rows){ y0, y1 } : (struct fb_rows){ 0, 0 };
 }
 
+static int on_keep(sd_event_source *s, uint64_t usec, void *userdata) {
+	(void)s;
+	(void)usec;
+	display_state_card_keep(userdata);
+	return 0;
+}
+
+/* What card0 shows changed: kept for a restart once DISPLAY_CARD_KEEP_USEC has passed, not at every flip. */
+static void arm_keep(struct display_node *dn) {
+	int enabled = SD_EVENT_OFF;
+
+	(void)sd_event_source_get_enabled(dn->drm_keep, &enabled);
+	if (enabled != SD_EVENT_OFF)
+		return;
+	(void)sd_event_source_set_time_relative(dn->drm_keep, DISPLAY_CARD_KEEP_USEC);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+	(void)sd_event_source_set_enabled(dn->drm_keep, SD_EVENT_ONESHOT);
+}
+
 static void on_scanout(struct listener *l, void *data) {
 	struct display_node *dn = container_of(l, struct display_node, drm_scanout_listener);
 	const struct drm_scanout_news *news = data;
@@ -114,6 +135,12 @@ static void on_scanout(struct listener *l, void *data) {
 	/* The copy under way reads the buffer shown until now: it completes before that buffer may go. */
 	if (dn == dc->active && dc->backend->copying && whole)
 		display_complete_copy(dc, false);
+	if (dn->drm_ghost) {
+		dn->drm_ghost = false;
+		whole = true;
+	}
+	if (s->mem_serial != dn->drm_kept.serial)
+		arm_keep(dn);
 	dn->drm_shown = *s;
 	dn->drm_shown.memfd = -1;
 	if (s->enabled && s->active && s->fb_id)
@@ -227,15 +254,76 @@ int display_drm_new(struct display_node *dn) {
 	r = sd_event_add_time(dc->base.manager->event, &dn->drm_vblank, CLOCK_MONOTONIC, 0, 0, on_vblank, dn);
 	if (r < 0)
 		return r;
+	r = sd_event_add_time(dc->base.manager->event, &dn->drm_keep, CLOCK_MONOTONIC, 0, 0, on_keep, dn);
+	if (r < 0)
+		return r;
 	/* Cannot fail: sd-event reports no failure turning a source off. */
 	(void)sd_event_source_set_enabled(dn->drm_vblank, SD_EVENT_OFF);
+	(void)sd_event_source_set_enabled(dn->drm_keep, SD_EVENT_OFF);
 	return 0;
+}
+
+int display_drm_adopt_kept(struct display_node *dn, int memfd, const struct display_card_kept *kept) {
+	_cleanup_(closep) int fd = memfd;
+	const struct fb_mode *mode = &dn->fb->mode;
+	struct stat st;
+	void *p;
+
+	if (!dn->drm || dn->drm_shown.enabled)
+		return -EBUSY;
+	if (kept->width != mode->width || kept->height != mode->height || kept->pitch < (uint64_t)kept->width * 4)
+		return -ESTALE;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_size <= 0 || (uint64_t)st.st_size != kept->size ||
+	    (uint64_t)kept->offset + (uint64_t)(kept->height - 1) * kept->pitch + (uint64_t)kept->width * 4 > kept->size)
+		return -ESTALE;
+	p = mmap(NULL, (size_t)kept->size, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	unmap_scanout(dn);
+	dn->drm_map = p;
+	dn->drm_map_size = (size_t)kept->size;
+	/* A serial of no buffer of this run: card0's first news replaces it. */
+	dn->drm_map_serial = UINT64_MAX;
+	dn->drm_shown = (struct drm_scanout){
+		.enabled = true,
+		.active = true,
+		.mode = { .hdisplay = (uint16_t)kept->width, .vdisplay = (uint16_t)kept->height },
+		.fb_id = UINT32_MAX,
+		.format = DRM_FORMAT_XRGB8888,
+		.fb_width = kept->width,
+		.fb_height = kept->height,
+		.pitch = kept->pitch,
+		.offset = kept->offset,
+		.memfd = -1,
+		.mem_size = kept->size,
+		.mem_serial = UINT64_MAX,
+	};
+	dn->drm_ghost = true;
+	dn->drm_kept = *kept;
+	dn->drm_kept.serial = UINT64_MAX;
+	/* Kept again under this run, for the next. */
+	display_state_card_keep_fd(dn, fd);
+	display_node_changed(dn, &(struct fb_rows){ 0, mode->height }, true);
+	return 0;
+}
+
+void display_drm_end_ghost(struct display_node *dn) {
+	if (!dn->drm_ghost)
+		return;
+	dn->drm_ghost = false;
+	dn->drm_shown = (struct drm_scanout){ .memfd = -1 };
+	unmap_scanout(dn);
+	display_state_card_keep(dn);
+	display_node_changed(dn, &(struct fb_rows){ 0, dn->fb->mode.height }, true);
 }
 
 void display_drm_free(struct display_node *dn) {
 	listener_remove(&dn->drm_scanout_listener);
 	listener_remove(&dn->drm_vblank_listener);
 	dn->drm_vblank = sd_event_source_disable_unref(dn->drm_vblank);
+	dn->drm_keep = sd_event_source_disable_unref(dn->drm_keep);
 	dn->drm = drm_node_free(dn->drm);
 	unmap_scanout(dn);
 }

@@ -3,12 +3,16 @@
  * The display class's part of a restart: each persona's framebuffer memory
  * is kept in the fd store as "fb-PERSONA" and adopted again, and its mode,
  * pan and blanking are an item of the state record; so is the hardware the
- * display is on, found again when its node has another name by then.
+ * display is on, found again when its node has another name by then. The
+ * buffer a persona's card0 shows is kept as "card-PERSONA", with where its
+ * frame is in the record ("card"), so that a restarted devnsd still shows
+ * it until card0 or fb0 changes.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <drm_fourcc.h>
 
 #include "display/display-internal.h"
 #include "restart/state.h"
@@ -19,6 +23,50 @@
 
 static void fd_name(const struct persona *p, char *buf, size_t size) {
 	snprintf(buf, size, "fb-%s", p->name);
+}
+
+static void card_fd_name(const struct persona *p, char *buf, size_t size) {
+	snprintf(buf, size, "card-%s", p->name);
+}
+
+void display_state_card_keep_fd(struct display_node *dn, int fd) {
+	char name[16 + NAME_MAX_LEN];
+
+	card_fd_name(dn->persona, name, sizeof(name));
+	if (state_keep_fd(dn->class->base.manager, name, fd) < 0)
+		dn->drm_kept = (struct display_card_kept){ 0 };
+	state_changed(dn->class->base.manager);
+}
+
+void display_state_card_keep(struct display_node *dn) {
+	struct manager *m = dn->class->base.manager;
+	char name[16 + NAME_MAX_LEN];
+	struct drm_scanout s;
+
+	if (dn->drm_ghost)
+		return;
+	drm_node_scanout(dn->drm, &s);
+	if (s.enabled && s.active && s.fb_id && s.memfd >= 0 && s.format == DRM_FORMAT_XRGB8888 &&
+	    s.mode.hdisplay == dn->fb->mode.width && s.mode.vdisplay == dn->fb->mode.height) {
+		if (s.mem_serial == dn->drm_kept.serial)
+			return;
+		dn->drm_kept = (struct display_card_kept){
+			.serial = s.mem_serial,
+			.size = s.mem_size,
+			.width = s.mode.hdisplay,
+			.height = s.mode.vdisplay,
+			.pitch = s.pitch,
+			.offset = s.offset + s.src_y * s.pitch + s.src_x * 4,
+		};
+		display_state_card_keep_fd(dn, s.memfd);
+		return;
+	}
+	if (dn->drm_kept.serial == 0)
+		return;
+	dn->drm_kept = (struct display_card_kept){ 0 };
+	card_fd_name(dn->persona, name, sizeof(name));
+	state_forget_fd(m, name);
+	state_changed(m);
 }
 
 int display_state_fb_new(struct display_class *dc, struct display_node *dn) {
@@ -102,7 +150,32 @@ static void save(void *userdata, struct persona *p, struct state_record *rec) {
 	snprintf(value, sizeof(value), "%u %u %u %u %u %u %d", v->xres, v->yres, v->xres_virtual, v->yres_virtual,
 		 v->xoffset, v->yoffset, dn->fb->state.blank);
 	(void)state_record_add_item(rec, p->name, PART, "var", value);
+	if (dn->drm_kept.serial) {
+		const struct display_card_kept *k = &dn->drm_kept;
+
+		snprintf(value, sizeof(value), "%u %u %u %u %" PRIu64, k->width, k->height, k->pitch, k->offset, k->size);
+		(void)state_record_add_item(rec, p->name, PART, "card", value);
+	}
 	save_hardware(userdata, p, rec);
+}
+
+/* card0's frame of the last run: its buffer is in the fd store. */
+static int load_card(struct display_node *dn, const char *value) {
+	struct display_card_kept kept = { 0 };
+	char name[16 + NAME_MAX_LEN], tail;
+	int fd, r;
+
+	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu64 "%c", &kept.width, &kept.height,
+		   &kept.pitch, &kept.offset, &kept.size, &tail) != 5)
+		return -EINVAL;
+	card_fd_name(dn->persona, name, sizeof(name));
+	r = state_take_fd(dn->class->base.manager, name, &fd);
+	if (r < 0)
+		return r;
+	r = display_drm_adopt_kept(dn, fd, &kept);
+	if (r >= 0)
+		log_info("%s: the frame card0 showed in the last run is back", dn->drm_path);
+	return r;
 }
 
 static int load(void *userdata, struct persona *p, const char *key, const char *value) {
@@ -117,6 +190,8 @@ static int load(void *userdata, struct persona *p, const char *key, const char *
 	if (dn && streq(key, "hardware"))
 		/* Taken at start (display_hardware_last()). */
 		return 0;
+	if (dn && streq(key, "card"))
+		return load_card(dn, value);
 	if (!dn || !streq(key, "var"))
 		return -ENOENT;
 	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %d%c", &w, &h, &xv,

@@ -751,6 +751,45 @@ class Restart(unittest.TestCase):
                 rig.write_file("/sys/bus/pci/rescan", "1")
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
+    def test_9_card0_frame_stays_across_a_restart(self):
+        """What the active persona's card0 shows (a DRM client's dumb buffer) is still on the screen after
+        devnsd is killed and started again, the client gone with it; fb0's next frame then takes over."""
+        draw_bin = os.path.join(BUILD, "tests", "vm", "drm-dumb-draw")
+        env = dict(os.environ, LD_PRELOAD=PRELOAD)
+        daemon = rig.Daemon(self.conf)
+        drawer = None
+        try:
+            var, _ = fbrig.screen_info("work")
+            w, h = var["xres"], var["yres"]
+            drawer = subprocess.Popen([draw_bin, "/dev/devns/work/card0", "0x2080c0", "--hold", "300000"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            out = rig.Output(drawer)
+            self.assertTrue(out.wait_for(r"\nshown", 60), out.text)
+            card = (w, h, bytes((0x20, 0x80, 0xc0)) * (w * h))
+            self.assertEqual(self.screen_becomes(card, "card"), 0, "card0's frame is not shown")
+            # Kept for a restart within a second of being shown.
+            self.wait_saved("item work display card %d %d " % (w, h))
+            self.kill(daemon)
+            drawer.kill()
+            drawer.wait()
+            daemon = rig.Daemon(self.conf)
+            self.assertIn("the frame card0 showed in the last run is back", daemon.output())
+            self.assertEqual(self.screen_becomes(card, "card-after"), 0, "card0's frame is gone after the restart")
+            # fb0 is written: its frame is what the persona shows from now on.
+            frame = fbrig.frame(w, h, (200, 60, 60), band=(10, 40))
+            fd = self.open_fd(fbrig.fb_node("work"))
+            fbrig.write_all(fd, frame)
+            self.assertEqual(self.screen_becomes((w, h, fbrig.to_rgb(frame)), "fb0-after-card"), 0,
+                             "fb0's frame does not replace the last run's card0 frame")
+        except BaseException:
+            print(daemon.output())
+            raise
+        finally:
+            if drawer and drawer.poll() is None:
+                drawer.kill()
+                drawer.wait()
+            self.assertEqual(daemon.stop(), 0, daemon.output())
+
     def test_3_corrupt_state_file_gives_a_clean_start(self):
         good = "devnsd-state 1\nactive personal\npersona work configured\npersona personal configured\n" \
                "persona ghost created\npersona gone configured\nend\n"
