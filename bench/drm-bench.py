@@ -59,14 +59,19 @@ def guest(flips, runs):
             active.append(draw("/dev/devns/work/card0", flips, env=env))
             cpu.append(fbbench.cpu_ms(pid) - cpu0)
             frames.append(fbbench.frames_shown(rig) - shown0)
-        background = [draw("/dev/devns/personal/card0", flips, env=env) for _ in range(runs)]
+        background, bg_cpu = [], []
+        for _ in range(runs):
+            cpu0 = fbbench.cpu_ms(pid)
+            background.append(draw("/dev/devns/personal/card0", flips, env=env))
+            bg_cpu.append(fbbench.cpu_ms(pid) - cpu0)
         # A client that shows a frame and then idles: devnsd's wakeups meanwhile.
         holder = subprocess.Popen([os.path.join(BUILD, "tests", "vm", "drm-dumb-draw"), "/dev/devns/work/card0",
-                                   "0x102030", "--hold", "8000"], stdout=subprocess.PIPE, text=True, env=env)
+                                   "0x102030", "--hold", "12000"], stdout=subprocess.PIPE, text=True, env=env)
         for line in holder.stdout:
             if line.strip() == "shown":
                 break
-        time.sleep(1)
+        # Past what a change sets off (keeping the frame for a restart, a second later; the state's save).
+        time.sleep(2.5)
         pss_shown = fbbench.pss_kib(pid)
         w0 = fbbench.wakeups(pid)
         time.sleep(5)
@@ -80,6 +85,7 @@ def guest(flips, runs):
     res["devns_us"] = sum(active) / len(active)
     res["background_us"] = sum(background) / len(background)
     res["cpu_ms_per_frame"] = sum(cpu) / max(1, sum(frames))
+    res["bg_cpu_ms_per_flip"] = sum(bg_cpu) / (flips * runs)
     res["frames_per_flip"] = sum(frames) / (flips * runs)
     res["pss_idle_kib"] = idle_pss
     res["pss_shown_kib"] = pss_shown
@@ -114,10 +120,19 @@ def report(r, flips, runs):
         "| flip throughput, devns / kernel | %.2f× | ≥ 0.8× | %s |" % (ratio, "yes" if ratio >= 0.8 else "no"),
         "| devnsd's wakeups a second, a client showing a frame and idle | %.1f | 0 | %s |" % (
             r["idle_wakeups_per_s"], "yes" if r["idle_wakeups_per_s"] < 0.5 else "no"),
-        "| devnsd's CPU per presented frame | %.2f ms | | |" % r["cpu_ms_per_frame"],
+        "| devnsd's CPU per presented frame (active) | %.2f ms | | |" % r["cpu_ms_per_frame"],
+        "| devnsd's CPU per flip (background: no copy) | %.2f ms | | |" % r["bg_cpu_ms_per_flip"],
         "| display flips per client flip (active) | %.2f | | |" % r["frames_per_flip"],
         "| devnsd's PSS, idle / a client's frame shown | %d / %d KiB | | |" % (r["pss_idle_kib"],
                                                                           r["pss_shown_kib"]),
+        "",
+        "Where the time goes: on the kernel's card the client draws straight into the emulated VGA memory",
+        "and a flip only moves the scanout (bochs has no vblank interrupt, its flips complete at once); on",
+        "devns's card the client draws into a memfd and devnsd copies each frame into the display's buffer",
+        "in that VGA memory, which under TCG costs tens of milliseconds a frame (QEMU tracks the VGA",
+        "memory's dirty pages): devnsd's CPU per presented frame is that copy. A background persona's flip",
+        "costs no copy, only its CUSE round trips and its virtual vblank. The ratio stays below 0.8× here",
+        "for that copy; devnsd's PSS grows by the frames it keeps mapped (the client's two buffers).",
         "",
     ]
     return "\n".join(lines)

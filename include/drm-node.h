@@ -154,6 +154,9 @@ uint64_t drm_node_sequence(const struct drm_node *n);
 /* Whether a flip, a vblank event or a blocking WAIT_VBLANK waits for a vblank. */
 bool drm_node_wants_vblank(const struct drm_node *n);
 
+/* Whether the buffer of that serial (struct drm_scanout's mem_serial) still exists. */
+bool drm_node_has_buffer(const struct drm_node *n, uint64_t serial);
+
 /* Bytes of dumb buffer memory in use, and the budget. */
 uint64_t drm_node_memory_used(const struct drm_node *n);
 uint64_t drm_node_budget(const struct drm_node *n);

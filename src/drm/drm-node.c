@@ -299,6 +299,15 @@ void drm_node_wait_end(struct drm_node *n, union drm_wait_vblank *reply) {
 	reply->reply.tval_usec = (long)(n->vblank_usec % 1000000);
 }
 
+bool drm_node_has_buffer(const struct drm_node *n, uint64_t serial) {
+	const struct drm_buffer *b;
+
+	LIST_FOREACH(b, &n->buffers, link)
+		if (b->serial == serial)
+			return true;
+	return false;
+}
+
 int drm_node_map_find(const struct drm_node *n, const struct drm_file *file, uint64_t offset,
 		      struct drm_dumb_map *ret) {
 	const struct drm_buffer *b, *found = NULL;

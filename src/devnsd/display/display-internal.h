@@ -32,6 +32,9 @@ struct display_hotplug;
 #define DISPLAY_OUTPUT_RETRY_USEC (50 * 1000u)
 #define DISPLAY_OUTPUT_WAIT_USEC (2 * 1000000u)
 
+/* Buffers of a persona's card0 devnsd keeps mapped: a client's swap chain (double or triple buffering). */
+#define DISPLAY_CARD_MAPS 4
+
 /* Where each persona's framebuffer socket is: DISPLAY_RUN_DIR/PERSONA/fb0. */
 #define DISPLAY_RUN_DIR "/run/devnsd/fb"
 
@@ -71,6 +74,16 @@ struct display_node {
 	const uint8_t *drm_map;
 	size_t drm_map_size;
 	uint64_t drm_map_serial;
+	/*
+	 * The buffers card0 showed last, mapped (drm_map is one of them): a
+	 * client flipping between its buffers costs no mapping per flip.
+	 */
+	struct display_card_map {
+		const uint8_t *map;
+		size_t size;
+		uint64_t serial, used;
+	} drm_maps[DISPLAY_CARD_MAPS];
+	uint64_t drm_maps_clock;
 	/* The virtual vblank, armed while card0 waits for one; held while the active persona's present is under way. */
 	sd_event_source *drm_vblank;
 	bool drm_vblank_held;

@@ -34,32 +34,75 @@ bool display_drm_owns(const struct display_node *dn) {
 	return dn->drm && dn->drm_shown.enabled;
 }
 
+/* No buffer is current; the mappings stay for the next flip back to them. */
 static void unmap_scanout(struct display_node *dn) {
-	if (dn->drm_map)
-		munmap((void *)dn->drm_map, dn->drm_map_size);
 	dn->drm_map = NULL;
 	dn->drm_map_size = 0;
 	dn->drm_map_serial = 0;
 }
 
-/* Maps the scanout's buffer, unless it is mapped already: false when it cannot be (shown black). */
-static bool map_scanout(struct display_node *dn, const struct drm_scanout *s) {
+static void unmap_all(struct display_node *dn) {
+	unmap_scanout(dn);
+	for (size_t i = 0; i < DISPLAY_CARD_MAPS; i++) {
+		struct display_card_map *m = &dn->drm_maps[i];
+
+		if (m->map)
+			munmap((void *)m->map, m->size);
+		*m = (struct display_card_map){ 0 };
+	}
+}
+
+/* Unmaps the buffers that are gone: what devnsd holds mapped is memory the persona's budget counts. */
+static void unmap_gone(struct display_node *dn) {
+	for (size_t i = 0; i < DISPLAY_CARD_MAPS; i++) {
+		struct display_card_map *m = &dn->drm_maps[i];
+
+		if (!m->map || m->map == dn->drm_map || drm_node_has_buffer(dn->drm, m->serial))
+			continue;
+		munmap((void *)m->map, m->size);
+		*m = (struct display_card_map){ 0 };
+	}
+}
+
+/* Makes memfd's mapping of serial current: one kept, or a new one in the least recently used slot. */
+static bool map_buffer(struct display_node *dn, int memfd, uint64_t size, uint64_t serial) {
+	struct display_card_map *slot = &dn->drm_maps[0];
 	void *p;
 
-	if (dn->drm_map && dn->drm_map_serial == s->mem_serial)
-		return true;
-	unmap_scanout(dn);
-	if (s->memfd < 0 || s->mem_size == 0 || s->mem_size > SIZE_MAX)
+	for (size_t i = 0; i < DISPLAY_CARD_MAPS; i++) {
+		struct display_card_map *m = &dn->drm_maps[i];
+
+		if (m->map && m->serial == serial) {
+			slot = m;
+			goto found;
+		}
+		if (!m->map || (slot->map && m->used < slot->used))
+			slot = m;
+	}
+	if (memfd < 0 || size == 0 || size > SIZE_MAX)
 		return false;
-	p = mmap(NULL, (size_t)s->mem_size, PROT_READ, MAP_SHARED, s->memfd, 0);
+	/* Populated at once: a frame is read whole, and a fault a page costs more. */
+	p = mmap(NULL, (size_t)size, PROT_READ, MAP_SHARED | MAP_POPULATE, memfd, 0);
 	if (p == MAP_FAILED) {
 		log_warning_errno(errno, "%s: cannot map the scanout's buffer: %m", dn->drm_path);
 		return false;
 	}
-	dn->drm_map = p;
-	dn->drm_map_size = (size_t)s->mem_size;
-	dn->drm_map_serial = s->mem_serial;
+	if (slot->map)
+		munmap((void *)slot->map, slot->size);
+	*slot = (struct display_card_map){ .map = p, .size = (size_t)size, .serial = serial };
+found:
+	slot->used = ++dn->drm_maps_clock;
+	dn->drm_map = slot->map;
+	dn->drm_map_size = slot->size;
+	dn->drm_map_serial = slot->serial;
 	return true;
+}
+
+/* Maps the scanout's buffer, unless it is mapped already: false when it cannot be (shown black). */
+static bool map_scanout(struct display_node *dn, const struct drm_scanout *s) {
+	if (dn->drm_map && dn->drm_map_serial == s->mem_serial)
+		return true;
+	return map_buffer(dn, s->memfd, s->mem_size, s->mem_serial);
 }
 
 const uint8_t *display_drm_frame(const struct display_node *dn, uint32_t *ret_stride) {
@@ -147,6 +190,7 @@ static void on_scanout(struct listener *l, void *data) {
 		map_scanout(dn, s);
 	else
 		unmap_scanout(dn);
+	unmap_gone(dn);
 	rows = whole ? (struct fb_rows){ 0, dc->backend->mode.height } : damage_rows(dn, news);
 	if (was_owned != s->enabled || was_active != s->active)
 		/* What is shown, fb0 or card0, is part of what a restart keeps. */
@@ -251,7 +295,7 @@ int display_drm_new(struct display_node *dn) {
 	signal_add(&drm_node_events(dn->drm)->scanout, &dn->drm_scanout_listener);
 	dn->drm_vblank_listener.notify = on_wants_vblank;
 	signal_add(&drm_node_events(dn->drm)->vblank, &dn->drm_vblank_listener);
-	r = sd_event_add_time(dc->base.manager->event, &dn->drm_vblank, CLOCK_MONOTONIC, 0, 0, on_vblank, dn);
+	r = sd_event_add_time(dc->base.manager->event, &dn->drm_vblank, CLOCK_MONOTONIC, 0, 1, on_vblank, dn);
 	if (r < 0)
 		return r;
 	r = sd_event_add_time(dc->base.manager->event, &dn->drm_keep, CLOCK_MONOTONIC, 0, 0, on_keep, dn);
@@ -267,7 +311,6 @@ int display_drm_adopt_kept(struct display_node *dn, int memfd, const struct disp
 	_cleanup_(closep) int fd = memfd;
 	const struct fb_mode *mode = &dn->fb->mode;
 	struct stat st;
-	void *p;
 
 	if (!dn->drm || dn->drm_shown.enabled)
 		return -EBUSY;
@@ -278,14 +321,9 @@ int display_drm_adopt_kept(struct display_node *dn, int memfd, const struct disp
 	if (st.st_size <= 0 || (uint64_t)st.st_size != kept->size ||
 	    (uint64_t)kept->offset + (uint64_t)(kept->height - 1) * kept->pitch + (uint64_t)kept->width * 4 > kept->size)
 		return -ESTALE;
-	p = mmap(NULL, (size_t)kept->size, PROT_READ, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED)
-		return -errno;
-	unmap_scanout(dn);
-	dn->drm_map = p;
-	dn->drm_map_size = (size_t)kept->size;
 	/* A serial of no buffer of this run: card0's first news replaces it. */
-	dn->drm_map_serial = UINT64_MAX;
+	if (!map_buffer(dn, fd, kept->size, UINT64_MAX))
+		return -ENOMEM;
 	dn->drm_shown = (struct drm_scanout){
 		.enabled = true,
 		.active = true,
@@ -314,7 +352,7 @@ void display_drm_end_ghost(struct display_node *dn) {
 		return;
 	dn->drm_ghost = false;
 	dn->drm_shown = (struct drm_scanout){ .memfd = -1 };
-	unmap_scanout(dn);
+	unmap_all(dn);
 	display_state_card_keep(dn);
 	display_node_changed(dn, &(struct fb_rows){ 0, dn->fb->mode.height }, true);
 }
@@ -325,5 +363,5 @@ void display_drm_free(struct display_node *dn) {
 	dn->drm_vblank = sd_event_source_disable_unref(dn->drm_vblank);
 	dn->drm_keep = sd_event_source_disable_unref(dn->drm_keep);
 	dn->drm = drm_node_free(dn->drm);
-	unmap_scanout(dn);
+	unmap_all(dn);
 }
