@@ -14,7 +14,8 @@ evtest joystick python3-evdev evemu-tools interception-tools fbset libinput-tool
 lxc podman crun
 drm-info libdrm-tests
 qtbase5-examples fonts-dejavu-core xkb-data
-xserver-xorg-core xserver-xorg-video-fbdev xserver-xorg-input-libinput x11-xserver-utils xinput"
+xserver-xorg-core xserver-xorg-video-fbdev xserver-xorg-input-libinput x11-xserver-utils xinput
+mpv"
 
 missing=""
 for p in $PKGS; do

@@ -264,21 +264,44 @@ def have_xorg():
 
 class XServer:
     """Xorg started inside a container on the persona's fb0 (driver fbdev, mapped through
-    libdevns-fbmmap.so), with no VT, its input devices added through udev (driver libinput)."""
+    libdevns-fbmmap.so), with no VT, its input devices added through udev (driver libinput);
+    or with another configuration (conf) and more arguments (args)."""
 
-    def __init__(self, container, display=":7"):
+    def __init__(self, container, display=":7", conf=XORG_CONF, args=()):
         self.container, self.display = container, display
         self.dir = tempfile.mkdtemp(prefix="xorg-")
         self.conf = os.path.join(self.dir, "xorg.conf")
         with open(self.conf, "w") as f:
-            f.write(XORG_CONF)
+            f.write(conf)
         self.log = os.path.join(self.dir, "Xorg.log")
         argv = ["env", "LD_PRELOAD=" + PRELOAD, "Xorg", display, "-config", self.conf, "-logfile", self.log,
-                "-novtswitch", "-sharevts", "-nolisten", "tcp", "-noreset"]
+                "-novtswitch", "-sharevts", "-nolisten", "tcp", "-noreset"] + list(args)
         self.started = time.monotonic()
         # Xorg makes a session of its own: the container's end stops it.
         self.proc = container.popen(*argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                     stderr=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(self, timeout=60):
+        """Ends the server (SIGTERM, then SIGKILL) and waits until it is gone; returns its log.
+        Xorg makes a session of its own: its pid, as the container sees it, is in its lock file."""
+        lock = "/tmp/.X%s-lock" % self.display.lstrip(":")
+        try:
+            with open(lock) as f:
+                pid = f.read().strip()
+        except OSError:
+            pid = None
+        if pid:
+            self.container.run("kill", "-TERM", pid, check=False)
+            if not rig.eventually(lambda: not os.path.exists(lock), timeout=timeout, step=0.5):
+                self.container.run("kill", "-KILL", pid, check=False)
+                rig.eventually(lambda: self.container.run("kill", "-0", pid, check=False).returncode != 0,
+                               timeout=timeout, step=0.5)
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+        return self.log_text()
 
     def client(self, *cmd):
         return self.container.run("env", "DISPLAY=" + self.display, "timeout", "30", *cmd, check=False)

@@ -8,86 +8,14 @@ and come at a switch, and fb0's frame comes back when the card's master goes."""
 import os
 import re
 import signal
-import subprocess
 
 import devnsrig as rig
+import drmrig
 import fbrig
-
-BUILD = rig.BUILD
-PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
-DRAW = os.path.join(BUILD, "tests", "vm", "drm-dumb-draw")
-CARD = "/dev/dri/card0"
-
-# modetest's SMPTE pattern (libdrm tests/util/pattern.c): the top two thirds are seven bars at 75%.
-SMPTE_BARS = [(192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192)]
+from drmrig import CARD, DRAW, shows_bars, solid
 
 
-def pixel_at(shot, x, y):
-    w, h, rgb = shot
-    i = (y * w + x) * 3
-    return tuple(rgb[i:i + 3])
-
-
-def shows_bars(shot):
-    """Whether the screenshot shows modetest's seven bars across its top."""
-    w, h, _ = shot
-    return all(pixel_at(shot, w * (2 * i + 1) // 14, h // 4) == bar for i, bar in enumerate(SMPTE_BARS))
-
-
-def solid(shot, rgb):
-    """Whether every pixel of the screenshot is rgb."""
-    return shot[2] == bytes(rgb) * (shot[0] * shot[1])
-
-
-class CardPersonas(rig.PersonaTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display())
-        var, _ = fbrig.screen_info("work")
-        cls.w, cls.h = var["xres"], var["yres"]
-        cls.work, cls.personal = rig.attached("work", "personal", private_dev=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        for c in (cls.work, cls.personal):
-            c.stop()
-        cls.stop_daemon()
-
-    def setUp(self):
-        super().setUp()
-        self.procs = []
-        # fb0's frames, known: what each persona shows without a card master.
-        self.fb0 = {}
-        for p, color in (("work", (40, 120, 200)), ("personal", (200, 120, 40))):
-            self.fb0[p] = fbrig.frame(self.w, self.h, color, band=(10, 40))
-            fd = os.open(fbrig.fb_node(p), os.O_RDWR)
-            try:
-                fbrig.write_all(fd, self.fb0[p])
-            finally:
-                os.close(fd)
-
-    def tearDown(self):
-        for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait(30)
-        super().tearDown()
-
-    def start(self, container, *cmd):
-        """A client inside container, its output collected."""
-        env = dict(os.environ, LD_PRELOAD=PRELOAD)
-        p = container.popen("env", "LD_PRELOAD=" + PRELOAD, *cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, env=env)
-        self.procs.append(p)
-        return rig.Output(p)
-
-    def screen(self, name):
-        return fbrig.screendump(name)
-
-    def wait_screen(self, name, check, timeout=20.0):
-        return rig.eventually(lambda: check(self.screen(name)), timeout=timeout)
-
+class CardPersonas(drmrig.CardTestCase):
     def modetest_args(self):
         return ["modetest", "-M", "devns", "-s", "35@32:%dx%d" % (self.w, self.h)]
 

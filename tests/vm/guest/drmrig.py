@@ -1,0 +1,116 @@
+"""Persona cards in attached containers, as the DRM tests use them: a devnsd on the display
+with two personas, work and personal, each attached to a container of its own whose
+/dev/dri/card0 is the persona's card; fb0 frames of known colours, what each persona shows
+while no program drives its card; clients started inside with libdevns-fbmmap.so preloaded,
+and what the real screen shows."""
+
+import os
+import signal
+import subprocess
+
+import devnsrig as rig
+import fbrig
+
+BUILD = rig.BUILD
+PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
+DRAW = os.path.join(BUILD, "tests", "vm", "drm-dumb-draw")
+CARD = "/dev/dri/card0"
+
+# modetest's SMPTE pattern (libdrm tests/util/pattern.c): the top two thirds are seven bars at 75%.
+SMPTE_BARS = [(192, 192, 192), (192, 192, 0), (0, 192, 192), (0, 192, 0), (192, 0, 192), (192, 0, 0), (0, 0, 192)]
+# The colours of the personas' fb0 frames (with a white band across rows 10 to 40).
+FB0_COLORS = {"work": (40, 120, 200), "personal": (200, 120, 40)}
+
+
+def pixel_at(shot, x, y):
+    w, h, rgb = shot
+    i = (y * w + x) * 3
+    return tuple(rgb[i:i + 3])
+
+
+def shows_bars(shot):
+    """Whether the screenshot shows modetest's seven bars across its top."""
+    w, h, _ = shot
+    return all(pixel_at(shot, w * (2 * i + 1) // 14, h // 4) == bar for i, bar in enumerate(SMPTE_BARS))
+
+
+def solid(shot, rgb):
+    """Whether every pixel of the screenshot is rgb."""
+    return shot[2] == bytes(rgb) * (shot[0] * shot[1])
+
+
+def share_of(shot, rgb):
+    """The share of the screenshot's pixels that are rgb, from 0 to 1."""
+    w, h, data = shot
+    pixel = bytes(rgb)
+    return sum(1 for i in range(0, len(data), 3) if data[i:i + 3] == pixel) / max(1, w * h)
+
+
+def keep(name, text):
+    """Saves a client's output or log as NAME in the run's output directory, when there is one."""
+    if os.environ.get("DEVNS_OUT"):
+        with open(os.path.join(os.environ["DEVNS_OUT"], name), "w") as f:
+            f.write(text)
+
+
+class CardTestCase(rig.PersonaTestCase):
+    """devnsd on the display (work active), work's and personal's containers attached, and each
+    persona's fb0 frame (self.fb0[persona], XRGB8888) drawn anew before each test. Clients that
+    start() started are stopped after each test."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display())
+        var, _ = fbrig.screen_info("work")
+        cls.w, cls.h = var["xres"], var["yres"]
+        cls.work, cls.personal = rig.attached("work", "personal", private_dev=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        for c in (cls.work, cls.personal):
+            c.stop()
+        cls.stop_daemon()
+
+    def setUp(self):
+        super().setUp()
+        self.procs = []
+        self.fb0 = {}
+        for p, color in FB0_COLORS.items():
+            self.fb0[p] = fbrig.frame(self.w, self.h, color, band=(10, 40))
+            fd = os.open(fbrig.fb_node(p), os.O_RDWR)
+            try:
+                fbrig.write_all(fd, self.fb0[p])
+            finally:
+                os.close(fd)
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                # The client and nsenter, which forked it into the container, are one group.
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                    p.wait(30)
+                except (ProcessLookupError, subprocess.TimeoutExpired):
+                    os.killpg(p.pid, signal.SIGKILL)
+            p.wait(30)
+        super().tearDown()
+
+    def start(self, container, *cmd, env=()):
+        """A client inside container, with libdevns-fbmmap.so and the env entries ("NAME=VALUE")
+        given; its output (stdout and stderr) collected."""
+        p = container.popen("env", "LD_PRELOAD=" + PRELOAD, *env, *cmd, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.procs.append(p)
+        return rig.Output(p)
+
+    def screen(self, name):
+        return fbrig.screendump(name)
+
+    def wait_screen(self, name, check, timeout=20.0):
+        return rig.eventually(lambda: check(self.screen(name)), timeout=timeout)
+
+    def assert_fb0_shown(self, persona, name, timeout=10.0):
+        """The screen shows exactly the persona's fb0 frame: nothing of a card's."""
+        ok, diff = fbrig.screen_shows(name, self.w, self.h, self.fb0[persona], timeout=timeout)
+        self.assertTrue(ok, "the screen (%s.png) is not %s's fb0 frame (%s pixels differ)" % (name, persona, diff))
