@@ -10,6 +10,7 @@ import subprocess
 
 import devnsrig as rig
 import fbrig
+from fbrig import solid  # noqa: F401 (the DRM tests take it from here)
 
 BUILD = rig.BUILD
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
@@ -32,11 +33,6 @@ def shows_bars(shot):
     """Whether the screenshot shows modetest's seven bars across its top."""
     w, h, _ = shot
     return all(pixel_at(shot, w * (2 * i + 1) // 14, h // 4) == bar for i, bar in enumerate(SMPTE_BARS))
-
-
-def solid(shot, rgb):
-    """Whether every pixel of the screenshot is rgb."""
-    return shot[2] == bytes(rgb) * (shot[0] * shot[1])
 
 
 def share_of(shot, rgb):

@@ -162,6 +162,11 @@ def screendump(name):
         return parse_ppm(f.read())
 
 
+def solid(shot, rgb):
+    """Whether every pixel of a screendump is rgb."""
+    return shot[2] == bytes(rgb) * (shot[0] * shot[1])
+
+
 def screen_shows(name, width, height, xrgb, timeout=10.0):
     """Takes screendumps until the screen shows exactly xrgb; returns (ok, differing pixels)."""
     want = to_rgb(xrgb)
@@ -251,6 +256,10 @@ GRANT_MAGIC = 0x64666230
 INTENT_MAP, INTENT_WRITE = ord("m"), ord("w")
 
 
+def card_node(persona):
+    return "/dev/devns/%s/card0" % persona
+
+
 def socket_path(persona):
     return "/run/devnsd/fb/%s/fb0" % persona
 
@@ -286,6 +295,36 @@ def redeem(path, payload, timeout=10.0):
         raise
 
 
+# Dumb buffers of a card0 (struct drm_mode_create_dumb, drm_mode_map_dumb, drm_mode_destroy_dumb) and
+# DEVNS_DRM_IOCTL_GET_TICKET's struct devns_drm_ticket: an offset in, a ticket out.
+CREATE_DUMB = struct.Struct("=IIIIIIQ")
+MAP_DUMB = struct.Struct("=IIQ")
+DRM_IOCTL_MODE_CREATE_DUMB = (3 << 30) | (CREATE_DUMB.size << 16) | (ord("d") << 8) | 0xB2
+DRM_IOCTL_MODE_MAP_DUMB = (3 << 30) | (MAP_DUMB.size << 16) | (ord("d") << 8) | 0xB3
+DRM_IOCTL_MODE_DESTROY_DUMB = (3 << 30) | (4 << 16) | (ord("d") << 8) | 0xB4
+DEVNS_DRM_IOCTL_GET_TICKET = (3 << 30) | (24 << 16) | (ord("d") << 8) | 0xF1
+
+
+def create_dumb(fd, width, height):
+    """A new dumb buffer of 32 bpp: (handle, size)."""
+    buf = bytearray(CREATE_DUMB.pack(height, width, 32, 0, 0, 0, 0))
+    fcntl.ioctl(fd, DRM_IOCTL_MODE_CREATE_DUMB, buf, True)
+    fields = CREATE_DUMB.unpack(buf)
+    return fields[4], fields[6]
+
+
+def map_dumb(fd, handle):
+    buf = bytearray(MAP_DUMB.pack(handle, 0, 0))
+    fcntl.ioctl(fd, DRM_IOCTL_MODE_MAP_DUMB, buf, True)
+    return MAP_DUMB.unpack(buf)[2]
+
+
+def card_ticket(fd, offset):
+    buf = bytearray(struct.pack("=Q16x", offset))
+    fcntl.ioctl(fd, DEVNS_DRM_IOCTL_GET_TICKET, buf, True)
+    return bytes(buf[8:])
+
+
 def access_of(memfd):
     if memfd is None:
         return "none"
@@ -297,6 +336,7 @@ def probe(args):
     import mmap
     import random
     files, tickets, held, last = {}, {}, [], [None]
+    buffers, offsets = {}, {}
     flags = {"r": os.O_RDONLY, "w": os.O_WRONLY, "rw": os.O_RDWR}
 
     def attempt(label, fn):
@@ -321,6 +361,22 @@ def probe(args):
 
     def do_reopen_rw():
         os.close(os.open("/proc/self/fd/%d" % last[0], os.O_RDWR))
+
+    def do_flood(name, width, height, path):
+        """Dumb buffers until the card refuses one, each mapped through the socket and filled."""
+        n = 0
+        while True:
+            try:
+                handle, size = create_dumb(files[name], width, height)
+            except OSError as err:
+                return "%d size %d errno %d" % (n, width * height * 4, err.errno)
+            n += 1
+            payload = REQUEST.pack(REQUEST_MAGIC, ord("m"), card_ticket(files[name], map_dumb(files[name], handle)))
+            sock, memfd = redeem(path, payload)
+            if memfd is None:
+                raise SystemExit("flood: buffer %d was not granted" % n)
+            held.append((sock, memfd))
+            os.pwrite(memfd, b"\xa5" * size, 0)
 
     i = 0
     while i < len(args):
@@ -376,6 +432,35 @@ def probe(args):
             path, hexdata = args[i:i + 2]
             i += 2
             attempt("raw", lambda: do_redeem(path, bytes.fromhex(hexdata)))
+        elif step == "dumb":
+            name, tag, width, height = args[i:i + 4]
+            i += 4
+            attempt("dumb " + tag, lambda: buffers.__setitem__(tag, create_dumb(files[name], int(width), int(height))[0]))
+        elif step == "mapdumb":
+            name, tag = args[i:i + 2]
+            i += 2
+            attempt("mapdumb " + tag, lambda: "offset %d" % offsets.setdefault(tag, map_dumb(files[name], buffers[tag])))
+        elif step == "destroy":
+            name, tag = args[i:i + 2]
+            i += 2
+            attempt("destroy " + tag, lambda: fcntl.ioctl(files[name], DRM_IOCTL_MODE_DESTROY_DUMB,
+                                                          struct.pack("=I", buffers[tag])))
+        elif step == "cardticket":
+            # A ticket for the buffer tagged BUF's offset, or for a number given as is.
+            name, where, tag = args[i:i + 3]
+            i += 3
+            offset = int(where, 0) if where[0].isdigit() else offsets[where]
+            attempt("cardticket " + tag, lambda: tickets.__setitem__(tag, card_ticket(files[name], offset)))
+        elif step == "flood":
+            name, width, height, path = args[i:i + 4]
+            i += 4
+            attempt("flood " + name, lambda: do_flood(name, int(width), int(height), path))
+        elif step == "fill":
+            value = bytes.fromhex(args[i])
+            i += 1
+            attempt("fill", lambda: os.pwrite(last[0], value * 4096, 0) and None)
+        elif step == "peek":
+            attempt("peek", lambda: "none" if last[0] is None else os.pread(last[0], 4, 0).hex())
         elif step == "mapwrite":
             attempt("mapwrite", do_map_write)
         elif step == "reopen-rw":
@@ -406,6 +491,8 @@ if __name__ == "__main__":
   open NAME PATH r|w|rw     info NAME     write NAME     wrote NAME     blank NAME LEVEL     close NAME
   ticket NAME TAG           forge TAG     redeem SOCKET TAG m|w
   legacy SOCKET             raw SOCKET HEX
-  mapwrite | reopen-rw | lease r|w   (on the last memfd received)
+  mapwrite | reopen-rw | lease r|w | fill HEXBYTE | peek   (on the last memfd received)
+  dumb NAME BUF W H         mapdumb NAME BUF     destroy NAME BUF     (dumb buffers of an open card0)
+  cardticket NAME BUF|OFFSET TAG                flood NAME W H SOCKET
   held     sleep SECONDS    wait (for a line on stdin)""")
     probe(sys.argv[2:])

@@ -11,6 +11,7 @@ and the screen are as they were, and devnsd answers D-Bus within a second."""
 import errno
 import grp
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -22,6 +23,8 @@ import fbrig
 HERE = os.path.dirname(os.path.abspath(__file__))
 FBRIG = [sys.executable, os.path.join(HERE, "fbrig.py"), "probe"]
 FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
+DRAW = os.path.join(rig.BUILD, "tests", "vm", "drm-dumb-draw")
+ATTACK = os.path.join(rig.BUILD, "tests", "vm", "drm-attack")
 PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
 OUT = os.environ.get("DEVNS_OUT", "/tmp")
 
@@ -41,28 +44,8 @@ def as_user(uid, groups=()):
     return args + (["--groups=" + ",".join(str(g) for g in groups)] if groups else ["--clear-groups"])
 
 
-class AttackDisplay(rig.PersonaTestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display(personas=PERSONAS, routed=True))
-        var, _ = fbrig.screen_info()
-        cls.w, cls.h = var["xres"], var["yres"]
-        cls.frames = {
-            "work": fbrig.frame(cls.w, cls.h, (20, 140, 60), band=(200, 260)),
-            "personal": fbrig.frame(cls.w, cls.h, (150, 30, 90), band=(500, 540), band_color=(0, 0, 0)),
-        }
-        for persona, data in cls.frames.items():
-            fd = os.open(fbrig.fb_node(persona), os.O_RDWR)
-            try:
-                fbrig.write_all(fd, data)
-            finally:
-                os.close(fd)
-        cls.n_dumps = 0
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.stop_daemon()
+class Attacks(rig.PersonaTestCase):
+    """What the attacks on the display share: probes, screens, and checks that devnsd still answers."""
 
     # --- helpers -------------------------------------------------------------------------
 
@@ -79,9 +62,14 @@ class AttackDisplay(rig.PersonaTestCase):
         return p.stdout.splitlines()
 
     def hold_probe(self, container, user, steps):
-        """Starts a probe whose steps end with "held", "wait": its output up to "held", while it holds on."""
-        p = container.popen(*user, *FBRIG, *steps, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env=dict(os.environ, PYTHONPATH=HERE))
+        """Starts a probe (inside container, or on the host) whose steps end with "held", "wait": its output up to
+        "held", while it holds on."""
+        cmd = [*user, *FBRIG, *map(str, steps)]
+        env = dict(os.environ, PYTHONPATH=HERE)
+        if container:
+            p = container.popen(*cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+        else:
+            p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self.addCleanup(p.kill)
         lines = []
         while not (lines and lines[-1].startswith("held")):
@@ -145,6 +133,49 @@ class AttackDisplay(rig.PersonaTestCase):
         st = os.lstat(path)
         self.assertEqual(st.st_mode & 0o777, 0o660, "%s has mode %o" % (path, st.st_mode & 0o777))
         return st
+
+    def assert_no_process_in_d_state(self):
+        """No process sleeps uninterruptibly (state D) in three looks half a second apart."""
+        def stuck():
+            found = set()
+            for pid in filter(str.isdigit, os.listdir("/proc")):
+                try:
+                    with open("/proc/%s/stat" % pid) as f:
+                        stat = f.read()
+                except OSError:
+                    continue
+                if stat[stat.rindex(")") + 2] == "D":
+                    found.add(stat[:stat.rindex(")") + 1])
+            return found
+        always = stuck()
+        for _ in range(2):
+            time.sleep(0.5)
+            always &= stuck()
+        self.assertEqual(always, set(), "processes left in D state")
+
+
+class AttackDisplay(Attacks):
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display(personas=PERSONAS, routed=True))
+        var, _ = fbrig.screen_info()
+        cls.w, cls.h = var["xres"], var["yres"]
+        cls.frames = {
+            "work": fbrig.frame(cls.w, cls.h, (20, 140, 60), band=(200, 260)),
+            "personal": fbrig.frame(cls.w, cls.h, (150, 30, 90), band=(500, 540), band_color=(0, 0, 0)),
+        }
+        for persona, data in cls.frames.items():
+            fd = os.open(fbrig.fb_node(persona), os.O_RDWR)
+            try:
+                fbrig.write_all(fd, data)
+            finally:
+                os.close(fd)
+        cls.n_dumps = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
 
     # --- a non-root user on the host ---------------------------------------------------------
 
@@ -375,25 +406,6 @@ class AttackDisplay(rig.PersonaTestCase):
 
     # --- a lease on the memory ----------------------------------------------------------------
 
-    def assert_no_process_in_d_state(self):
-        """No process sleeps uninterruptibly (state D) in three looks half a second apart."""
-        def stuck():
-            found = set()
-            for pid in filter(str.isdigit, os.listdir("/proc")):
-                try:
-                    with open("/proc/%s/stat" % pid) as f:
-                        stat = f.read()
-                except OSError:
-                    continue
-                if stat[stat.rindex(")") + 2] == "D":
-                    found.add(stat[:stat.rindex(")") + 1])
-            return found
-        always = stuck()
-        for _ in range(2):
-            time.sleep(0.5)
-            always &= stuck()
-        self.assertEqual(always, set(), "processes left in D state")
-
     def test_lease_on_the_memory_holds_nothing_up(self):
         """The container's root (no user namespace: host uid 0, like the memory's owner) takes leases on
         the memory it got for a read-only and for a read-write fb0 file, ignoring SIGIO so that it never
@@ -441,6 +453,361 @@ class AttackDisplay(rig.PersonaTestCase):
             os.close(fd)
         rig.devnsctl("switch", "personal")
         self.assert_screen(self.frames["personal"], "the other persona after the lease")
+        rig.devnsctl("switch", "work")
+        self.assert_untouched()
+
+
+# card0's dumb buffers: each persona may hold CARD_BUDGET bytes (CardMemory=); the flood's buffers fill it exactly.
+CARD_BUDGET = 32 << 20
+FLOOD_SIDE = 1024
+CARD_PERSONAS = ("work", "personal", "thief", "victim", "tickets", "flood", "race", "blocked", "reattach")
+ENOMEM, EBUSY = errno.ENOMEM, errno.EBUSY
+# What a caller racing its own ioctl arguments may get: never a hang, a revocation or another file's error.
+RACE_ERRNOS = {errno.EIO, errno.EINVAL, errno.EFAULT, errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOSPC}
+# Blocked callers: files, and threads of each in read() and in WAIT_VBLANK; a file holds 16 at most.
+BLOCK_FILES, BLOCK_EACH, WAITERS_PER_FILE = 2, 12, 16
+CARD = "/dev/dri/card0"
+
+
+def rgb(color):
+    return ((color >> 16) & 0xff, (color >> 8) & 0xff, color & 0xff)
+
+
+def status_kib(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+def meminfo_kib(field):
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise KeyError(field)
+
+
+class AttackCard(Attacks):
+    """A persona's card0 (/dev/dri/card0 in its container) under attack: other personas' containers and
+    host users reaching for it, forged map offsets and tickets, a flood of dumb buffers, ioctl arguments
+    changing between CUSE rounds, callers blocked on it, a background persona drawing, and a container
+    that keeps its card after its persona was attached to another one. After each, devnsd answers, no
+    process is stuck in D state, and the other persona still draws on its card and switches."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        conf = fbrig.conf_display(personas=CARD_PERSONAS)
+        cls.daemon = rig.Daemon(conf.replace("[Display]\n", "[Display]\nCardMemory=%d\n" % CARD_BUDGET, 1))
+        var, _ = fbrig.screen_info()
+        cls.w, cls.h = var["xres"], var["yres"]
+        cls.frames = {"work": fbrig.frame(cls.w, cls.h, (20, 140, 60), band=(200, 260))}
+        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        try:
+            fbrig.write_all(fd, cls.frames["work"])
+        finally:
+            os.close(fd)
+        cls.personal, = rig.attached("personal", private_dev=True)
+        cls.n_dumps = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.personal.stop()
+        cls.stop_daemon()
+
+    # --- helpers -------------------------------------------------------------------------
+
+    def container(self, persona):
+        c = rig.Container(private_dev=True)
+        self.addCleanup(c.stop)
+        rig.devnsctl("attach", persona, "--pid", str(c.pid))
+        return c
+
+    def start(self, container, *cmd):
+        """A program inside container, mapping through libdevns-fbmmap.so; its output collected."""
+        p = container.popen("env", "LD_PRELOAD=" + PRELOAD, *map(str, cmd), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+        out = rig.Output(p)
+
+        def end():
+            # nsenter forks the program into the container: it goes first.
+            if p.poll() is None:
+                try:
+                    os.kill(child_of(p.pid), signal.SIGKILL)
+                except (OSError, RuntimeError):
+                    pass
+                p.kill()
+            out.finish(60)
+            p.stdout.close()
+            p.stdin.close()
+        out.end = end
+        self.addCleanup(end)
+        return out
+
+    def shows(self, color, what, timeout=20.0):
+        type(self).n_dumps += 1
+        name = "attack-card-%s-%02d" % (self.id().split(".")[-1], self.n_dumps)
+        self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump(name), rgb(color)), timeout=timeout),
+                        "%s: the screen (%s.png) does not show 0x%06x" % (what, name, color))
+
+    def assert_other_persona_draws(self):
+        """personal draws on its card in its container, is shown at a switch, and work's frame comes back."""
+        color = 0x3060c0
+        draw = self.start(self.personal, DRAW, CARD, "0x%06x" % color, "--hold", "600000")
+        self.assertTrue(draw.wait_for(r"\nshown", 120), draw.text)
+        rig.devnsctl("switch", "personal")
+        self.shows(color, "the other persona after the attack")
+        rig.devnsctl("switch", "work")
+        draw.end()
+        self.assert_screen(self.frames["work"], "the active persona after the attack")
+
+    def assert_plain_client_draws(self, container):
+        draw = self.start(container, DRAW, CARD, "0x405060")
+        draw.finish(120)
+        self.assertEqual(draw.proc.returncode, 0, draw.text)
+
+    def assert_untouched(self, screen=True):
+        self.assertTrue(self.daemon.alive(), self.daemon.output())
+        self.assert_bus_answers()
+        self.assert_no_process_in_d_state()
+        self.assert_other_persona_draws()
+        self.assertTrue(self.daemon.alive(), self.daemon.output())
+
+    # --- other personas and host users ---------------------------------------------------------
+
+    def test_other_container_gets_nothing_of_this_card(self):
+        """The thief's container (its root, with mknod) cannot open the victim's card0, nor get the victim's
+        buffer with its own card's tickets; a ticket of one card names nothing at another persona's socket;
+        an app uid of the thief's own container cannot open its card0."""
+        victim, lines = self.hold_probe(None, [], [
+            "open", "v", fbrig.card_node("victim"), "rw", "dumb", "v", "V", 64, 64, "mapdumb", "v", "V",
+            "cardticket", "v", "V", "t", "redeem", fbrig.socket_path("victim"), "t", "m", "fill", "ab", "peek",
+            "held", "wait"])
+        self.assertIn("peek abababab", lines)
+        offset = int(next(line for line in lines if line.startswith("mapdumb V offset ")).split()[-1])
+        thief = self.container("thief")
+        st = os.stat(fbrig.card_node("victim"))
+        thief.run("mknod", "/dev/victim-card0", "c", str(os.major(st.st_rdev)), str(os.minor(st.st_rdev)))
+        lines = self.probe(
+            "open", "victim", "/dev/victim-card0", "rw", "open", "victim-r", "/dev/victim-card0", "r",
+            "open", "own", CARD, "rw",
+            "cardticket", "own", str(offset), "before",
+            "dumb", "own", "T", 64, 64, "mapdumb", "own", "T",
+            "cardticket", "own", str(offset), "t1", "redeem", fbrig.socket_path("thief"), "t1", "m", "peek",
+            "cardticket", "own", "T", "t2", "redeem", fbrig.socket_path("victim"), "t2", "m",
+            container=thief)
+        for line in ("open victim errno %d" % EACCES, "open victim-r errno %d" % EACCES, "open own ok",
+                     "cardticket before errno %d" % errno.ENOENT, "redeem t2 errno %d" % errno.ENOENT):
+            self.assertIn(line, lines, "\n".join(lines))
+        self.assertNotIn("peek abababab", lines, "the thief got the victim's buffer:\n" + "\n".join(lines))
+        # The app uid of the thief's own container.
+        lines = self.probe("open", "app", CARD, "rw", user=as_user(APP_UID), container=thief)
+        self.assertEqual(lines, ["open app errno %d" % EACCES])
+        # Host root holding a ticket of the thief's card: the victim's socket knows nothing of it.
+        lines = self.probe("open", "own", fbrig.card_node("thief"), "rw", "dumb", "own", "T", 64, 64,
+                           "mapdumb", "own", "T", "cardticket", "own", "T", "t", "redeem", fbrig.socket_path("victim"),
+                           "t", "m", "cardticket", "own", "T", "t", "redeem", fbrig.socket_path("thief"), "t", "m")
+        self.assertEqual([line for line in lines if line.startswith("redeem")],
+                         ["redeem t memfd none", "redeem t memfd rw"], "\n".join(lines))
+        self.release(victim)
+        self.assert_untouched()
+
+    def test_host_user_gets_nothing(self):
+        """`nobody` on the host, also with the video group that an attached persona's card0 has, opens no
+        card0 and gets no buffer's memfd from any socket."""
+        video = grp.getgrnam("video").gr_gid
+        self.assertEqual(os.stat(fbrig.card_node("personal")).st_gid, video)
+        steps = []
+        for persona in ("work", "personal", "victim"):
+            sock = fbrig.socket_path(persona)
+            steps += ["open", persona, fbrig.card_node(persona), "rw", "open", persona + "-r",
+                      fbrig.card_node(persona), "r", "forge", persona, "redeem", sock, persona, "m",
+                      "raw", sock, "00" * 24]
+        for user in (as_user(65534), as_user(65534, [video])):
+            lines = self.probe(*steps, user=user)
+            self.assert_no_memfd(lines)
+            for persona in ("work", "personal", "victim"):
+                self.assertIn("open %s errno %d" % (persona, EACCES), lines)
+                self.assertIn("open %s-r errno %d" % (persona, EACCES), lines)
+        for persona in ("work", "personal"):
+            self.assert_private(fbrig.card_node(persona))
+        self.assert_untouched()
+
+    # --- offsets and tickets ------------------------------------------------------------------
+
+    def test_forged_offsets_and_replayed_tickets_get_nothing(self):
+        """The persona's container root asks tickets for offsets of no buffer, of another open file's
+        buffer and of a destroyed buffer: none is given. A ticket is good once, and not after its buffer
+        was destroyed or its file closed, nor when forged or expired."""
+        sock = fbrig.socket_path("tickets")
+        c = self.container("tickets")
+        lines = self.probe(
+            "open", "a", CARD, "rw", "open", "b", CARD, "rw",
+            "dumb", "a", "A", 64, 64, "mapdumb", "a", "A",
+            "dumb", "b", "B", 64, 64, "mapdumb", "b", "B",
+            "dumb", "a", "D", 64, 64, "mapdumb", "a", "D", "destroy", "a", "D",
+            "cardticket", "a", "0", "zero",
+            "cardticket", "a", str(1 << 40), "none",
+            "cardticket", "a", "B", "others",
+            "cardticket", "a", "D", "destroyed",
+            "cardticket", "a", "A", "once", "redeem", sock, "once", "m", "redeem", sock, "once", "m",
+            "cardticket", "a", "A", "gone", "destroy", "a", "A", "redeem", sock, "gone", "m",
+            "cardticket", "b", "B", "closed", "close", "b", "redeem", sock, "closed", "m",
+            "forge", "forged", "redeem", sock, "forged", "m",
+            "open", "e", CARD, "rw", "dumb", "e", "E", 64, 64, "mapdumb", "e", "E", "cardticket", "e", "E", "old",
+            "sleep", TICKET_LIFETIME + 1, "redeem", sock, "old", "m",
+            "open", "r", CARD, "r", "dumb", "r", "R", 64, 64, "mapdumb", "r", "R", "cardticket", "r", "R", "ro",
+            "redeem", sock, "ro", "m", "mapwrite",
+            container=c)
+        got = [line for line in lines if line.startswith(("cardticket", "redeem", "mapwrite"))]
+        self.assertEqual(got, [
+            "cardticket zero errno %d" % errno.ENOENT,
+            "cardticket none errno %d" % errno.ENOENT,
+            "cardticket others errno %d" % errno.ENOENT,
+            "cardticket destroyed errno %d" % errno.ENOENT,
+            "cardticket once ok", "redeem once memfd rw", "redeem once memfd none",
+            "cardticket gone ok", "redeem gone memfd none",
+            "cardticket closed ok", "redeem closed memfd none",
+            "redeem forged memfd none",
+            "cardticket old ok", "redeem old memfd none",
+            "cardticket ro ok", "redeem ro memfd ro", "mapwrite errno %d" % EACCES,
+        ], "\n".join(lines))
+        self.assert_untouched()
+
+    # --- memory -----------------------------------------------------------------------------
+
+    def test_buffer_flood_stays_within_the_budget(self):
+        """The persona's container root creates dumb buffers, maps and fills each, until CREATE_DUMB says
+        ENOMEM: exactly the budget's worth. devnsd and the machine hold no more than that budget meanwhile,
+        the other persona still draws, and once the flooder is gone the persona gets it all again."""
+        sock = fbrig.socket_path("flood")
+        size = FLOOD_SIDE * FLOOD_SIDE * 4
+        expect = "flood a %d size %d errno %d" % (CARD_BUDGET // size, size, ENOMEM)
+        pid = self.daemon.proc.pid
+        rss, shmem = status_kib(pid, "VmRSS"), meminfo_kib("Shmem")
+        c = self.container("flood")
+        steps = ["open", "a", CARD, "rw", "flood", "a", FLOOD_SIDE, FLOOD_SIDE, sock,
+                 "open", "b", CARD, "rw", "dumb", "b", "small", 64, 64, "held", "wait"]
+        flooder, lines = self.hold_probe(c, [], steps)
+        self.assertIn(expect, lines, "\n".join(lines))
+        self.assertIn("dumb small errno %d" % ENOMEM, lines, "another file of the persona went past the budget")
+        slack = 24 << 10
+        grew = status_kib(pid, "VmRSS") - rss
+        if not os.environ.get("DEVNS_SANITIZE"):
+            self.assertLess(grew, slack, "devnsd grew by %d KiB" % grew)
+        grew = meminfo_kib("Shmem") - shmem
+        self.assertLess(grew, (CARD_BUDGET >> 10) + slack, "shared memory grew by %d KiB" % grew)
+        self.assert_untouched()
+        self.release(flooder)
+        # All of it comes back.
+        flooder, lines = self.hold_probe(c, [], steps)
+        self.assertIn(expect, lines, "\n".join(lines))
+        self.release(flooder)
+        self.assertTrue(rig.eventually(lambda: meminfo_kib("Shmem") - shmem < slack, timeout=30),
+                        "the buffers' memory was not released: %d KiB" % (meminfo_kib("Shmem") - shmem))
+        self.assert_untouched()
+
+    # --- ioctls -----------------------------------------------------------------------------
+
+    def test_racing_nested_counts_stall_nothing(self):
+        """Threads of the persona's container call GETCONNECTOR, GETRESOURCES and ATOMIC while others change
+        the nested counts and pointers of their arguments between CUSE rounds: they get errors (EIO for a
+        request that never settles), devnsd keeps answering, the other persona draws meanwhile, and the
+        card answers a plain client afterwards."""
+        c = self.container("race")
+        race = self.start(c, ATTACK, "race", CARD)
+        self.assertTrue(race.wait_for(r"racing", 60), race.text)
+        time.sleep(3)
+        self.assertTrue(self.daemon.alive(), self.daemon.output())
+        self.assert_bus_answers()
+        self.assert_other_persona_draws()
+        race.proc.stdin.write("\n")
+        race.proc.stdin.flush()
+        self.assertTrue(race.wait_for(r"\ndone", 120), race.text)
+        counts = dict((int(e), int(n)) for e, n in re.findall(r"^errno (\d+) (\d+)$", race.text, re.M))
+        calls, ok = map(int, re.search(r"^calls (\d+) ok (\d+)$", race.text, re.M).groups())
+        self.assertGreater(calls, 100, race.text)
+        self.assertLessEqual(set(counts), RACE_ERRNOS, race.text)
+        self.assertGreater(counts.get(errno.EIO, 0) + counts.get(errno.EINVAL, 0), 0, race.text)
+        race.finish(60)
+        self.assert_plain_client_draws(c)
+        self.assert_untouched()
+
+    def test_blocked_callers_get_enodev_at_reattach(self):
+        """Threads of a background persona's container block in read() and WAIT_VBLANK on two files, past
+        what a file holds (EBUSY for the rest). Attached to a new container, every blocked caller gets
+        ENODEV, and the new container's card works."""
+        c = self.container("blocked")
+        block = self.start(c, ATTACK, "block", CARD, BLOCK_FILES, BLOCK_EACH)
+        busy = BLOCK_FILES * (2 * BLOCK_EACH - WAITERS_PER_FILE)
+        self.assertTrue(block.wait_for(r"\nstarted", 60), block.text)
+        self.assertTrue(rig.eventually(lambda: block.text.count("errno %d" % EBUSY) == busy, timeout=60),
+                        block.text)
+        self.assert_bus_answers()
+        self.assert_no_process_in_d_state()
+        self.assertEqual(re.findall(r"^(?:read|vblank) .*$", block.text, re.M).__len__(), busy, block.text)
+        new = self.container("blocked")
+        self.assertTrue(block.wait_for(r"\ndone", 60), block.text)
+        blocked = BLOCK_FILES * WAITERS_PER_FILE
+        self.assertEqual(block.text.count("errno %d" % ENODEV), blocked, block.text)
+        self.assertEqual(len(re.findall(r"^(?:read|vblank) \d+ errno %d$" % ENODEV, block.text, re.M)), blocked)
+        block.finish(60)
+        self.assert_plain_client_draws(new)
+        self.assert_untouched()
+
+    # --- the screen ---------------------------------------------------------------------------
+
+    def test_background_card_never_reaches_the_screen(self):
+        """A background persona's SETCRTC, flips, DIRTYFB, gamma and a CRTC off and on again leave the
+        screen on the active persona's frame; a switch then shows what it drew."""
+        c = self.container("victim")
+        self.assert_screen(self.frames["work"], "before")
+        draw = self.start(c, ATTACK, "scribble", CARD, "ff0000", "00ff00", 10)
+        self.assertTrue(draw.wait_for(r"\nflip 2 ", 120), draw.text)
+        self.assert_screen(self.frames["work"], "while the background persona flips", timeout=0)
+        self.assertTrue(draw.wait_for(r"\ndone", 120), draw.text)
+        self.assertNotIn("errno", draw.text, draw.text)
+        self.assert_screen(self.frames["work"], "after the background persona drew", timeout=0)
+        # What it shows is its own frame, at a switch.
+        rig.devnsctl("switch", "victim")
+        self.shows(0x00ff00, "the background persona's card at a switch")
+        rig.devnsctl("switch", "work")
+        self.assert_screen(self.frames["work"], "back from the background persona")
+        draw.proc.stdin.write("\n")
+        draw.proc.stdin.flush()
+        self.assertTrue(draw.wait_for(r"\nend", 60), draw.text)
+        self.assertIn("refilled ok", draw.text)
+        self.assert_screen(self.frames["work"], "after the background persona drew again", timeout=0)
+        self.assert_untouched()
+
+    # --- re-attach ----------------------------------------------------------------------------
+
+    def test_reattach_revokes_the_card(self):
+        """Once the persona is attached to a new container, the old container's open card0 answers ENODEV,
+        its mapped buffers stay its own and are no longer shown, it cannot open card0 again, and the new
+        container's card works."""
+        rig.devnsctl("switch", "reattach")
+        old = self.container("reattach")
+        draw = self.start(old, ATTACK, "scribble", CARD, "ff0000", "00ff00", 0)
+        self.assertTrue(draw.wait_for(r"\ndone", 120), draw.text)
+        self.shows(0x00ff00, "the old container's card")
+        new = self.container("reattach")
+        self.shows(0, "after the re-attach")
+        draw.proc.stdin.write("\n")
+        draw.proc.stdin.flush()
+        self.assertTrue(draw.wait_for(r"\nend", 60), draw.text)
+        for line in ("refilled ok", "dirtyfb errno %d" % ENODEV, "flip errno %d" % ENODEV,
+                     "getresources errno %d" % ENODEV, "read errno %d" % ENODEV):
+            self.assertIn(line, draw.text)
+        time.sleep(0.5)
+        self.shows(0, "after the old container drew again", timeout=0)
+        self.assertEqual(self.probe("open", "again", CARD, "rw", container=old), ["open again errno %d" % EACCES])
+        fresh = self.start(new, DRAW, CARD, "0x123456", "--hold", "600000")
+        self.assertTrue(fresh.wait_for(r"\nshown", 120), fresh.text)
+        self.shows(0x123456, "the new container's card")
+        fresh.end()
         rig.devnsctl("switch", "work")
         self.assert_untouched()
 
