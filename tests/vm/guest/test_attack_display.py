@@ -4,7 +4,9 @@ fb0 node, its memfd socket under /run/devnsd/fb and libdevns-fbmmap.so.
 Attackers are a non-root user on the host, an app uid inside a container,
 anyone with a forged, replayed or expired ticket, one uid hoarding a
 persona's slots, and a container that keeps drawing after its persona was
-attached to another one. Each attack runs against its own persona (and its
+attached to another one. The persona's card0 (AttackCard) faces the same
+attackers, and a flood of dumb buffers, ioctl arguments racing between CUSE
+rounds and callers blocked on it. Each attack runs against its own persona (and its
 own container where there is one). After each, the other personas' frames
 and the screen are as they were, and devnsd answers D-Bus within a second."""
 
