@@ -11,7 +11,8 @@ in their views, and leaves them.
 A program waiting in epoll_wait() in each container, as a compositor does,
 is woken at each press while its persona is active, through switches.
 Programs under libdevns-fbmmap.so in both containers take the library's
-own paths (a write() copied into the memfd, a pan passed by value). A
+own paths (a write() copied into the memfd, a pan passed by value), and a
+DRM client in each draws on its persona's card0, following the hotkey. A
 container that blanks its screen powers the display down, and the hotkey
 to the other persona powers it up. The display's device goes and comes
 back while the containers draw, type and switch. All of it runs twice: with
@@ -19,6 +20,7 @@ the display on DRM, and on the kernel's framebuffer (Backend=fbdev)."""
 
 import glob
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -37,6 +39,7 @@ PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
 WAITER = [sys.executable, os.path.join(HERE, "nswaiter.py")]
 PRELOAD = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
 FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
+DRM_DRAW = os.path.join(rig.BUILD, "tests", "vm", "drm-dumb-draw")
 SECCOMP_DENY = os.path.join(rig.BUILD, "tests", "vm", "seccomp-deny")
 I8042 = "/dev/input/event0"
 PERSONAS = ("work", "personal")
@@ -330,6 +333,42 @@ class Phone(rig.PersonaTestCase):
         self.assertEqual(self.bl_power(), "0", "the backlight, work unblanked")
         ok, diff = fbrig.screen_shows("phone-power", self.w, self.h, frames["work"])
         self.assertTrue(ok, "work's frame is not shown after it unblanked (%s pixels differ)" % diff)
+
+    def test_cards_follow_the_hotkey(self):
+        """A DRM client in each container draws on its persona's card0 (/dev/dri/card0): the screen
+        shows the active persona's card, the hotkey brings the other one's at once, and when the
+        clients end each persona's fb0 frame is back."""
+        cards = {"work": (0x20, 0xa0, 0x40), "personal": (0xa0, 0x20, 0x40)}
+        frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(60, 90)) for p in PERSONAS}
+        for p in PERSONAS:
+            path = os.path.join(tempfile.mkdtemp(), "frame")
+            with open(path, "wb") as f:
+                f.write(frames[p])
+            self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
+        rig.devnsctl("switch", "work")
+        clients = {}
+        try:
+            for p in PERSONAS:
+                clients[p] = self.containers[p].popen(
+                    "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % cards[p],
+                    "--hold", "600000", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                    start_new_session=True)
+                out = rig.Output(clients[p])
+                self.assertTrue(out.wait_for(r"\nshown", 60), "%s's client: %s" % (p, out.text))
+            for p in ("work", "personal", "work"):
+                self.hotkey(p)
+                self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-card-" + p), cards[p]), 15),
+                                "the hotkey to %s does not show its card" % p)
+        finally:
+            # The client and nsenter, which forked it into the container, are one group.
+            for c in clients.values():
+                os.killpg(c.pid, signal.SIGKILL)
+                c.wait(30)
+        for p in ("personal", "work"):
+            rig.devnsctl("switch", p)
+            ok, diff = fbrig.screen_shows("phone-card-fb0", self.w, self.h, frames[p])
+            self.assertTrue(ok, "%s's fb0 frame is not back after its card's client ended (%s pixels differ)"
+                            % (p, diff))
 
     def test_routed_nodes_give_each_container_its_persona(self):
         routed = "/dev/input/routed0"
