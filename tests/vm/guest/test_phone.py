@@ -285,6 +285,16 @@ class Phone(rig.PersonaTestCase):
         for code, value in ((e.KEY_LEFTMETA, 1), (key, 1), (key, 0), (e.KEY_LEFTMETA, 0)):
             rig.press(self.kbd, code, value)
 
+    def draw_fb0_inside(self):
+        """Each container writes a frame of its persona's colour to its /dev/fb0: the frames."""
+        frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(60, 90)) for p in PERSONAS}
+        for p in PERSONAS:
+            path = os.path.join(tempfile.mkdtemp(), "frame")
+            with open(path, "wb") as f:
+                f.write(frames[p])
+            self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
+        return frames
+
     def bl_power(self):
         return read_file(os.path.join(self.bl_dir, "bl_power")).strip()
 
@@ -295,12 +305,7 @@ class Phone(rig.PersonaTestCase):
         unblanking in the container brings back its frame. The personas' own backlight states stay."""
         bl = os.path.basename(self.bl_dir)
         brightness = read_file(os.path.join(self.bl_dir, "brightness"))
-        frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(60, 90)) for p in PERSONAS}
-        for p in PERSONAS:
-            path = os.path.join(tempfile.mkdtemp(), "frame")
-            with open(path, "wb") as f:
-                f.write(frames[p])
-            self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
+        frames = self.draw_fb0_inside()
         rig.devnsctl("switch", "work")
         node = "/dev/input/" + os.path.basename(self.kbd_hw)
         try:
@@ -339,12 +344,7 @@ class Phone(rig.PersonaTestCase):
         shows the active persona's card, the hotkey brings the other one's at once, and when the
         clients end each persona's fb0 frame is back."""
         cards = {"work": (0x20, 0xa0, 0x40), "personal": (0xa0, 0x20, 0x40)}
-        frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(60, 90)) for p in PERSONAS}
-        for p in PERSONAS:
-            path = os.path.join(tempfile.mkdtemp(), "frame")
-            with open(path, "wb") as f:
-                f.write(frames[p])
-            self.inside(p, "dd", "if=" + path, "of=/dev/fb0", "bs=1M", "status=none")
+        frames = self.draw_fb0_inside()
         rig.devnsctl("switch", "work")
         clients = {}
         try:
