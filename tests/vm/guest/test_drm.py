@@ -8,6 +8,7 @@ and come at a switch, and fb0's frame comes back when the card's master goes."""
 import os
 import re
 import signal
+import tempfile
 
 import devnsrig as rig
 import drmrig
@@ -48,6 +49,12 @@ class CardPersonas(drmrig.CardTestCase):
         self.assertTrue(draw.wait_for(r"\nshown", 60), draw.text)
         rig.devnsctl("list")
         self.assertTrue(shows_bars(self.screen("drm-background")), "personal's card reached the screen")
+        # Screenshots show what each card shows, the background persona's too.
+        shots = tempfile.mkdtemp(prefix="drm-shots-")
+        for p, check in (("work", shows_bars), ("personal", lambda s: solid(s, (0x30, 0x60, 0xc0)))):
+            path = os.path.join(shots, p + ".png")
+            rig.devnsctl("screenshot", p, path)
+            self.assertTrue(check(fbrig.read_png_rgb(path)), "%s's screenshot does not show its card" % p)
         # A switch shows personal's card, and one back modetest's bars again.
         rig.devnsctl("switch", "personal")
         self.assertTrue(solid(self.screen("drm-switched"), (0x30, 0x60, 0xc0)),
