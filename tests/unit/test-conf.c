@@ -520,6 +520,13 @@ static void test_display_section(void **state) {
 	assert_true(c->display_spare_bytes == 48u << 20);
 	conf_free(c);
 
+	c = load_ok("[Display]\nBackend=drm\nCardMemory=96M\n[Persona a]\n");
+	assert_true(c->display_card_bytes == 96u << 20);
+	conf_free(c);
+	c = load_ok("[Display]\nBackend=drm\n[Persona a]\n");
+	assert_true(c->display_card_bytes == 0);
+	conf_free(c);
+
 	c = load_ok("[Display]\nSpareFrames=0\nSpareMemory=4096\nSpareBuffer=yes\n[Persona a]\n");
 	assert_int_equal(c->display_spares, 1);
 	assert_true(c->display_spare_bytes == 4096);
@@ -540,6 +547,8 @@ static void test_display_section(void **state) {
 	EXPECT_ERROR("[Display]\nSpareMemory=12X\n[Persona a]\n", 2, "SpareMemory=12X", "size");
 	EXPECT_ERROR("[Display]\nSpareMemory=99999999999999G\n[Persona a]\n", 2, "SpareMemory=");
 	EXPECT_ERROR("[Display]\nSpareMemory=-1M\n[Persona a]\n", 2, "SpareMemory=-1M");
+	EXPECT_ERROR("[Display]\nCardMemory=512K\n[Persona a]\n", 2, "CardMemory=512K", "one megabyte");
+	EXPECT_ERROR("[Display]\nCardMemory=infinity\n[Persona a]\n", 2, "CardMemory=infinity", "size");
 	EXPECT_ERROR("[Display]\nBackend=drm\nTrackWrites=maybe\n[Persona a]\n", 3, "TrackWrites=maybe", "boolean");
 	EXPECT_ERROR("[Display]\nBackend=drm\nMode=8x8\n[Persona a]\n", 3, "Mode=8x8");
 	EXPECT_ERROR("[Display]\nBackend=drm\nMode=1024x768x2\n[Persona a]\n", 3, "Mode=");
