@@ -42,6 +42,22 @@ def share_of(shot, rgb):
     return sum(1 for i in range(0, len(data), 3) if data[i:i + 3] == pixel) / max(1, w * h)
 
 
+def changing(shoot, looks_right, timeout):
+    """Whether two screenshots (shoot()) that look_right and differ come within timeout: frames coming."""
+    first = []
+
+    def check():
+        shot = shoot()
+        if not looks_right(shot):
+            first.clear()
+            return False
+        if first and shot[2] != first[0]:
+            return True
+        first[:] = [shot[2]]
+        return False
+    return rig.eventually(check, timeout=timeout, step=0.5)
+
+
 def keep(name, text):
     """Saves a client's output or log as NAME in the run's output directory, when there is one."""
     if os.environ.get("DEVNS_OUT"):

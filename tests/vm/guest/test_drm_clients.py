@@ -159,18 +159,7 @@ class DisplayStacks(drmrig.CardTestCase):
 
         def playing(name, timeout):
             """Two screenshots of testsrc's bars that differ: frames coming."""
-            first = []
-
-            def check():
-                shot = self.screen(name)
-                if shot[2] == fb0 or not testsrc(shot):
-                    first.clear()
-                    return False
-                if first and shot[2] != first[0]:
-                    return True
-                first[:] = [shot[2]]
-                return False
-            return rig.eventually(check, timeout=timeout, step=0.5)
+            return drmrig.changing(lambda: self.screen(name), lambda shot: shot[2] != fb0 and testsrc(shot), timeout)
 
         self.assertTrue(playing("mpv", 180), "the screen (mpv.png) does not show mpv's frames:\n" + mpv.text)
         rig.devnsctl("switch", "personal")

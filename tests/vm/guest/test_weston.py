@@ -27,6 +27,7 @@ import time
 import unittest
 
 import devnsrig as rig
+import drmrig
 import fbrig
 import systemdrig as sd
 from test_drm_clients import share
@@ -185,18 +186,8 @@ class Weston(unittest.TestCase):
     def desktop(self, name, timeout):
         """Weston's background with something else on it (simple-shm's window), drawn anew: two
         screenshots that differ."""
-        first = []
-
-        def check():
-            shot = fbrig.screendump(name)
-            if not 0.5 < share(shot, BACKGROUND) < 0.995:
-                first.clear()
-                return False
-            if first and shot[2] != first[0]:
-                return True
-            first[:] = [shot[2]]
-            return False
-        return rig.eventually(check, timeout=timeout, step=0.5)
+        return drmrig.changing(lambda: fbrig.screendump(name), lambda shot: 0.5 < share(shot, BACKGROUND) < 0.995,
+                               timeout)
 
     @unittest.skipUnless(have_weston(), "weston is not installed")
     def test_weston_through_logind(self):
