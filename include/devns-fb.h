@@ -138,8 +138,8 @@ struct devns_fb_grant {
  * connection of a read-only memfd, which needs none; -EINVAL: a
  * malformed message, or a range that is not within the framebuffer or
  * not registered for write-protection in that userfaultfd; -EBUSY:
- * devnsd has too many foreign descriptors still to close, or tracks too
- * many mappings of the persona already; -EOPNOTSUPP: tracking is off in
+ * devnsd has too many of the persona's foreign descriptors still to
+ * close, or tracks too many mappings of the persona already; -EOPNOTSUPP: tracking is off in
  * devnsd's configuration; -ETIMEDOUT: a program of the persona held
  * devnsd's change of a mapping's write protection up, and the persona
  * is no longer tracked). Any byte sent on the connection after the track

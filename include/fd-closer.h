@@ -5,19 +5,35 @@
 
 /*
  * Closing descriptors that a client sent. close() runs the file's flush,
- * which for a FUSE file waits for the FUSE server's answer: a container
- * serving its own FUSE file system could hold devnsd there for as long as
- * it likes. Such descriptors are closed on a thread of their own, at most
- * FD_CLOSER_MAX waiting or being closed at once.
+ * which for a FUSE file waits for the FUSE server's answer, uninterruptibly:
+ * a container serving its own FUSE file system could hold devnsd there for
+ * as long as it likes. Such descriptors are closed on a thread of their
+ * own, at most FD_CLOSER_MAX waiting or being closed at once, and at most
+ * a quota's max of one owner's (a persona's), so that one owner cannot
+ * take every other's room. While one waits there, the others wait in
+ * devnsd's file table.
  */
-#define FD_CLOSER_MAX 16
+#define FD_CLOSER_MAX 256
+/* What one persona may have waiting: FD_CLOSER_MAX is room for this many of each of 64 personas. */
+#define FD_CLOSER_PER_OWNER 4
 
-/* Whether fd_closer_close() can take one more descriptor now. */
-bool fd_closer_has_room(void);
+/* One owner's share of the closer; it lives on while the closer holds any of its descriptors. */
+struct fd_closer_quota;
+
+/* A share of at most max descriptors waiting at once; NULL without memory. */
+struct fd_closer_quota *fd_closer_quota_new(unsigned int max);
+/* Drops the owner's reference (NULL is fine); always returns NULL. */
+struct fd_closer_quota *fd_closer_quota_unref(struct fd_closer_quota *q);
+
+/* Whether fd_closer_close_for(q, ...) can take one more descriptor now (q NULL: only the closer's own limit). */
+bool fd_closer_has_room(struct fd_closer_quota *q);
 
 /*
- * Closes fd on the closer thread (started on first use). Takes fd in any
- * case: when that is not possible it stays open, counted against
- * FD_CLOSER_MAX, rather than being closed here.
+ * Closes fd on the closer thread (started on first use), counted against
+ * q (may be NULL) until it is closed. Takes fd in any case: when that is
+ * not possible it stays open, counted, rather than being closed here.
  */
+void fd_closer_close_for(struct fd_closer_quota *q, int fd);
+
+/* fd_closer_close_for() with no owner's quota: for devnsd's own descriptors (a userfaultfd it checked). */
 void fd_closer_close(int fd);

@@ -2,22 +2,56 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "fd-closer.h"
 #include "util.h"
 
+struct fd_closer_quota {
+	atomic_uint refs;
+	atomic_uint pending;
+	unsigned int max;
+};
+
+/* What goes through the queue: one write, well under PIPE_BUF, so never torn. */
+struct entry {
+	int fd;
+	struct fd_closer_quota *quota;
+};
+
 static atomic_uint pending;
 static int queue[2] = { -1, -1 };
 
+struct fd_closer_quota *fd_closer_quota_new(unsigned int max) {
+	struct fd_closer_quota *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	atomic_init(&q->refs, 1);
+	atomic_init(&q->pending, 0);
+	q->max = max;
+	return q;
+}
+
+struct fd_closer_quota *fd_closer_quota_unref(struct fd_closer_quota *q) {
+	if (q && atomic_fetch_sub(&q->refs, 1) == 1)
+		free(q);
+	return NULL;
+}
+
 static void *closer_main(void *arg) {
-	int fd;
+	struct entry e;
 
 	(void)arg;
 	for (;;) {
-		ssize_t n = read(queue[0], &fd, sizeof(fd));
-		if (n == (ssize_t)sizeof(fd)) {
-			close(fd);
+		ssize_t n = read(queue[0], &e, sizeof(e));
+		if (n == (ssize_t)sizeof(e)) {
+			close(e.fd);
+			if (e.quota) {
+				atomic_fetch_sub(&e.quota->pending, 1);
+				fd_closer_quota_unref(e.quota);
+			}
 			atomic_fetch_sub(&pending, 1);
 		} else if (n == 0 || (n < 0 && errno != EINTR))
 			return NULL;
@@ -46,14 +80,24 @@ fail:
 	return r;
 }
 
-bool fd_closer_has_room(void) {
-	return atomic_load(&pending) < FD_CLOSER_MAX;
+bool fd_closer_has_room(struct fd_closer_quota *q) {
+	return atomic_load(&pending) < FD_CLOSER_MAX && (!q || atomic_load(&q->pending) < q->max);
 }
 
-void fd_closer_close(int fd) {
+void fd_closer_close_for(struct fd_closer_quota *q, int fd) {
+	struct entry e = { .fd = fd, .quota = q };
+
 	if (fd < 0)
 		return;
 	atomic_fetch_add(&pending, 1);
-	if (closer_start() < 0 || write(queue[1], &fd, sizeof(fd)) != (ssize_t)sizeof(fd))
+	if (q) {
+		atomic_fetch_add(&q->pending, 1);
+		atomic_fetch_add(&q->refs, 1);
+	}
+	if (closer_start() < 0 || write(queue[1], &e, sizeof(e)) != (ssize_t)sizeof(e))
 		return; /* stays open, and counted */
+}
+
+void fd_closer_close(int fd) {
+	fd_closer_close_for(NULL, fd);
 }

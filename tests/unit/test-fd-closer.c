@@ -31,7 +31,7 @@ static void test_closes(void **state) {
 
 	(void)state;
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	assert_true(fd_closer_has_room());
+	assert_true(fd_closer_has_room(NULL));
 	fd_closer_close(p[0]);
 	assert_true(closed_soon(p[0]));
 	/* The other end sees the pipe's reader gone. */
@@ -39,7 +39,7 @@ static void test_closes(void **state) {
 	assert_int_equal(errno, EPIPE);
 	close(p[1]);
 	fd_closer_close(-1);
-	assert_true(fd_closer_has_room());
+	assert_true(fd_closer_has_room(NULL));
 }
 
 static void test_many(void **state) {
@@ -48,17 +48,46 @@ static void test_many(void **state) {
 		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 		assert_true(fd >= 0);
-		assert_true(fd_closer_has_room());
+		assert_true(fd_closer_has_room(NULL));
 		fd_closer_close(fd);
 		assert_true(closed_soon(fd));
 	}
-	assert_true(fd_closer_has_room());
+	assert_true(fd_closer_has_room(NULL));
+}
+
+/* An owner's share: full at its max, and free again once its descriptors are closed, even after the owner went. */
+static void test_quota(void **state) {
+	struct fd_closer_quota *none = fd_closer_quota_new(0), *q = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+	int fds[FD_CLOSER_PER_OWNER];
+
+	(void)state;
+	assert_non_null(none);
+	assert_non_null(q);
+	assert_false(fd_closer_has_room(none));
+	assert_true(fd_closer_has_room(q));
+	for (int i = 0; i < FD_CLOSER_PER_OWNER; i++) {
+		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		assert_true(fds[i] >= 0);
+		fd_closer_close_for(q, fds[i]);
+	}
+	for (int i = 0; i < FD_CLOSER_PER_OWNER; i++)
+		assert_true(closed_soon(fds[i]));
+	assert_true(fd_closer_has_room(q));
+	/* The closer holds its own reference: the owner may drop the share while one waits. */
+	fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	assert_true(fds[0] >= 0);
+	fd_closer_close_for(q, fds[0]);
+	fd_closer_quota_unref(q);
+	assert_true(closed_soon(fds[0]));
+	fd_closer_quota_unref(none);
+	assert_true(fd_closer_has_room(NULL));
 }
 
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_closes),
 		cmocka_unit_test(test_many),
+		cmocka_unit_test(test_quota),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

@@ -14,6 +14,7 @@
 #include "display/display-internal.h"
 #include "restart/state.h"
 #include "display-backend.h"
+#include "fd-closer.h"
 #include "log.h"
 #include "util.h"
 
@@ -169,6 +170,7 @@ static void display_node_free(struct display_node *dn) {
 	display_drm_free(dn);
 	fb_node_free(dn->fb);
 	display_track_budget_drop(dn);
+	fd_closer_quota_unref(dn->closer_quota);
 	free(dn);
 }
 

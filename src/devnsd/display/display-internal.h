@@ -56,6 +56,8 @@ struct display_node {
 	bool track_refused;
 	/* The persona's tracking threads alive (display/track.c). */
 	struct track_budget *track_budget;
+	/* The persona's share of descriptors its clients sent that wait to be closed (fd-closer.h). */
+	struct fd_closer_quota *closer_quota;
 	/* Never 0, never reused. */
 	uint64_t serial;
 	/* Counts changes to what the persona shows (writes, pans, blanking, mappings, card0's commits). */

@@ -25,6 +25,11 @@
 #include "ratelimit.h"
 #include "util.h"
 
+/* Linux 6.16: a socket that refuses descriptors; sendmsg() with SCM_RIGHTS to it fails with EPERM. */
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
+
 /* Programs of one persona that may map the framebuffer at once, and how many of them one uid may run. */
 #define DISPLAY_SOCKET_MAX_MAPPERS 64
 #define DISPLAY_SOCKET_MAX_MAPPERS_PER_UID (DISPLAY_SOCKET_MAX_MAPPERS / 4)
@@ -199,6 +204,18 @@ static void handle_buffer_request(struct conn *c, const struct devns_fb_request 
 	conn_free(c);
 }
 
+/*
+ * Whether the kernel lets the peer send c's socket descriptors at all
+ * (Linux 6.16 and later; older kernels ignore this and devnsd takes what
+ * comes as below). Each descriptor devnsd takes is one more file it has to
+ * close, and closing some files waits for whoever serves them.
+ */
+static void pass_rights(int fd, bool on) {
+	int v = on;
+
+	(void)setsockopt(fd, SOL_SOCKET, SO_PASSRIGHTS, &v, sizeof(v));
+}
+
 /* The request of a pending connection: a ticket, redeemed for the memfd. */
 static void handle_request(struct conn *c) {
 	struct display_socket *ds = c->socket;
@@ -225,6 +242,9 @@ static void handle_request(struct conn *c) {
 	if (req.intent == DEVNS_FB_INTENT_MAP && (ds->n_mappers >= DISPLAY_SOCKET_MAX_MAPPERS ||
 						  conns_of_uid(ds, true, grant.uid) >= DISPLAY_SOCKET_MAX_MAPPERS_PER_UID))
 		return refuse(c, "too many mappings");
+	/* A mapping sends one track message, with a descriptor: before it can, the socket takes them again. */
+	if (req.intent == DEVNS_FB_INTENT_MAP)
+		pass_rights(c->fd, true);
 	r = grant_memfd(c, grant.access_mode);
 	if (r < 0) {
 		log_grant_failure(c, grant.uid, r);
@@ -255,7 +275,7 @@ static void reply_track(struct conn *c, int status) {
  * fitted the buffer goes to the closer; those that did not, the kernel
  * dropped (MSG_CTRUNC).
  */
-static int received_fd(struct msghdr *msg) {
+static int received_fd(struct msghdr *msg, struct fd_closer_quota *quota) {
 	struct cmsghdr *cmsg;
 	int fd = -1;
 
@@ -269,7 +289,7 @@ static int received_fd(struct msghdr *msg) {
 			if (fd < 0)
 				fd = one;
 			else
-				fd_closer_close(one);
+				fd_closer_close_for(quota, one);
 		}
 	}
 	return fd;
@@ -295,10 +315,14 @@ static void handle_track(struct conn *c) {
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	bool tracking = dn->class->base.manager->conf->display_track;
-	bool room = tracking && fd_closer_has_room();
+	bool room;
 	const char *why;
 	ssize_t n;
 	int fd, r;
+
+	if (tracking && !dn->closer_quota)
+		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+	room = tracking && dn->closer_quota && fd_closer_has_room(dn->closer_quota);
 
 	if (room) {
 		mh.msg_control = control.buf;
@@ -308,9 +332,11 @@ static void handle_track(struct conn *c) {
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	c->track_asked = true;
+	/* One track message per mapping: nothing more to take. */
+	pass_rights(c->fd, false);
 	if (n <= 0)
 		return;
-	fd = room ? received_fd(&mh) : -1;
+	fd = room ? received_fd(&mh, dn->closer_quota) : -1;
 	memcpy(&msg, buf, MIN((size_t)n, sizeof(msg)));
 	if (!tracking)
 		r = -EOPNOTSUPP;
@@ -325,11 +351,11 @@ static void handle_track(struct conn *c) {
 		fd = -1;
 	}
 	if (fd >= 0)
-		fd_closer_close(fd);
+		fd_closer_close_for(dn->closer_quota, fd);
 	if (r < 0) {
 		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
-		      r == -EBUSY  ? "asked for tracking while too many descriptors wait to be closed, or too many of "
-				     "its persona's are tracked" :
+		      r == -EBUSY  ? "asked for tracking while too many of its persona's descriptors wait to be closed, "
+				     "or too many of its persona's are tracked" :
 		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
 		      r == -EOPNOTSUPP ? "asked for tracking, which is off (TrackWrites=)" :
 		      r == -ETIMEDOUT ? "asked for tracking, which its persona lost by holding devnsd up" :
@@ -394,6 +420,8 @@ static int conn_new(struct display_socket *ds, int fd, uid_t uid) {
 	c->socket = ds;
 	c->fd = fd;
 	c->uid = uid;
+	/* A request brings no descriptor; a mapping may, once (handle_request()). */
+	pass_rights(fd, false);
 	LIST_INSERT_HEAD(&ds->conns, c, link);
 	ds->n_pending++;
 	r = sd_event_add_io(event, &c->io, fd, EPOLLIN, on_conn, c);
@@ -499,6 +527,8 @@ static int bind_socket(struct display_socket *ds) {
 		return -errno;
 	/* The directory's fd names it: no path component is looked up again. */
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" SOCKET_NAME, ds->dir_fd);
+	/* Connections it accepts start refusing descriptors too, where the kernel copies that. */
+	pass_rights(ds->fd, false);
 	mask = umask(0177);
 	r = bind(ds->fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(mask);

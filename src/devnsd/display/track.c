@@ -280,7 +280,7 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 		return -EBADF;
 	/* Whatever it is, closing it might wait for the program. */
 	if (!is_userfaultfd(fd)) {
-		fd_closer_close(fd);
+		fd_closer_close_for(dn->closer_quota, fd);
 		return -EBADF;
 	}
 	r = dn->track_refused ? -ETIMEDOUT :
