@@ -127,6 +127,23 @@ static void make_device(const char *root, const char *path, const char *subsyste
 }
 
 /* path_id's walk: the card and buses it does not name are passed over, a chain of one bus named once, by its first device. */
+/* An evdev node's parent input device, which logind finds among the seat's devices. */
+static void test_input_parent(void **state) {
+	char id[UDEV_PARENT_ID_MAX];
+
+	(void)state;
+	assert_int_equal(udev_input_parent("/sys/devices/virtual/input/input7/event3", id), 0);
+	assert_string_equal(id, "+input:input7");
+	assert_int_equal(udev_input_parent("/sys/devices/platform/i8042/serio0/input/input12/event0", id), 0);
+	assert_string_equal(id, "+input:input12");
+	/* Anything else is no input device's node. */
+	assert_int_equal(udev_input_parent("/sys/devices/virtual/input/mice", id), -EINVAL);
+	assert_int_equal(udev_input_parent("/sys/devices/pci0000:00/0000:00:02.0/drm/card0", id), -EINVAL);
+	assert_int_equal(udev_input_parent("/sys/devices/virtual/input/inputx/event3", id), -EINVAL);
+	assert_int_equal(udev_input_parent("/sys/devices/virtual/input/input/event3", id), -EINVAL);
+	assert_int_equal(udev_input_parent("event3", id), -EINVAL);
+}
+
 static void test_path_id(void **state) {
 	char root[] = "/tmp/devns-path-id-XXXXXX", card[PATH_MAX], buf[256];
 
@@ -332,6 +349,7 @@ int main(void) {
 		cmocka_unit_test(test_message_layout),
 		cmocka_unit_test(test_db_record_and_uevent_file),
 		cmocka_unit_test(test_card_record),
+		cmocka_unit_test(test_input_parent),
 		cmocka_unit_test(test_path_id),
 		cmocka_unit_test(test_monitor_receives),
 		cmocka_unit_test(test_monitor_in_a_user_namespace),

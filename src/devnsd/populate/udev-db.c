@@ -45,6 +45,46 @@ static void remove_file(int dir, const char *name) {
 		(void)unlinkat(dir, name, 0);
 }
 
+/* The parent input device's id of an input node with a sysfs presentation, or -EINVAL. */
+static int parent_of(const struct plan *plan, const struct entry *e, char buf[static UDEV_PARENT_ID_MAX]) {
+	if (!streq(e->kind, "input") || e->node < 0)
+		return -EINVAL;
+	return udev_input_parent(plan->nodes[e->node].syspath, buf);
+}
+
+static const char *const parent_tags[] = { "seat", NULL };
+
+/*
+ * The record of an input node's parent (inputN), tagged "seat" as udevd
+ * tags it, so that systemd-logind in the container counts the node as the
+ * seat's; best effort, as the tags are.
+ */
+static void write_parent(struct plan *plan, int root_fd, int data_dir, const struct entry *e) {
+	char id[UDEV_PARENT_ID_MAX], text[256], path[96];
+	_cleanup_(closep) int dir = -1;
+	const char *base;
+
+	if (parent_of(plan, e, id) < 0 || udev_db_record("", parent_tags, populate_now_usec(), text, sizeof(text)) < 0 ||
+	    cfs_write_file(data_dir, id, text, 0644) < 0)
+		return;
+	tag_path(parent_tags[0], id, path, sizeof(path));
+	if (populate_open_dir_of(plan, root_fd, path, 1, &dir, &base) >= 0)
+		(void)cfs_touch(dir, base, 0644);
+}
+
+static void remove_parent(struct plan *plan, int root_fd, int data_dir, const struct entry *e) {
+	char id[UDEV_PARENT_ID_MAX], path[96];
+	_cleanup_(closep) int dir = -1;
+	const char *base;
+
+	if (parent_of(plan, e, id) < 0)
+		return;
+	remove_file(data_dir, id);
+	tag_path(parent_tags[0], id, path, sizeof(path));
+	if (populate_open_dir_of(plan, root_fd, path, 0, &dir, &base) >= 0)
+		remove_file(dir, base);
+}
+
 /* Udev's database entry, as udevd writes it (udev_db_record()). */
 int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e) {
 	_cleanup_(closep) int dir = -1;
@@ -63,6 +103,7 @@ int populate_udev_write(struct plan *plan, int root_fd, const struct entry *e) {
 	if (r < 0)
 		return r;
 	write_tags(plan, root_fd, e, name);
+	write_parent(plan, root_fd, dir, e);
 	closep(&dir);
 	dir = -1;
 	r = populate_open_dir_of(plan, root_fd, "run/udev/control", 1, &dir, &base);
@@ -91,4 +132,5 @@ void populate_udev_remove(struct plan *plan, int root_fd, const struct entry *e)
 	if (populate_open_dir_of(plan, root_fd, "run/udev/data/x", 0, &dir, &base) < 0)
 		return;
 	remove_file(dir, name);
+	remove_parent(plan, root_fd, dir, e);
 }

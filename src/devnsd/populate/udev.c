@@ -66,6 +66,22 @@ int udev_node_describe(const char *kind, const char *source, dev_t devnum, const
 	return 0;
 }
 
+int udev_input_parent(const char *syspath, char buf[static UDEV_PARENT_ID_MAX]) {
+	const char *end = strrchr(syspath, '/'), *start;
+	size_t len;
+
+	if (!end || end == syspath)
+		return -EINVAL;
+	for (start = end; start > syspath && start[-1] != '/'; start--)
+		;
+	len = (size_t)(end - start);
+	if (len <= 5 || strncmp(start, "input", 5) != 0 || strspn(start + 5, "0123456789") != len - 5 ||
+	    len + strlen("+input:") >= UDEV_PARENT_ID_MAX)
+		return -EINVAL;
+	snprintf(buf, UDEV_PARENT_ID_MAX, "+input:%.*s", (int)len, start);
+	return 0;
+}
+
 const char *const *udev_tags(const char *subsystem) {
 	/* 71-seat.rules and 73-seat-late.rules (uaccess) for a card; 71-seat.rules and 70-uaccess.rules for input. */
 	static const char *const card[] = { "seat", "master-of-seat", "uaccess", NULL };

@@ -79,6 +79,16 @@ int udev_drm_card_syspath(const char *source, char ret_syspath[static PATH_MAX],
 const char *const *udev_tags(const char *subsystem);
 
 /*
+ * The udev device id of an evdev node's parent input device, from the
+ * node's sysfs directory (".../input/input7/event3": "+input:input7"):
+ * udevd tags that device "seat" (71-seat.rules), and systemd-logind takes
+ * an evdev node for a session only when its parent is one of the seat's
+ * devices. -EINVAL when the directory's parent is no inputN.
+ */
+#define UDEV_PARENT_ID_MAX 48
+int udev_input_parent(const char *syspath, char buf[static UDEV_PARENT_ID_MAX]);
+
+/*
  * The ID_PATH systemd-udevd's path_id builtin gives the device at syspath
  * (an absolute sysfs directory), from its parents' "subsystem" links: PCI,
  * platform and ACPI parents name it, the others are passed over.

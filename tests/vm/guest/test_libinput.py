@@ -106,6 +106,19 @@ class LibinputInContainers(rig.PersonaTestCase):
         with open("/sys/class/input/%s/dev" % name) as f:
             self.assertEqual(f.read().strip(), "13:%d" % (64 + int(name[5:])))
 
+    def test_the_keyboards_parent_is_a_seat_device(self):
+        """systemd-logind takes an evdev node for a session only when the node's parent input device
+        is one of the seat's devices: sd-device in the container finds that parent tagged "seat", as
+        udevd's 71-seat.rules tag it, when it enumerates the seat's devices."""
+        name = os.path.basename(self.kbd_hw)
+        parent = os.path.basename(os.path.dirname(os.path.realpath("/sys/class/input/" + name)))
+        self.assertRegex(parent, r"^input\d+$")
+        info = self.work.run("udevadm", "info", "--query=all", "/sys/class/input/" + parent).stdout
+        self.assertRegex(info, r"(?m)^G: seat$|TAGS=.*:seat:", info)
+        seat_devices = self.work.run("udevadm", "trigger", "--dry-run", "--verbose", "--tag-match=seat",
+                                     "--subsystem-match=input").stdout.split()
+        self.assertIn(os.path.realpath("/sys/class/input/" + parent), seat_devices)
+
     def test_debug_events_follow_the_active_persona(self):
         kbd = os.path.basename(self.kbd_hw)
         ts = os.path.basename(self.ts_hw)
