@@ -313,7 +313,11 @@ class Unit(unittest.TestCase):
             except OSError:
                 children = []
             for pid in children:
-                os.kill(pid, signal.SIGKILL)
+                # It may have ended meanwhile, as it does once its read failed.
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             probe.kill()
             out.finish()
             probe.stdout.close()
