@@ -27,6 +27,9 @@ const void *drm_io_in(struct drm_io *io, uint64_t addr, size_t len) {
 		io->missing = true;
 		return NULL;
 	}
+	/* Nothing read yet and nothing asked for: no data, but never a null pointer to memcpy() from. */
+	if (!io->in)
+		return (const uint8_t *)"";
 	return io->in + at;
 }
 
