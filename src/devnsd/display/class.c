@@ -94,15 +94,14 @@ void display_node_written(struct display_node *dn, const struct fb_rows *rows) {
 	/* card0's scanout is shown: fb0's writes wait in its memory until it is shown again. */
 	if (display_drm_owns(dn))
 		return;
-	if (!fb_node_visible_rows(dn->fb, rows, &visible)) {
-		dn->gen++;
-		return;
-	}
+	/* Rows off the visible frame change nothing shown: a spare that keeps the frame still does. */
+	if (!fb_node_visible_rows(dn->fb, rows, &visible))
+		visible = (struct fb_rows){ 0, 0 };
 	staged = dn != dc->active ? display_stage_written(dc, dn, &visible) : DISPLAY_NO_BUFFER;
 	dn->gen++;
 	if (staged != DISPLAY_NO_BUFFER)
 		dc->backend->buffers[staged].owner_gen = dn->gen;
-	if (dn != dc->active)
+	if (dn != dc->active || visible.y0 >= visible.y1)
 		return;
 	/* What the last scan took lacks these rows: the next one takes the whole frame. */
 	dc->scan_valid = false;
