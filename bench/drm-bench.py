@@ -147,18 +147,9 @@ def main():
     args = ap.parse_args()
     if args.guest:
         return guest(args.flips, args.runs)
-    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "1800", "--share", BUILD, "--share", TOP,
-           "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP,
-           "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--flips", str(args.flips),
-           "--runs", str(args.runs)]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    res = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("RESULT "):
-            _, k, v = line.split()
-            res[k] = float(v)
-    if out.returncode != 0 or not res:
-        sys.stderr.write(out.stdout + out.stderr)
+    res = fbbench.in_guest(["--timeout", "1800"], os.path.realpath(__file__),
+                           ["--flips", str(args.flips), "--runs", str(args.runs)])
+    if not res:
         return 1
     text = report(res, args.flips, args.runs)
     if not args.no_write:

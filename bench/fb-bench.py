@@ -342,6 +342,24 @@ def write_section(text):
         f.write(content)
 
 
+def in_guest(vm_args, script, script_args):
+    """Runs script --guest script_args in a guest (vm-run's vm_args): its RESULT lines as a dict,
+    or {} after printing its output when it failed."""
+    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), *vm_args, "--share", BUILD, "--share", TOP,
+           "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP,
+           "--", "/usr/bin/python3", script, "--guest", *script_args]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    res = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("RESULT "):
+            _, k, v = line.split()
+            res[k] = float(v)
+    if out.returncode != 0 or not res:
+        sys.stderr.write(out.stdout + out.stderr)
+        return {}
+    return res
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=60)
@@ -353,19 +371,9 @@ def main():
     if args.guest:
         return guest(args.frames, args.switches)
     compile_bench()
-    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "1200", "--smp", str(args.smp),
-           "--share", BUILD, "--share", TOP,
-           "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP, "--env", "DEVNS_FB_BENCH=" + BIN,
-           "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--frames", str(args.frames),
-           "--switches", str(args.switches)]
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    res = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("RESULT "):
-            _, k, v = line.split()
-            res[k] = float(v)
-    if out.returncode != 0 or not res:
-        sys.stderr.write(out.stdout + out.stderr)
+    res = in_guest(["--timeout", "1200", "--smp", str(args.smp), "--env", "DEVNS_FB_BENCH=" + BIN],
+                   os.path.realpath(__file__), ["--frames", str(args.frames), "--switches", str(args.switches)])
+    if not res:
         return 1
     res["smp"] = args.smp
     text = report(res, args.frames, args.switches)
