@@ -19,6 +19,9 @@ import threading
 import time
 
 import forwarders
+from importlib import import_module
+
+fbbench = import_module("fb-bench")
 
 HERE = os.path.dirname(os.path.realpath(__file__))
 TOP = os.path.dirname(HERE)
@@ -348,21 +351,12 @@ def main():
     if args.guest:
         return guest(args)
     compile_bench()
-    cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), "--timeout", "600", "--smp", str(args.smp),
-           "--share", BUILD, "--share", TOP,
-           "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP, "--env", "DEVNS_LOAD_BENCH=" + BIN,
-           "--", "/usr/bin/python3", os.path.realpath(__file__), "--guest", "--rates", ",".join(map(str, args.rates)),
-           "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms), "--personas", str(args.personas),
-           "--devnsd-nice", str(args.devnsd_nice), "--spinners", str(args.spinners)] + (
-               [] if args.floors else ["--no-floors"])
-    out = subprocess.run(cmd, capture_output=True, text=True)
-    res = {}
-    for line in out.stdout.splitlines():
-        if line.startswith("RESULT "):
-            _, k, v = line.split()
-            res[k] = float(v)
-    if out.returncode != 0 or not res:
-        sys.stderr.write(out.stdout + out.stderr)
+    res = fbbench.in_guest(
+        ["--timeout", "600", "--smp", str(args.smp), "--env", "DEVNS_LOAD_BENCH=" + BIN], os.path.realpath(__file__),
+        ["--rates", ",".join(map(str, args.rates)), "--seconds", str(args.seconds), "--switch-ms", str(args.switch_ms),
+         "--personas", str(args.personas), "--devnsd-nice", str(args.devnsd_nice), "--spinners", str(args.spinners)]
+        + ([] if args.floors else ["--no-floors"]))
+    if not res:
         return 1
     text = report(res, args)
     if not args.no_write:
