@@ -348,6 +348,9 @@ def main():
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     args.rates = [int(x) for x in args.rates.split(",")]
+    if min(args.rates) < 2000:
+        # The writer sends rate / 2 events a millisecond on each of its two devices.
+        ap.error("--rates: at least 2000 events a second")
     if args.guest:
         return guest(args)
     compile_bench()
