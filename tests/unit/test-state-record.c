@@ -207,11 +207,27 @@ static void test_private_mounts(void **unused) {
 	close(fd);
 	proc_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(proc_fd >= 0);
+	/* The host's and devnsd's peer groups not known: every shared mount may reach them. */
 	populate_plan_mountinfo(plan, proc_fd);
 	assert_true(plan->mounts_read);
 	assert_int_equal(plan->n_private_mounts, 2);
 	assert_int_equal(plan->private_mounts[0], 30);
 	assert_int_equal(plan->private_mounts[1], 31);
+	/* Known: group 1 is the host's, 9 only the container's own (mount 32 receives from the host's 4, passes on to 9). */
+	plan->outside_known = true;
+	plan->outside_groups[0] = 4;
+	plan->outside_groups[1] = 1;
+	plan->n_outside_groups = 2;
+	populate_plan_mountinfo(plan, proc_fd);
+	assert_int_equal(plan->n_private_mounts, 3);
+	assert_int_equal(plan->private_mounts[2], 32);
+	/* Group 9 is one of the host's too. */
+	plan->outside_groups[plan->n_outside_groups++] = 9;
+	populate_plan_mountinfo(plan, proc_fd);
+	assert_int_equal(plan->n_private_mounts, 2);
+	/* devnsd's own tables read: the host's root is in them, whatever its propagation. */
+	populate_plan_outside(plan);
+	assert_true(plan->outside_known);
 	/* Empty: not read, as a table that could not be read. */
 	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	assert_true(fd >= 0);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "populate/mountinfo.h"
 
@@ -34,4 +37,29 @@ int mountinfo_parse(const char *text, size_t len, struct libmnt_table **ret) {
 	}
 	*ret = tb;
 	return 0;
+}
+
+/* The number after "NAME:" in a list of optional fields such as "shared:3 master:1"; 0 if absent. */
+static unsigned int field_number(const char *fields, const char *name) {
+	size_t len = strlen(name);
+
+	for (const char *f = fields; f && *f;) {
+		f += strspn(f, " ");
+		if (strncmp(f, name, len) == 0 && f[len] == ':') {
+			char *end;
+			unsigned long n = strtoul(f + len + 1, &end, 10);
+
+			return (*end == ' ' || *end == '\0') && n <= UINT32_MAX ? (unsigned int)n : 0;
+		}
+		f += strcspn(f, " ");
+	}
+	return 0;
+}
+
+unsigned int mountinfo_peer_group(struct libmnt_fs *fs, unsigned int *ret_master) {
+	const char *fields = mnt_fs_get_optional_fields(fs);
+
+	if (ret_master)
+		*ret_master = field_number(fields, "master");
+	return field_number(fields, "shared");
 }

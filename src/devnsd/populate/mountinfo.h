@@ -16,6 +16,13 @@
  */
 int mountinfo_parse(const char *text, size_t len, struct libmnt_table **ret);
 
+/*
+ * The peer group fs is in ("shared:N" among its optional fields), or 0 for
+ * a mount that passes nothing on; the group it receives from ("master:N")
+ * in *ret_master if that is not NULL, 0 for none.
+ */
+unsigned int mountinfo_peer_group(struct libmnt_fs *fs, unsigned int *ret_master);
+
 static inline void mnt_free_tablep(struct libmnt_table **tb) {
 	mnt_unref_table(*tb);
 }

@@ -158,6 +158,54 @@ int populate_plan_owner(struct plan *plan, int proc_fd) {
 	return 0;
 }
 
+/* Adds the peer groups of the mount table at path; false if it cannot be read or there are too many. */
+static bool add_outside_groups(struct plan *plan, const char *path) {
+	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
+	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	_cleanup_(freep) char *text = malloc(MOUNTINFO_MAX);
+	struct libmnt_iter *it;
+	struct libmnt_fs *fs;
+	size_t len = 0;
+	bool ok = true;
+
+	if (fd < 0 || !text || read_bounded(fd, text, MOUNTINFO_MAX - 1, &len) < 0 || len == 0 ||
+	    len >= MOUNTINFO_MAX - 1 || mountinfo_parse(text, len, &tb) < 0)
+		return false;
+	it = mnt_new_iter(MNT_ITER_FORWARD);
+	if (!it)
+		return false;
+	while (ok && mnt_table_next_fs(tb, it, &fs) == 0) {
+		unsigned int master, shared = mountinfo_peer_group(fs, &master);
+
+		for (unsigned int g = 0, groups[2] = { shared, master }; ok && g < 2; g++) {
+			if (groups[g] == 0)
+				continue;
+			if (plan->n_outside_groups >= PLAN_OUTSIDE_GROUPS_MAX)
+				ok = false;
+			else
+				plan->outside_groups[plan->n_outside_groups++] = groups[g];
+		}
+	}
+	mnt_free_iter(it);
+	return ok;
+}
+
+void populate_plan_outside(struct plan *plan) {
+	plan->n_outside_groups = 0;
+	/* The host's own namespace, and devnsd's (a unit's namespace of its own receives from the host's). */
+	plan->outside_known = add_outside_groups(plan, "/proc/self/mountinfo") && add_outside_groups(plan, "/proc/1/mountinfo");
+}
+
+/* Whether a mount laid on a mount in peer group group reaches no namespace outside the container. */
+static bool reaches_nothing_outside(const struct plan *plan, unsigned int group) {
+	if (!plan->outside_known || group == 0)
+		return false;
+	for (size_t i = 0; i < plan->n_outside_groups; i++)
+		if (plan->outside_groups[i] == group)
+			return false;
+	return true;
+}
+
 /*
  * Which of the container's mounts pass mounts on to peers, from the
  * kernel's text of its mount table (never a file of the container's),
@@ -182,7 +230,9 @@ void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
 	while (plan->n_private_mounts < PLAN_PRIVATE_MOUNTS_MAX && mnt_table_next_fs(tb, it, &fs) == 0) {
 		unsigned long flags = 0;
 
-		if (mnt_fs_get_id(fs) >= 0 && mnt_fs_get_propagation(fs, &flags) == 0 && !(flags & MS_SHARED))
+		if (mnt_fs_get_id(fs) < 0 || mnt_fs_get_propagation(fs, &flags) < 0)
+			continue;
+		if (!(flags & MS_SHARED) || reaches_nothing_outside(plan, mountinfo_peer_group(fs, NULL)))
 			plan->private_mounts[plan->n_private_mounts++] = mnt_fs_get_id(fs);
 	}
 	mnt_free_iter(it);

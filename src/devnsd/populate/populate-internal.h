@@ -26,6 +26,8 @@ struct libmnt_table;
 #define MOUNTINFO_MAX (256 * 1024)
 /* Mounts of the container that pass nothing on, looked at; past these, a mount is taken to pass mounts on. */
 #define PLAN_PRIVATE_MOUNTS_MAX 4096
+/* Peer groups of the host's and devnsd's mounts looked at; past these, every shared mount reaches them. */
+#define PLAN_OUTSIDE_GROUPS_MAX 4096
 /* Mounts of the container the helper may step onto; past these, none is. */
 #define PLAN_TRUSTED_MOUNTS_MAX 4096
 /* Mounts it may not, kept with their type and place to name them when met. */
@@ -77,9 +79,23 @@ struct plan {
 	/* A change of one node (hotplug): its udev event is for devnsd to send once the container follows. */
 	bool node_job;
 	/*
+	 * The peer groups mounts of devnsd's namespace and of the host's first
+	 * process are in or receive from (populate_plan_outside()): a mount
+	 * laid on a container's mount in one of them would reach those
+	 * namespaces. Without them (unread, or more than
+	 * PLAN_OUTSIDE_GROUPS_MAX) every shared mount is taken to reach them.
+	 */
+	bool outside_known;
+	unsigned int outside_groups[PLAN_OUTSIDE_GROUPS_MAX];
+	size_t n_outside_groups;
+	/*
 	 * From the container's /proc/PID/mountinfo: whether it was read, and
-	 * the ids of its mounts that pass no mounts on to peers. The others,
-	 * and any past PLAN_PRIVATE_MOUNTS_MAX, get nothing laid on them.
+	 * the ids of its mounts whose mounts reach no namespace outside it:
+	 * those that pass nothing on to peers, and those whose peer group no
+	 * mount of the host's or devnsd's is in or receives from (the
+	 * container made them shared itself, as a machine booting systemd
+	 * does). The others, and any past PLAN_PRIVATE_MOUNTS_MAX, get nothing
+	 * laid on them.
 	 */
 	bool mounts_read;
 	int private_mounts[PLAN_PRIVATE_MOUNTS_MAX];
@@ -124,7 +140,9 @@ static inline uint64_t populate_now_usec(void) {
 struct plan *populate_plan_new(struct persona *p);
 /* Ids of the container's root, from the user namespace maps under its /proc/PID (proc_fd). */
 int populate_plan_owner(struct plan *plan, int proc_fd);
-/* The kernel's text of the container's mount table; "" if it cannot be read. */
+/* The peer groups of devnsd's own mount table and of the host's first process (outside the container). */
+void populate_plan_outside(struct plan *plan);
+/* The container's mount table, from the kernel's text under its /proc/PID (proc_fd); after populate_plan_outside(). */
 void populate_plan_mountinfo(struct plan *plan, int proc_fd);
 /* Sorts the container's mounts (its table tb) into those the helper may look into and the others (populate/mount-trust.c). */
 void populate_plan_trust(struct plan *plan, struct libmnt_table *tb);

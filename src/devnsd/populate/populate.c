@@ -268,6 +268,7 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (root_fd < 0 || mnt_fd < 0)
 		return -errno;
+	populate_plan_outside(plan);
 	populate_plan_mountinfo(plan, proc_fd);
 	if (pidfd_exited(target))
 		return -ESRCH;

@@ -36,11 +36,12 @@ class Hostile(rig.Container):
     whose root ran `plant` (shell) inside before devnsd looks at it. The
     plant script also sees the host's /dev at /mnt/hostdev."""
 
-    def __init__(self, plant):
+    def __init__(self, plant, propagation="private"):
         script = ("mkdir -p /mnt/hostdev && mount --bind /dev /mnt/hostdev && "
                   "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && "
                   "(%s) && touch /run/planted && exec sleep 100000") % plant
-        self.proc = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--mount-proc", "sh", "-c", script])
+        self.proc = subprocess.Popen(["unshare", "--pid", "--mount", "--fork", "--mount-proc",
+                                      "--propagation", propagation, "sh", "-c", script])
         self.userns = False
         self.pid = self._wait_for_init()
 
@@ -98,8 +99,8 @@ class PopulateAttacks(rig.PersonaTestCase):
         self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
         super().tearDown()
 
-    def hostile(self, plant):
-        c = Hostile(plant)
+    def hostile(self, plant, propagation="private"):
+        c = Hostile(plant, propagation)
         self.containers.append(c)
         return c
 
@@ -205,6 +206,43 @@ class PopulateAttacks(rig.PersonaTestCase):
         # An app's uid in the container is not in the group: the kernel refuses it.
         app = c.run(sys.executable, PROBE, node, "0", uid=10050)
         self.assertEqual(app.stdout.strip(), "open errno %d" % errno.EACCES)
+
+    def test_sysfs_shared_with_the_host_is_left_alone(self):
+        """A container whose /sys passes mounts on to the host's: devnsd lays no view there, which
+        would reach the host's /sys."""
+        with open("/proc/self/mountinfo") as f:
+            self.assertNotRegex(f.read(), r"(?m)^\S+ \S+ \S+ \S+ / [^-]*shared:", "the guest's / passes mounts on")
+        subprocess.run(["mount", "--make-rshared", "/sys"], check=True)
+        self.addCleanup(subprocess.run, ["mount", "--make-rprivate", "/sys"], check=True)
+        with open("/proc/self/mountinfo") as f:
+            host_before = sorted(line.split()[4] for line in f)
+        c = self.hostile("true", propagation="unchanged")
+        with open("/proc/%d/mountinfo" % c.pid) as f:
+            self.assertRegex(f.read(), r"(?m)^\S+ \S+ \S+ \S+ /sys \S+ shared:", "the container's /sys is not shared")
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        with open("/proc/self/mountinfo") as f:
+            self.assertEqual(sorted(line.split()[4] for line in f), host_before, "a mount reached the host")
+        with open(c.path("/sys/class/input/%s/dev" % self.name)) as f:
+            self.assertEqual(f.read().strip(), "13:%d" % (64 + int(self.name[5:])))
+        self.assertIn("/sys passes mounts on", self.daemon.output())
+
+    def test_sysfs_the_container_shares_itself_gets_the_view(self):
+        """A container that made its own /sys shared (a machine booting systemd does so for its
+        services' namespaces) passes mounts on within itself only: it gets its sysfs view, and the
+        host's /sys does not."""
+        with open("/proc/self/mountinfo") as f:
+            host_before = sorted(line.split()[4] for line in f)
+        c = self.hostile("mount --make-rshared /sys")
+        p, _ = self.attach(c)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        node = os.stat(rig.persona_node("evil", self.kbd_hw)).st_rdev
+        with open(c.path("/sys/class/input/%s/dev" % self.name)) as f:
+            self.assertEqual(f.read().strip(), "%d:%d" % (os.major(node), os.minor(node)), self.daemon.output())
+        with open("/proc/self/mountinfo") as f:
+            self.assertEqual(sorted(line.split()[4] for line in f), host_before, "a mount reached the host")
+        with open("/sys/class/input/%s/dev" % self.name) as f:
+            self.assertEqual(f.read().strip(), "13:%d" % (64 + int(self.name[5:])))
 
     def test_host_users_never_open_persona_nodes(self):
         c = self.hostile("true")
