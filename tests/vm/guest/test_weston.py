@@ -5,16 +5,16 @@ systemd-logind, and weston-simple-shm as its client, checked on the real screen 
 screendump).
 
 The machine's tree is the guest's own root under an overlay (a tmpfs on top),
-booted into a lean target of its own (basic.target, the system bus and systemd-logind). nspawn
-makes the tree shared, so the test makes the machine's /sys private before `devnsctl attach
---machine`, and restarts logind into a namespace that has devnsd's sysfs view. Inside, logind finds seat0 with the persona's card (its udev record
-tagged seat and master-of-seat) and no VTs (the machine has no /dev/tty0): a unit with PAMName=
-and XDG_SEAT=seat0 gets a wayland session on seat0 without a VT, and Weston's logind launcher
-takes card0 through TakeDevice: logind opens it, makes its file the master (SET_MASTER) and passes
-the fd to Weston. (The keyboard's node logind refuses, ENODEV: it looks for the node's parent
-input device among the seat's, and devns gives the parent no udev record; Weston runs with
-require-input=false.) Weston maps its dumb buffers through
-libdevns-fbmmap.so (LD_PRELOAD, as installed by meson install).
+booted into a lean target of its own (basic.target, the system bus and systemd-logind). The
+machine's systemd makes its tree shared in peer groups of its own, where devnsd lays its sysfs
+view at `devnsctl attach --machine`; logind is restarted to enumerate the seat with the card.
+Inside, logind finds seat0 with the persona's card (its udev record tagged seat and
+master-of-seat) and no VTs (the machine has no /dev/tty0): a unit with PAMName= and
+XDG_SEAT=seat0 gets a wayland session on seat0 without a VT, and Weston's logind launcher takes
+card0 and the persona's keyboard through TakeDevice: logind opens them, makes the card's file the
+master (SET_MASTER) and passes the fds to Weston, which needs an input device to start
+(require-input). Weston maps its dumb buffers through libdevns-fbmmap.so (LD_PRELOAD, as
+installed by meson install).
 
 Weston's desktop (its background colour, no panel) with simple-shm's window shows while work is
 active, stays off the screen while personal is (personal's fb0 frame shows then), and comes
@@ -60,7 +60,7 @@ session  required pam_systemd.so
 """
 
 WESTON_INI = """[core]
-require-input=false
+require-input=true
 idle-time=0
 
 [shell]
@@ -193,12 +193,13 @@ class Weston(unittest.TestCase):
     def test_weston_through_logind(self):
         self.assertTrue(sd.eventually(lambda: self.inside("systemctl", "is-active", "systemd-logind.service")
                                       .stdout.strip() == "active", 180), self.diagnosis())
-        # nspawn makes the machine's whole tree shared (so that mounts reach its services' namespaces),
-        # and devnsd lays its sysfs view on no /sys that passes mounts on: without the view logind
-        # takes the persona's nodes for CUSE devices, not a card. The machine's /sys made private,
-        # then attached, and logind started anew in a namespace that has the view.
-        self.inside("mount", "--make-rprivate", "/sys", check=True)
+        # The machine's systemd made its whole tree shared (so that mounts reach its services'
+        # namespaces), in peer groups of its own: devnsd lays its sysfs view there, which logind
+        # needs to take the persona's nodes for a card, not CUSE devices.
+        with open("/proc/%d/mountinfo" % self.leader) as f:
+            self.assertRegex(f.read(), r"(?m)^\S+ \S+ \S+ \S+ /sys \S+ shared:", "the machine's /sys is not shared")
         sd.run(self.inst.devnsctl, "attach", "work", "--machine", MACHINE)
+        self.assertNotIn("passes mounts on", sd.journal())
         print(sd.journal()[-3000:])
         card = "/proc/%d/root/dev/dri/card0" % self.leader
         self.assertTrue(os.path.exists(card), "devnsctl attach made no card0:\n" + sd.journal())
@@ -222,6 +223,8 @@ class Weston(unittest.TestCase):
         for prop in ("Seat=seat0", "Type=wayland", "Class=user", "Active=yes", "VTNr=0"):
             self.assertIn(prop, show.split("\n"), show)
         self.assertIn("logind", self.weston_log())
+        # The persona's keyboard, taken through logind.
+        self.assertIn("devns test keyboard", self.weston_log(), self.diagnosis())
 
         self.inside("systemctl", "start", CLIENT_UNIT, check=True)
         self.assertTrue(self.desktop("weston", 240), "the screen (weston.png) does not show Weston's desktop with "
