@@ -35,7 +35,7 @@
  * Checks anyone can run: the first prints nothing; the second lists the
  * functions that log a failure and return it, each of them one of the
  * builders above.
- *   git grep -nE '\blog_[a-z_]+\(' -- src include ':!src/devnsd' ':!src/common/log.c' ':!include/log.h'
+ *   git grep -nE '\blog_[a-z_]+\(' -- src include ':!src/devnsd' ':!src/common/log.c' ':!src/common/log.h'
  *   git grep -p 'return log_' -- src/devnsd | grep -E '^[^:]+='
  */
 
