@@ -18,7 +18,9 @@ installed by meson install).
 
 Weston's desktop (its background colour, no panel) with simple-shm's window shows while work is
 active, stays off the screen while personal is (personal's fb0 frame shows then), and comes
-back at the switch back."""
+back at the switch back. Then a session switch on the machine's seat: logind drops master on the
+card and revokes the keyboard's file (EVIOCREVOKE) as Weston's session goes to the background,
+sets master again as it comes back; Weston takes the keyboard anew and draws again."""
 
 import glob
 import os
@@ -85,6 +87,19 @@ StandardOutput=journal
 StandardError=journal
 """
 
+# A second session on seat0, for logind to switch to: it has no devices of its own.
+OTHER_SESSION_SERVICE = """[Unit]
+Description=Another session on seat0
+After=systemd-logind.service dbus.socket
+
+[Service]
+User=root
+PAMName=devns-weston
+Environment=XDG_SEAT=seat0 XDG_SESSION_TYPE=wayland XDG_SESSION_CLASS=user
+ExecStart=/bin/sleep infinity
+"""
+OTHER_UNIT = "devns-other-session.service"
+
 CLIENT_SERVICE = """[Unit]
 Description=weston-simple-shm on the persona's Weston
 
@@ -112,6 +127,7 @@ class Weston(unittest.TestCase):
         sd.write_file(os.path.join(UNITS, TARGET), TARGET_TEXT)
         sd.write_file(os.path.join(UNITS, WESTON_UNIT), WESTON_SERVICE % (cls.preload, SOCKET, WESTON_LOG))
         sd.write_file(os.path.join(UNITS, CLIENT_UNIT), CLIENT_SERVICE % SOCKET)
+        sd.write_file(os.path.join(UNITS, OTHER_UNIT), OTHER_SESSION_SERVICE)
         sd.write_file("/etc/pam.d/devns-weston", PAM)
         sd.write_file("/etc/devns-weston.ini", WESTON_INI)
         os.makedirs(ROOT, exist_ok=True)
@@ -244,7 +260,36 @@ class Weston(unittest.TestCase):
         sd.run(self.inst.devnsctl, "switch", "work")
         self.assertTrue(self.desktop("weston-back", 60), "the switch back does not show Weston's desktop:\n" +
                         self.diagnosis())
+
+        # A session switch on the persona's seat: logind drops DRM master on the card it passed Weston and
+        # revokes the keyboard's file (EVIOCREVOKE), Weston pauses; back to Weston's session, logind sets
+        # master again, Weston takes the keyboard anew and draws again.
+        self.inside("systemctl", "start", OTHER_UNIT, check=True)
+        other = sd.eventually(lambda: len(self.sessions()) == 2, 60)
+        self.assertTrue(other, "no second session:\n" + self.diagnosis())
+        other_id = [i for i in self.sessions() if i != sid][0]
+        keyboards = self.weston_log().count("devns test keyboard")
+        self.inside("loginctl", "activate", other_id, check=True)
+        paused = lambda: "deactivating session" in self.weston_log()
+        self.assertTrue(sd.eventually(paused, 60), "Weston was not paused:\n" + self.diagnosis())
+        self.assertEqual(self.session_active(sid), "no")
+        self.inside("loginctl", "activate", sid, check=True)
+        resumed = lambda: "activating session" in self.weston_log().split("deactivating session")[-1]
+        self.assertTrue(sd.eventually(resumed, 60), "Weston did not resume:\n" + self.diagnosis())
+        again = lambda: self.weston_log().count("devns test keyboard") > keyboards
+        self.assertTrue(sd.eventually(again, 60), "Weston did not take the keyboard again:\n" + self.diagnosis())
+        self.assertTrue(self.desktop("weston-session-back", 60), "Weston's desktop is not back after the session "
+                        "switch:\n" + self.diagnosis())
+        self.assertNotRegex(self.machine_journal("systemd-logind.service"), r"(?i)revoc|drop.*master.*fail|"
+                            r"failed to (drop|set|revoke)", self.diagnosis())
         print(self.weston_log())
+
+    def sessions(self):
+        out = self.inside("loginctl", "list-sessions", "--no-legend").stdout
+        return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+    def session_active(self, sid):
+        return self.inside("loginctl", "show-session", sid, "-p", "Active", "--value").stdout.strip()
 
 
 if __name__ == "__main__":
