@@ -162,6 +162,8 @@ static int stop(struct manager *m) {
 }
 
 static int run(const struct conf *conf) {
+	/* Freed last: the manager stops its helpers first. */
+	_cleanup_(zygote_freep) struct zygote *zygote = NULL;
 	_cleanup_(sd_event_unrefp) sd_event *event = NULL;
 	_cleanup_(manager_freep) struct manager *m = NULL;
 	/* Freed before the manager, whose events it listens to. */
@@ -174,6 +176,14 @@ static int run(const struct conf *conf) {
 	struct display_class *display;
 	struct leds_class *leds;
 	int r;
+
+	/*
+	 * First: the process that forks populate helpers holds nothing a
+	 * client sent (populate/populate.h), and no signal is blocked yet.
+	 */
+	r = zygote_start(&zygote);
+	if (r < 0)
+		return log_error_errno(r, "Cannot start the process that starts populate helpers: %m");
 
 	/* A loop of its own: on the thread's default loop sd-event asks for the thread id, a system call, every iteration. */
 	r = sd_event_new(&event);
@@ -191,6 +201,10 @@ static int run(const struct conf *conf) {
 	r = manager_new(&m, event, conf);
 	if (r < 0)
 		return r;
+	r = zygote_watch(zygote, event);
+	if (r < 0)
+		return log_error_errno(r, "Cannot watch the process that starts populate helpers: %m");
+	m->zygote = zygote;
 	/* Before any device is opened: the fd store's holder must not inherit one. */
 	r = state_new(m, getenv("DEVNS_STATE_DIR") ?: DEVNUM_STATE_DIR);
 	if (r >= 0)
@@ -222,6 +236,9 @@ static int run(const struct conf *conf) {
 	}
 
 	r = sd_event_loop(event);
+	/* Logged by the watch; not a stop: the state stays for the restart (devns-restart(7)). */
+	if (r == -ECHILD)
+		return r;
 	if (r < 0)
 		return log_error_errno(r, "Event loop failed: %m");
 	return stop(m);

@@ -18,6 +18,7 @@ struct manager;
 struct devnum;
 struct state;
 struct populate;
+struct zygote;
 
 /*
  * Who owns a persona's nodes, in the host's ids: the container's root user
@@ -142,6 +143,8 @@ struct manager {
 	unsigned int n_denials;
 	const struct conf *conf;
 	struct devnum *devnum;
+	/* The process that forks populate helpers (populate/populate.h); NULL unless devnsd.c starts it. */
+	struct zygote *zygote;
 	/* What a restart takes back (restart/state.h); NULL unless devnsd.c sets it up. */
 	struct state *state;
 	/* The switch under way: set until every class has it on screen. */

@@ -22,13 +22,16 @@
 #include "container-fs.h"
 #include "populate/populate-internal.h"
 
+/* devnsd is not the helper's parent and cannot wait for it: how it went is in the report. */
 _Noreturn static void child_exit(struct plan *plan, int fd, int r, const char *failed) {
+	struct child_report report;
 	ssize_t n;
 
 	if (r < 0)
 		snprintf(plan->result.failed, sizeof(plan->result.failed), "%s", failed);
+	report = (struct child_report){ .result = plan->result, .r = r < 0 ? r : 0 };
 	do
-		n = write(fd, &plan->result, sizeof(plan->result));
+		n = write(fd, &report, sizeof(report));
 	while (n < 0 && errno == EINTR);
 	_exit(r < 0 ? (-r & 0xff) : 0);
 }
@@ -147,8 +150,9 @@ static void unmake_target(const struct mount_job *job) {
 }
 
 /*
- * The child holds none of devnsd's other files: a CUSE device devnsd closes
- * goes away at once, not when the child ends.
+ * The child holds none of the zygote's other files (its socket, the plan's
+ * memfd). The zygote holds none of devnsd's: a CUSE device devnsd closes
+ * goes away at once, and nothing closed here can wait on a client's file.
  */
 static void close_others(int a, int b, int c) {
 	int keep[3] = { a, b, c }, from = 3;
@@ -188,7 +192,8 @@ static int share_tree(const char *path) {
 }
 
 /*
- * The helper's first step: it dies with devnsd, keeps only its result pipe
+ * The helper's first step: it dies with the zygote (which dies with
+ * devnsd), keeps only its result pipe
  * and the container's fds, and looks into none of the container's mounts
  * but those the plan trusts (populate/mount-trust.c).
  */

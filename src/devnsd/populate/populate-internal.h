@@ -160,13 +160,39 @@ void populate_plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t 
 
 /* --- the helper process (populate/child.c) --- */
 
-/* What the helper runs: it writes plan->result to result_fd and exits, never returning. */
+/* What the helper writes on its result pipe as it ends: its result and how it went (0 or a negative errno). */
+struct child_report {
+	struct populate_result result;
+	int32_t r;
+};
+
+/* What the helper runs: it writes a struct child_report to result_fd and exits, never returning. */
 typedef void (*child_fn)(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
 
 /* Makes the plan's nodes, shares and views in the container whose root and mount namespace are given. */
 _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
 /* Takes the plan's nodes away from the container: only the bind mounts populate_child() made. */
 _Noreturn void populate_child_remove(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
+
+/* --- the process that forks the helpers (populate/zygote.c) --- */
+
+/* The functions a helper may run, by their index in a request to the zygote. */
+enum zygote_fn {
+	ZYGOTE_POPULATE, /* populate_child() */
+	ZYGOTE_REMOVE,	 /* populate_child_remove() */
+	_ZYGOTE_FN_MAX,
+};
+
+/*
+ * Has z fork a helper that runs fn on a copy of plan, with the result
+ * pipe's write end and the container's root and mount namespace: the
+ * helper's pidfd. The helper is not devnsd's child: its end shows on the
+ * pidfd (EPOLLIN), the zygote reaps it. -ENOTCONN without a zygote; a
+ * zygote that answers wrongly or not in time is stopped (zygote_watch()
+ * hears of it).
+ */
+int zygote_spawn(struct zygote *z, enum zygote_fn fn, const struct plan *plan, int result_fd, int root_fd,
+		 int mnt_fd, int *ret_pidfd);
 
 /* A directory for path's last component, on none of devnsd's own file systems. */
 int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,

@@ -9,7 +9,6 @@
 #include <string.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "populate/uevent.h"
@@ -18,9 +17,10 @@
 
 /*
  * The parent side of populate: it plans what to bind (populate/plan.c),
- * forks the helper (populate/child.c) against the container, watches it
- * through its pidfd with a deadline, reads its result from a pipe, and
- * queues a persona's node changes (hotplug) one at a time.
+ * has the zygote (populate/zygote.c) fork the helper (populate/child.c)
+ * against the container, watches it through its pidfd with a deadline,
+ * reads its result from a pipe, and queues a persona's node changes
+ * (hotplug) one at a time.
  */
 
 /* Node jobs waiting or running at once, over every persona; past this a change is refused. */
@@ -141,27 +141,27 @@ static void tell_untrusted_mount(struct populate *pop) {
 			    p->name, (int)p->container_pid, res->untrusted_id);
 }
 
+/* The helper ended (its pidfd is readable): how it went is what it wrote last, a short report a failure. */
 static int on_child_exit(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct populate *pop = userdata;
 	struct persona *p = pop->job ? pop->persona : NULL;
 	struct manager *m = pop->manager;
-	siginfo_t si = { 0 };
+	struct child_report report;
 	ssize_t n;
-	int r = 0;
+	int r;
 
 	(void)s;
+	(void)fd;
 	(void)revents;
-	if (waitid(P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0)
-		return 0;
-	n = read(pop->result_fd, &pop->result, sizeof(pop->result));
-	if (si.si_code != CLD_EXITED)
+	n = read(pop->result_fd, &report, sizeof(report));
+	if (n != (ssize_t)sizeof(report)) {
 		r = -EIO;
-	else if (si.si_status != 0)
-		r = -si.si_status;
-	else if (n != (ssize_t)sizeof(pop->result))
-		r = -EIO;
-	if (n != (ssize_t)sizeof(pop->result))
 		snprintf(pop->result.failed, sizeof(pop->result.failed), "the helper process");
+	} else {
+		pop->result = report.result;
+		pop->result.failed[sizeof(pop->result.failed) - 1] = '\0';
+		r = report.r <= 0 && report.r > -4096 ? report.r : -EIO;
+	}
 	if (p && r == 0 && pop->result.announce)
 		announce(p, &pop->result.announced, pop->job->remove);
 	if (!pop->finished)
@@ -211,10 +211,8 @@ void populate_stop_all(struct manager *m) {
 	struct persona *p;
 
 	while ((pop = LIST_FIRST(&m->populates))) {
+		/* The zygote reaps it. */
 		cancel(pop, "devnsd stopping");
-		/* Reaped now if it is gone already; else by init once devnsd exits. */
-		if (pop->pidfd >= 0)
-			(void)waitid(P_PIDFD, (id_t)pop->pidfd, &(siginfo_t){ 0 }, WEXITED | WNOHANG);
 		populate_free(pop);
 	}
 	LIST_FOREACH(p, &m->personas, link)
@@ -244,17 +242,16 @@ void populate_cancel(struct persona *p) {
 	forget_container(p);
 }
 /*
- * Runs fn in a child on the container of process pid (its pidfd target,
- * checked to be alive once its files are open), for pop. add_nodes fills
- * the plan once the container's ids are known.
+ * Has the zygote run fn in a helper on the container of process pid (its
+ * pidfd target, checked to be alive once its files are open), for pop.
+ * add_nodes fills the plan once the container's ids are known.
  */
-static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target, child_fn fn,
+static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target, enum zygote_fn fn,
 		 void (*add_nodes)(struct populate *pop, struct plan *plan)) {
 	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1;
 	struct manager *m = pop->manager;
 	int pipe_fds[2];
 	char path[64];
-	pid_t child;
 	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
@@ -279,31 +276,17 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 	if (pipe2(pipe_fds, O_CLOEXEC | O_NONBLOCK) < 0)
 		return -errno;
 	pop->result_fd = pipe_fds[0];
-	child = fork();
-	if (child < 0) {
-		close(pipe_fds[1]);
-		return -errno;
-	}
-	if (child == 0) {
-		close(pipe_fds[0]);
-		fn(plan, pipe_fds[1], root_fd, mnt_fd);
-		_exit(EXIT_FAILURE);
-	}
+	/* Forked by the zygote, which holds none of devnsd's descriptors: not by devnsd. */
+	r = zygote_spawn(m->zygote, fn, plan, pipe_fds[1], root_fd, mnt_fd, &pop->pidfd);
 	close(pipe_fds[1]);
-	pop->pidfd = pidfd_open(child, 0);
-	if (pop->pidfd < 0) {
-		r = -errno;
-		(void)kill(child, SIGKILL);
-		(void)waitpid(child, NULL, 0);
+	if (r < 0)
 		return r;
-	}
 	r = sd_event_add_io(m->event, &pop->exit_source, pop->pidfd, EPOLLIN, on_child_exit, pop);
 	if (r >= 0)
 		r = sd_event_add_time_relative(m->event, &pop->timer, CLOCK_MONOTONIC, POPULATE_TIMEOUT_USEC, 0,
 					       on_timeout, pop);
 	if (r < 0) {
 		(void)pidfd_send_signal(pop->pidfd, SIGKILL, NULL, 0);
-		(void)waitid(P_PIDFD, (id_t)pop->pidfd, &(siginfo_t){ 0 }, WEXITED);
 		return r;
 	}
 	return 0;
@@ -352,7 +335,7 @@ int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_don
 	pop = populate_new(m, p, done, userdata, NULL);
 	if (!pop)
 		return -ENOMEM;
-	r = spawn(pop, plan, pid, target, populate_child, add_all_nodes);
+	r = spawn(pop, plan, pid, target, ZYGOTE_POPULATE, add_all_nodes);
 	if (r < 0) {
 		populate_free(pop);
 		return r;
@@ -452,7 +435,7 @@ static void start_next_job(struct manager *m, struct persona *p) {
 			r = -ESRCH;
 		if (r == 0)
 			r = spawn(oldest, plan, p->container_pid, p->container_pidfd,
-				  oldest->job->remove ? populate_child_remove : populate_child, add_job_node);
+				  oldest->job->remove ? ZYGOTE_REMOVE : ZYGOTE_POPULATE, add_job_node);
 		if (r == 0)
 			return;
 		/* This one cannot run: it is done, and the next gets its turn. */

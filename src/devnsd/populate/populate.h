@@ -52,6 +52,28 @@ struct populate_result {
 	struct udev_node announced;
 };
 
+/*
+ * The process that forks every populate helper (populate/zygote.c). devnsd
+ * starts it first, before it holds any descriptor a client sent: a helper
+ * forked from devnsd would inherit those, and closing one can wait for good
+ * (a file on a FUSE mount whose server never answers). It keeps nothing of
+ * devnsd's but its socket, and ends when devnsd does.
+ */
+struct zygote;
+
+/* Forks the zygote. */
+int zygote_start(struct zygote **ret);
+/* Closes devnsd's end (the zygote ends) and reaps it if it has ended. NULL is fine; returns NULL. */
+struct zygote *zygote_free(struct zygote *z);
+static inline void zygote_freep(struct zygote **z) {
+	*z = zygote_free(*z);
+}
+/*
+ * Watches the zygote from event: if it ends before devnsd, this logs it and
+ * the loop exits with -ECHILD (a clean one can no longer be forked).
+ */
+int zygote_watch(struct zygote *z, sd_event *event);
+
 typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate_result *res, void *userdata);
 
 /*
