@@ -5,19 +5,30 @@ nodes (an NSS module of its own, symlinks out of its tree, a FIFO, the
 host's own /dev/input). After each: nothing outside the container
 changed, none of its code ran in devnsd, and devnsd answers D-Bus at once."""
 
+import ctypes
 import errno
+import mmap
 import os
 import re
+import socket
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
 import time
 
 import devnsrig as rig
+import fbrig
 
 PROBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "nsprobe.py")
 FUSE_HANG = os.path.join(rig.BUILD, "tests", "vm", "fuse-hang")
+FUSE_STALL = os.path.join(rig.BUILD, "tests", "vm", "fuse-stall")
+TRACK = struct.Struct("=IIQQQ")  # struct devns_fb_track
+TRACK_MAGIC = 0x64667477
+REPLY = struct.Struct("=Ii")  # struct devns_fb_track_reply
+# What devnsd keeps waiting to be closed of one persona's (FD_CLOSER_PER_OWNER).
+CLOSER_PER_PERSONA = 4
 
 # An NSS module: if any process loads it, it leaves a note in its /run.
 EVIL_NSS = r"""
@@ -266,20 +277,29 @@ def wait_for(check, timeout=60.0):
 
 
 def children_in_d_state(pid):
-    """devnsd's children (its helpers) that wait in the kernel uninterruptibly: [(pid, wchan)]."""
-    stuck = []
+    """devnsd's descendants (its helpers, and the process that forks them) that wait in the kernel
+    uninterruptibly: [(pid, wchan)]."""
+    parents, states = {}, {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
         try:
             with open("/proc/%s/stat" % name) as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            with open("/proc/%s/wchan" % name) as f:
-                wchan = f.read()
         except OSError:
             continue
-        if int(fields[1]) == pid and fields[0] == "D":
-            stuck.append((int(name), wchan))
+        parents[int(name)], states[int(name)] = int(fields[1]), fields[0]
+    stuck = []
+    for child, state in states.items():
+        ancestor = parents.get(child)
+        while ancestor and ancestor != pid:
+            ancestor = parents.get(ancestor)
+        if ancestor == pid and state == "D":
+            try:
+                with open("/proc/%d/wchan" % child) as f:
+                    stuck.append((child, f.read()))
+            except OSError:
+                stuck.append((child, "?"))
     return stuck
 
 
@@ -389,6 +409,118 @@ class UntrustedMounts(rig.PersonaTestCase):
                         "node changes stay in flight: %s\n%s" % (node_changes(), self.daemon.output()))
         self.assert_no_helper_stuck()
         self.assertNotIn("no answer in time", self.daemon.output())
+
+
+class HeldDescriptors(rig.PersonaTestCase):
+    """A client of one persona's framebuffer socket hands devnsd, in track
+    messages, descriptors whose close() waits for good: a file on a FUSE
+    mount whose server never answers a flush from a process named devnsd
+    (tests/vm/fuse-stall), as many as devnsd keeps waiting to be closed.
+    Another persona's container is attached meanwhile: the helper that makes
+    its nodes holds none of those descriptors, so it ends, the attach
+    succeeds, nothing waits in state D and devnsd answers at once."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display(personas=("work", "personal")))
+        cls.fix = fbrig.screen_info()[1]
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.stop_daemon()
+
+    def stall_server(self):
+        mnt = tempfile.mkdtemp(prefix="stallfs-")
+        server = subprocess.Popen([FUSE_STALL, "devnsd", mnt, "-f"], stdout=subprocess.DEVNULL)
+
+        def end():
+            # The server's end aborts every flush that waits.
+            server.kill()
+            server.wait()
+            subprocess.run(["umount", "-l", mnt], check=False)
+        self.addCleanup(end)
+        self.assertTrue(wait_for(lambda: os.path.exists(os.path.join(mnt, "file")), timeout=10), "fuse-stall did not mount")
+        return os.path.join(mnt, "file")
+
+    def send_held(self, persona, path):
+        """One mapping of persona's fb0 and its track message, with path's descriptor in place of a userfaultfd."""
+        node = os.open(fbrig.fb_node(persona), os.O_RDWR)
+        self.addCleanup(os.close, node)
+        sock, memfd = fbrig.redeem(fbrig.socket_path(persona),
+                                   fbrig.REQUEST.pack(fbrig.REQUEST_MAGIC, fbrig.INTENT_MAP, fbrig.get_ticket(node)))
+        self.addCleanup(sock.close)
+        self.assertIsNotNone(memfd, "no memfd for a mapping")
+        m = mmap.mmap(memfd, self.fix["smem_len"], mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        os.close(memfd)
+        self.addCleanup(m.close)
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            sock.sendmsg([TRACK.pack(TRACK_MAGIC, 0, addr, self.fix["smem_len"], 0)],
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", fd))])
+            sock.settimeout(10)
+            magic, status = REPLY.unpack(sock.recv(REPLY.size))
+        finally:
+            os.close(fd)
+        self.assertEqual((magic, status), (TRACK_MAGIC, -errno.EBADF))
+
+    def test_descriptors_waiting_to_close_hold_no_helper(self):
+        path = self.stall_server()
+        for _ in range(CLOSER_PER_PERSONA):
+            self.send_held("work", path)
+        c = rig.Container(private_dev=True)
+        self.addCleanup(c.stop)
+        p = subprocess.run([rig.DEVNSCTL, "attach", "personal", "--pid", str(c.pid)],
+                           capture_output=True, text=True, timeout=120)
+        stuck = children_in_d_state(self.daemon.proc.pid)
+        print("attach: exit %d %s" % (p.returncode, p.stderr.strip()), flush=True)
+        self.assertEqual(stuck, [], "devnsd's processes wait in state D")
+        self.assertEqual(p.returncode, 0, "the attach failed: " + p.stderr)
+        self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        # The other persona's node is in its container, and opens.
+        self.assertEqual(c.run(sys.executable, PROBE, "/dev/fb0", "0").stdout.strip(), "open ok")
+        # Attached again (a re-attach runs a helper too), and the screen's persona still maps its frame.
+        p = subprocess.run([rig.DEVNSCTL, "attach", "personal", "--pid", str(c.pid)],
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(p.returncode, 0, "the second attach failed: " + p.stderr)
+        self.assertEqual(children_in_d_state(self.daemon.proc.pid), [], "devnsd's processes wait in state D")
+        node = os.open(fbrig.fb_node("personal"), os.O_RDWR)
+        self.addCleanup(os.close, node)
+        sock, memfd = fbrig.redeem(fbrig.socket_path("personal"),
+                                   fbrig.REQUEST.pack(fbrig.REQUEST_MAGIC, fbrig.INTENT_MAP, fbrig.get_ticket(node)))
+        self.addCleanup(sock.close)
+        self.assertIsNotNone(memfd, "personal gets no memfd for a mapping")
+        os.close(memfd)
+
+    def zygote_of(self, pid):
+        """The child of devnsd (pid) that forks its helpers, or None."""
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            for child in f.read().split():
+                try:
+                    with open("/proc/%s/comm" % child) as c:
+                        if c.read().strip() == "devnsd-zygote":
+                            return int(child)
+                except OSError:
+                    pass
+        return None
+
+    def test_zz_zygote_and_devnsd_end_together(self):
+        """The process that forks the helpers is killed: devnsd says so and exits with a failure (systemd
+        restarts it with its state). devnsd killed: that process ends too."""
+        zygote = self.zygote_of(self.daemon.proc.pid)
+        self.assertIsNotNone(zygote, "devnsd has no devnsd-zygote child")
+        os.kill(zygote, 9)
+        self.assertNotEqual(self.daemon.proc.wait(timeout=30), 0, "devnsd exited with success")
+        self.assertIn("the process that starts populate helpers (devnsd-zygote) ended", self.daemon.output())
+        self.daemon.start()
+        zygote = self.zygote_of(self.daemon.proc.pid)
+        self.assertIsNotNone(zygote, "the new devnsd has no devnsd-zygote child")
+        self.daemon.proc.kill()
+        self.daemon.proc.wait()
+        self.assertTrue(wait_for(lambda: not os.path.exists("/proc/%d" % zygote), timeout=10),
+                        "devnsd-zygote outlives devnsd")
+        self.daemon.start()
 
 
 if __name__ == "__main__":
