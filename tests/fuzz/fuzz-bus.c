@@ -17,7 +17,8 @@
  *
  * Not reached: pids of other pid namespaces (the pid of Attach is mapped to
  * the fuzzer's own or to a pid that cannot exist, so populate never runs
- * and no container is touched), machines (no systemd-machined on this bus:
+ * and no container is touched; no devnsd-zygote is started either, so no
+ * helper could be forked: populate fails with ENOTCONN), machines (no systemd-machined on this bus:
  * AttachMachine fails at the lookup), node listings and screenshots of real
  * nodes (no devices).
  */
