@@ -193,9 +193,9 @@ static int share_tree(const char *path) {
 
 /*
  * The helper's first step: it dies with the zygote (which dies with
- * devnsd), keeps only its result pipe
- * and the container's fds, and looks into none of the container's mounts
- * but those the plan trusts (populate/mount-trust.c).
+ * devnsd), keeps only its result pipe and the container's fds, and looks
+ * into none of the container's mounts but those the plan trusts
+ * (populate/mount-trust.c).
  */
 static void child_begin(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);

@@ -423,7 +423,9 @@ class HeldDescriptors(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
         cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display(personas=("work", "personal")))
+        # Input devices too: one plugged later is a node change, a helper of its own.
+        cls.daemon = rig.Daemon("[Input]\nDevices=/dev/input/event*\n\n" +
+                                fbrig.conf_display(personas=("work", "personal")))
         cls.fix = fbrig.screen_info()[1]
 
     @classmethod
@@ -480,6 +482,21 @@ class HeldDescriptors(rig.PersonaTestCase):
         self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
         # The other persona's node is in its container, and opens.
         self.assertEqual(c.run(sys.executable, PROBE, "/dev/fb0", "0").stdout.strip(), "open ok")
+        # A keyboard comes: its node change reaches the container, through a helper of its own.
+        kbd = rig.make_keyboard()
+        self.addCleanup(kbd.close)
+        name = os.path.basename(rig.event_node(kbd))
+        inside = "/proc/%d/root/dev/input/%s" % (c.pid, name)
+
+        def bound():
+            try:
+                return os.stat(inside).st_rdev == os.stat("/dev/devns/personal/" + name).st_rdev
+            except FileNotFoundError:
+                return False
+        self.assertTrue(wait_for(bound, timeout=60), inside + " is not personal's node:\n" + self.daemon.output())
+        self.assertEqual(c.run(sys.executable, PROBE, "/dev/input/" + name, "0").stdout.strip(), "open ok")
+        self.assertEqual(children_in_d_state(self.daemon.proc.pid), [], "devnsd's processes wait in state D")
+        self.assertNotIn("no answer in time", self.daemon.output())
         # Attached again (a re-attach runs a helper too), and the screen's persona still maps its frame.
         p = subprocess.run([rig.DEVNSCTL, "attach", "personal", "--pid", str(c.pid)],
                            capture_output=True, text=True, timeout=120)
