@@ -7,7 +7,7 @@ set -eu
 PKGS="build-essential meson ninja-build pkg-config scdoc
 clang libclang-rt-14-dev
 libfuse3-dev fuse3 libevdev-dev libsystemd-dev libinih-dev libcmocka-dev
-libdrm-dev libpng-dev libxxhash-dev libdbus-1-dev libmount-dev
+libdrm-dev libpng-dev libxxhash-dev libdbus-1-dev libmount-dev libseccomp-dev
 dbus-daemon dbus-bin systemd systemd-container
 qemu-system-x86 busybox-static kmod cpio xz-utils zstd debian-archive-keyring uidmap gdb
 evtest joystick python3-evdev evemu-tools interception-tools fbset libinput-tools

@@ -198,9 +198,14 @@ static int share_tree(const char *path) {
  * (populate/mount-trust.c).
  */
 static void child_begin(struct plan *plan, int result_fd, int root_fd, int mnt_fd) {
+	int r;
+
 	(void)prctl(PR_SET_PDEATHSIG, SIGKILL);
 	close_others(result_fd, root_fd, mnt_fd);
 	cfs_guard_mounts(plan_mount_trusted, plan);
+	r = populate_helper_seccomp();
+	if (r < 0)
+		child_exit(plan, result_fd, r, "refusing itself system calls");
 }
 
 /* Becomes the container's root user (drop_privileges()), or ends. */

@@ -166,6 +166,9 @@ struct child_report {
 	int32_t r;
 };
 
+/* Refuses the helper the system calls it never needs (populate/seccomp.c): 0 or a negative errno. */
+int populate_helper_seccomp(void);
+
 /* What the helper runs: it writes a struct child_report to result_fd and exits, never returning. */
 typedef void (*child_fn)(struct plan *plan, int result_fd, int root_fd, int mnt_fd);
 
