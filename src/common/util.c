@@ -76,6 +76,48 @@ bool pidfd_exited(int pidfd) {
 	return poll(&pfd, 1, 0) != 0;
 }
 
+int pidfd_get_pid(int pidfd, pid_t *ret) {
+	char path[64], line[128];
+	FILE *f;
+	int pid = -1;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Pid: %d", &pid) == 1)
+			break;
+	fclose(f);
+	if (pid <= 0)
+		return -ESRCH;
+	*ret = pid;
+	return 0;
+}
+
+int pidfd_open_proc(int pidfd, int *ret_fd, pid_t *ret_pid) {
+	char path[32];
+	pid_t pid;
+	int fd, r;
+
+	r = pidfd_get_pid(pidfd, &pid);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	/* Alive now: the number was still its own when the directory was opened. */
+	if (pidfd_exited(pidfd)) {
+		close(fd);
+		return -ESRCH;
+	}
+	*ret_fd = fd;
+	if (ret_pid)
+		*ret_pid = pid;
+	return 0;
+}
+
 int thread_start_detached(void *(*fn)(void *), void *arg, size_t stack_bytes) {
 	sigset_t all, old;
 	pthread_attr_t attr;

@@ -76,6 +76,18 @@ int read_bounded(int fd, char *buf, size_t max, size_t *ret_len);
 /* The process behind pidfd has exited (or the fd is bad): what /proc said of it may be another's. */
 bool pidfd_exited(int pidfd);
 
+/* The pid the process behind pidfd has in this process's pid namespace; -ESRCH once it has exited. */
+int pidfd_get_pid(int pidfd, pid_t *ret);
+
+/*
+ * The /proc/PID directory of the process behind pidfd, as a directory fd
+ * (ret_pid, if not NULL, gets its pid). The process is checked to be alive
+ * after the directory was opened, so the directory is that process's, not
+ * one that took its number later; lookups through the fd fail with ESRCH
+ * once it exits. -ESRCH when it has exited.
+ */
+int pidfd_open_proc(int pidfd, int *ret_fd, pid_t *ret_pid);
+
 /*
  * Starts fn(arg) on a detached thread with every signal blocked there
  * (signals are the event loop's); stack_bytes 0: the default stack.

@@ -4,8 +4,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
 #include <systemd/sd-bus.h>
+#include <unistd.h>
 
+#include "devns-endpoint.h"
 #include "devnsctl-png.h"
 #include "util.h"
 
@@ -27,6 +33,8 @@ static void help(void) {
 	       "  remove NAME    remove a persona (not the active one)\n"
 	       "  detach NAME    unbind persona NAME from its container; what it opened stops working\n"
 	       "  request-active ask for the caller's own persona to come to the front\n"
+	       "                 (in a persona's container, request-active and status go through\n"
+	       "                 its endpoint, " DEVNS_ENDPOINT_PATH ", not the system bus)\n"
 	       "  screenshot NAME FILE.png\n"
 	       "                 save what persona NAME shows (active or not) as a PNG\n\n"
 	       "Options:\n"
@@ -108,6 +116,72 @@ static int cmd_request_active(sd_bus *bus) {
 		fprintf(stderr, "devnsctl: request-active: refused by the persona's policy (AllowRequestActive=no)\n");
 		return EXIT_FAILURE;
 	}
+	return EXIT_SUCCESS;
+}
+
+/* Whether this process sees a persona's endpoint: then it is in that persona's container. */
+static bool have_endpoint(void) {
+	struct stat st;
+
+	return stat(DEVNS_ENDPOINT_PATH, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* One request on the endpoint and its reply; the reply's status is the caller's to look at. */
+static int endpoint_call(uint16_t op, struct devns_endpoint_reply *ret) {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX, .sun_path = DEVNS_ENDPOINT_PATH };
+	struct devns_endpoint_request req = {
+		.magic = DEVNS_ENDPOINT_MAGIC, .version = DEVNS_ENDPOINT_VERSION, .op = op, .serial = (uint32_t)getpid(),
+	};
+	struct timeval timeout = { .tv_sec = 10 };
+	uint8_t buf[sizeof(struct devns_endpoint_reply) + 1];
+	ssize_t n;
+	int fd, r;
+
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || send(fd, &req, sizeof(req), MSG_NOSIGNAL) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	n = recv(fd, buf, sizeof(buf), 0);
+	r = n < 0 ? -errno : n == 0 ? -ECONNRESET : devns_endpoint_parse_reply(buf, (size_t)n, req.serial, ret);
+	close(fd);
+	return r;
+}
+
+static int endpoint_request_active(void) {
+	struct devns_endpoint_reply reply;
+	int r;
+
+	r = endpoint_call(DEVNS_ENDPOINT_OP_REQUEST_ACTIVE, &reply);
+	if (r < 0)
+		return fail("request-active: " DEVNS_ENDPOINT_PATH, r, NULL);
+	if (reply.status < 0) {
+		fprintf(stderr, "devnsctl: request-active: %s\n", reply.message[0] ? reply.message : strerror(-reply.status));
+		return EXIT_FAILURE;
+	}
+	if (!(reply.flags & DEVNS_ENDPOINT_GRANTED)) {
+		fprintf(stderr, "devnsctl: request-active: refused by the persona's policy (AllowRequestActive=no)\n");
+		return EXIT_FAILURE;
+	}
+	return EXIT_SUCCESS;
+}
+
+static int endpoint_status(void) {
+	struct devns_endpoint_reply reply;
+	int r;
+
+	r = endpoint_call(DEVNS_ENDPOINT_OP_STATUS, &reply);
+	if (r < 0)
+		return fail("status: " DEVNS_ENDPOINT_PATH, r, NULL);
+	if (reply.status < 0) {
+		fprintf(stderr, "devnsctl: status: %s\n", reply.message[0] ? reply.message : strerror(-reply.status));
+		return EXIT_FAILURE;
+	}
+	printf("Persona: %s\nActive: %s\n", reply.persona, reply.flags & DEVNS_ENDPOINT_ACTIVE ? "yes" : "no");
 	return EXIT_SUCCESS;
 }
 
@@ -344,6 +418,12 @@ int main(int argc, char *argv[]) {
 		fprintf(stderr, "devnsctl: %s: wrong number of arguments; see --help\n", cmd);
 		return EXIT_FAILURE;
 	}
+
+	/* In a persona's container, what a persona may ask goes through its endpoint: no bus is needed there. */
+	if (streq(cmd, "request-active") && have_endpoint())
+		return endpoint_request_active();
+	if (streq(cmd, "status") && have_endpoint())
+		return endpoint_status();
 
 	r = sd_bus_open_system(&bus);
 	if (r < 0)

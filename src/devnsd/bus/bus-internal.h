@@ -98,3 +98,17 @@ int bus_machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_erro
 
 /* bus.c: binds p to pid's container and makes its nodes there; msg (if any) is answered once that is done. */
 int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error);
+
+/* May uid (as p's container numbers it; host_uid on the host) ask for p? RequestActiveUsers= says. Logs a refusal. */
+int bus_check_request_uid(struct bus *b, struct persona *p, uint32_t uid, uid_t host_uid, sd_bus_error *error);
+/*
+ * Persona p asks to come forward, from a caller already checked: within
+ * its rate, granted by its policy (the switch starts), told on the bus and
+ * logged. 0 with *ret_granted, or a negative errno with error set.
+ */
+int bus_request_active(struct bus *b, struct persona *p, bool *ret_granted, sd_bus_error *error);
+
+/* endpoint.c: every persona's endpoint socket (devns-endpoint.h), following the personas. Logs what fails. */
+struct bus_endpoints;
+int bus_endpoints_new(struct bus *b, struct bus_endpoints **ret);
+struct bus_endpoints *bus_endpoints_free(struct bus_endpoints *e);

@@ -489,6 +489,19 @@ static void format_uids(const struct conf_uids *u, char *buf, size_t size) {
 		snprintf(buf, size, "none");
 }
 
+int bus_check_request_uid(struct bus *b, struct persona *p, uint32_t uid, uid_t host_uid, sd_bus_error *error) {
+	char uids[128];
+
+	if (conf_uids_contain(&p->request_users, uid))
+		return 0;
+	format_uids(&p->request_users, uids, sizeof(uids));
+	if (ratelimit_take(&b->refusal_log, now_usec(b->manager)))
+		log_notice("persona %s: RequestActive refused to uid %u (host uid %u): RequestActiveUsers=%s", p->name,
+			   uid, (unsigned int)host_uid, uids);
+	return bus_error_set(error, -EACCES, "Persona %s takes RequestActive from its uids %s (RequestActiveUsers=)",
+			     p->name, uids);
+}
+
 /*
  * May this caller of p's container ask for p? Its user namespace must be the
  * container's own (the owner of the pid namespace p is bound to), and its
@@ -501,7 +514,6 @@ static int check_request_user(struct bus *b, struct persona *p, const struct bus
 	struct stat st;
 	struct idmap map;
 	uint32_t uid;
-	char uids[128];
 	int r;
 
 	r = bus_peer_proc(peer, &proc);
@@ -525,14 +537,31 @@ static int check_request_user(struct bus *b, struct persona *p, const struct bus
 	/* Unmapped: the kernel's invalid uid, which no list holds. */
 	if (idmap_from_host(&map, (uint32_t)peer->euid, &uid) < 0)
 		uid = UINT32_MAX;
-	format_uids(&p->request_users, uids, sizeof(uids));
-	if (!conf_uids_contain(&p->request_users, uid)) {
-		if (ratelimit_take(&b->refusal_log, now_usec(b->manager)))
-			log_notice("persona %s: RequestActive refused to uid %u (host uid %u): RequestActiveUsers=%s",
-				   p->name, uid, (unsigned int)peer->euid, uids);
-		return bus_error_set(error, -EACCES, "Persona %s takes RequestActive from its uids %s (RequestActiveUsers=)",
-				     p->name, uids);
-	}
+	return bus_check_request_uid(b, p, uid, peer->euid, error);
+}
+
+int bus_request_active(struct bus *b, struct persona *p, bool *ret_granted, sd_bus_error *error) {
+	struct manager *m = b->manager;
+	bool granted;
+	int r;
+
+	if (!ratelimit_take(&p->request_limit, now_usec(m)))
+		return bus_error_set(error, -BUS_E_TOO_OFTEN,
+				     "Persona %s asks too often: at most %d requests at once, then one every %llu s", p->name,
+				     REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
+	granted = p == m->active || (p->allow_request_active && !m->attention_held);
+	log_info("persona %s asks to come forward: %s", p->name,
+		 granted ? "granted" :
+		 p->allow_request_active ? "refused: the secure attention key holds the screen until the user switches" :
+					   "refused by its policy");
+	r = sd_bus_emit_signal(b->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
+			       p->name, granted);
+	if (r < 0)
+		log_warning_errno(r, "Cannot send PersonaActivationRequested: %m");
+	/* Not the user's switch: the persona gets input once every key is up and its frame is shown. */
+	if (granted)
+		manager_switch_by(m, p, SWITCH_BY_PERSONA, NULL, NULL);
+	*ret_granted = granted;
 	return 0;
 }
 
@@ -557,22 +586,9 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 	r = bus_peer_confirm(msg, b->peers, &peer);
 	if (r < 0)
 		return r;
-	if (!ratelimit_take(&p->request_limit, now_usec(m)))
-		return bus_error_set(error, -BUS_E_TOO_OFTEN,
-				     "Persona %s asks too often: at most %d requests at once, then one every %llu s", p->name,
-				     REQUEST_ACTIVE_BURST, REQUEST_ACTIVE_INTERVAL_USEC / 1000000ull);
-	granted = p == m->active || (p->allow_request_active && !m->attention_held);
-	log_info("persona %s asks to come forward: %s", p->name,
-		 granted ? "granted" :
-		 p->allow_request_active ? "refused: the secure attention key holds the screen until the user switches" :
-					   "refused by its policy");
-	r = sd_bus_emit_signal(b->bus, "/org/devns1", "org.devns1.Manager", "PersonaActivationRequested", "sb",
-			       p->name, granted);
+	r = bus_request_active(b, p, &granted, error);
 	if (r < 0)
-		log_warning_errno(r, "Cannot send PersonaActivationRequested: %m");
-	/* Not the user's switch: the persona gets input once every key is up and its frame is shown. */
-	if (granted)
-		manager_switch_by(m, p, SWITCH_BY_PERSONA, NULL, NULL);
+		return r;
 	return sd_bus_reply_method_return(msg, "b", granted);
 }
 
@@ -842,6 +858,9 @@ int bus_new(struct bus **ret, struct manager *m, struct display_class *display, 
 	r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
 	if (r < 0)
 		return log_error_errno(r, "Cannot attach the bus to the event loop: %m");
+	r = bus_endpoints_new(b, &b->endpoints);
+	if (r < 0)
+		return r;
 	b->active_changed.notify = on_active_changed;
 	signal_add(&m->events.active_changed, &b->active_changed);
 	*ret = TAKE_PTR(b);
@@ -853,6 +872,7 @@ struct bus *bus_free(struct bus *b) {
 		return NULL;
 	listener_remove(&b->active_changed);
 	bus_machines_free(b);
+	bus_endpoints_free(b->endpoints);
 	sd_bus_flush_close_unref(b->bus);
 	pidns_close(&b->self_userns);
 	bus_peer_cache_free(b->peers);

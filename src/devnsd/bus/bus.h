@@ -35,6 +35,8 @@ struct bus {
 	struct machine_watch *machine_watches;
 	size_t n_machine_watches;
 	sd_bus_slot *machine_new;
+	/* Every persona's endpoint socket (bus/endpoint.c). */
+	struct bus_endpoints *endpoints;
 };
 
 /* Connects to the system bus, takes org.devns1 and serves it on m's event loop. Logs what fails. */

@@ -185,26 +185,6 @@ static int read_credentials(sd_bus_message *reply, struct bus_peer *peer, bool *
 	return sd_bus_message_exit_container(reply);
 }
 
-/* The pid a pidfd pins, from /proc/self/fdinfo; -ESRCH once it has exited. */
-static int pidfd_pid(int pidfd, pid_t *ret) {
-	char path[64], line[128];
-	FILE *f;
-	int pid = -1;
-
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Pid: %d", &pid) == 1)
-			break;
-	fclose(f);
-	if (pid <= 0)
-		return -ESRCH;
-	*ret = pid;
-	return 0;
-}
-
 /* The effective and supplementary groups from /proc/PID/status, for buses that do not report groups. */
 static int read_proc_gids(struct bus_peer *peer) {
 	_cleanup_(closep) int proc = -1;
@@ -285,7 +265,7 @@ int bus_peer_get(sd_bus_message *msg, struct bus_peer_cache *cache, struct bus_p
 	if (!have_uid)
 		return -EPERM;
 	if (peer.pidfd >= 0) {
-		r = pidfd_pid(peer.pidfd, &peer.pid);
+		r = pidfd_get_pid(peer.pidfd, &peer.pid);
 		if (r < 0)
 			return r;
 	} else {

@@ -54,6 +54,13 @@ struct persona {
 	pid_t container_pid;
 	/* Said once to the log for its container (populate.c): a mount not looked into, a full job table. */
 	bool populate_told_mount, populate_told_full;
+	/*
+	 * The directory of its endpoint socket (devns-endpoint.h) in devnsd's
+	 * mount namespace, "" while it has none: populate binds it at
+	 * DEVNS_ENDPOINT_DIR in the container. The bus's endpoint sets it, and
+	 * makes a new one whenever the persona is attached.
+	 */
+	char endpoint_dir[128];
 	/* Where nodes appear inside the container: node name -> path. */
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;

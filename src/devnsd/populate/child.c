@@ -338,15 +338,20 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 	for (size_t i = 0; own_run && i < plan->n_shares; i++) {
 		_cleanup_(closep) int dir = -1;
 
-		r = cfs_open_dir(root_fd, plan->shares[i].path + 1, 1, 0755, &dir);
+		r = cfs_open_dir(root_fd, plan->shares[i].where + 1, 1, 0755, &dir);
 		if (r >= 0 && fstat(dir, &st) < 0)
 			r = -errno;
 		if (r >= 0 && same_inode(&st, &plan->shares[i].st))
 			continue; /* bound before */
-		if (r >= 0 && on_devnsd_fs(plan, &st))
+		/*
+		 * A directory removed from devnsd's file system is an endpoint
+		 * directory of an earlier attachment, bound here before: nothing
+		 * can be made in it, and the new one goes over it.
+		 */
+		if (r >= 0 && on_devnsd_fs(plan, &st) && !(st.st_nlink == 0 && S_ISDIR(st.st_mode)))
 			r = -EXDEV;
 		if (refused(r)) {
-			refuse(plan, plan->shares[i].path + 1);
+			refuse(plan, plan->shares[i].where + 1);
 			continue;
 		}
 		if (r < 0 || share_trees[i] < 0)

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "container-fs.h"
+#include "devns-endpoint.h"
 #include "populate/mountinfo.h"
 #include "populate/populate-internal.h"
 
@@ -19,19 +20,31 @@ static const char *mapped_path(const struct persona *p, const char *node) {
 	return NULL;
 }
 
-static void plan_share(struct plan *plan, const char *path) {
+/* Host directory path, bound at where in the container. */
+static void plan_share_at(struct plan *plan, const char *path, const char *where) {
 	struct share *sh;
 
 	for (size_t i = 0; i < plan->n_shares; i++)
-		if (streq(plan->shares[i].path, path))
+		if (streq(plan->shares[i].path, path) || streq(plan->shares[i].where, where))
 			return;
-	if (plan->n_shares == POPULATE_SHARES || path[0] != '/' || strlen(path) >= sizeof(sh->path))
+	if (plan->n_shares == POPULATE_SHARES || path[0] != '/' || where[0] != '/' || strlen(path) >= sizeof(sh->path) ||
+	    strlen(where) >= sizeof(sh->where))
 		return;
 	sh = &plan->shares[plan->n_shares];
 	if (lstat(path, &sh->st) < 0 || !S_ISDIR(sh->st.st_mode))
 		return;
 	snprintf(sh->path, sizeof(sh->path), "%s", path);
+	snprintf(sh->where, sizeof(sh->where), "%s", where);
 	plan->n_shares++;
+}
+
+static void plan_share(struct plan *plan, const char *path) {
+	plan_share_at(plan, path, path);
+}
+
+void populate_plan_endpoint(struct plan *plan) {
+	if (plan->persona->endpoint_dir[0])
+		plan_share_at(plan, plan->persona->endpoint_dir, DEVNS_ENDPOINT_DIR);
 }
 
 static struct entry *plan_entry(struct plan *plan, const struct entry *e, const char *where) {

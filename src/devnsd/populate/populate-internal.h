@@ -56,7 +56,8 @@ struct entry {
 
 /* A host directory bound into the container at the same path. */
 struct share {
-	char path[256];
+	char path[256];  /* in devnsd's mount namespace */
+	char where[256]; /* in the container: path, but for the endpoint's directory */
 	struct stat st;
 };
 
@@ -155,6 +156,8 @@ void populate_plan_trust(struct plan *plan, struct libmnt_table *tb);
 bool plan_mount_trusted(uint64_t mnt_id, void *userdata);
 /* Plans node nd (a manager_foreach_node() callback, userdata the plan). */
 void populate_plan_node(void *userdata, const struct node_desc *nd);
+/* The persona's endpoint directory, bound at DEVNS_ENDPOINT_DIR, when it has one. */
+void populate_plan_endpoint(struct plan *plan);
 /* Plans node nd, a character device with number rdev, at its names in the container. */
 void populate_plan_node_at(struct plan *plan, const struct node_desc *nd, dev_t rdev);
 

@@ -294,6 +294,7 @@ static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target,
 
 static void add_all_nodes(struct populate *pop, struct plan *plan) {
 	manager_foreach_node(pop->manager, plan->persona, populate_plan_node, plan);
+	populate_plan_endpoint(plan);
 }
 
 static void on_leaving(struct listener *l, void *data) {
