@@ -4,6 +4,7 @@ control, /dev population, routed nodes, switch authorization, RequestActive
 and the switch hotkey, through devnsctl, D-Bus and real client programs."""
 
 import errno
+import json
 import os
 import re
 import signal
@@ -19,6 +20,8 @@ import devnsrig as rig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
+ENDPOINT_CLIENT = [sys.executable, os.path.join(HERE, "endpoint_client.py")]
+ENDPOINT = "/run/devnsd/persona/endpoint"
 HOSTCTL = os.environ.get("DEVNS_HOSTCTL")
 SWITCH_GID = 4242
 I8042 = "/dev/input/event0"
@@ -316,6 +319,100 @@ class Containers(rig.PersonaTestCase):
                 self.assertEqual(p.returncode == 0, from_host, p.stderr)
             finally:
                 c.stop()
+
+    # --- the persona's endpoint -------------------------------------------------
+
+    def endpoint_ask(self, container, *args, uid=None):
+        p = container.run(*ENDPOINT_CLIENT, *args, uid=uid)
+        return json.loads(p.stdout)
+
+    def test_endpoint_speaks_for_its_persona_with_no_bus(self):
+        work = rig.Container(userns=True, private_dev=True)
+        personal = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "work", "--pid", str(work.pid))
+            rig.devnsctl("attach", "personal", "--pid", str(personal.pid))
+            for c in (work, personal):
+                c.run("test", "-S", ENDPOINT)
+                # No system bus in there: what devnsctl does, it does through the endpoint.
+                c.run("test", "!", "-e", "/run/dbus/system_bus_socket")
+                # Nothing of another persona's: only this persona's directory is bound.
+                self.assertEqual(c.run("ls", "/run/devnsd").stdout.split(), ["persona"])
+            rig.devnsctl("switch", "personal")
+            out = work.run(rig.DEVNSCTL, "status").stdout
+            self.assertIn("Persona: work", out)
+            self.assertIn("Active: no", out)
+            work.run(rig.DEVNSCTL, "request-active")
+            self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+            self.assertEqual(self.endpoint_ask(work, "ask", "status")["flags"] & 1, 1)
+            # A container uid that RequestActiveUsers= does not name is refused, by its number in the container.
+            p = work.run(rig.DEVNSCTL, "request-active", uid=1000, check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("RequestActiveUsers", p.stderr)
+            # AllowRequestActive=no holds for the endpoint as for the bus.
+            p = personal.run(rig.DEVNSCTL, "request-active", check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("refused by the persona's policy", p.stderr)
+            self.assertIn("Persona: personal", personal.run(rig.DEVNSCTL, "status").stdout)
+            self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+            # The host's directory of endpoints is root's alone.
+            nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
+            p = subprocess.run(nobody + ["ls", "/run/devnsd/endpoints"], capture_output=True, text=True)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("Permission denied", p.stderr)
+        finally:
+            for c in (work, personal):
+                c.stop()
+            rig.devnsctl("attach", "work", "--pid", str(self.work.pid))
+            rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
+            rig.devnsctl("switch", "work")
+
+    def test_endpoint_of_a_container_left_behind_is_gone(self):
+        old, new = rig.Container(private_dev=True), rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "personal", "--pid", str(old.pid))
+            held = old.popen(*ENDPOINT_CLIENT, "hold", stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            self.assertEqual(json.loads(held.stdout.readline()), {"ready": True})
+            rig.devnsctl("attach", "personal", "--pid", str(new.pid))
+            # The old container's connection and socket speak for nobody now; the new one's does.
+            held.stdin.write("\n")
+            held.stdin.flush()
+            self.assertIn(json.loads(held.communicate(timeout=60)[0]), ({"reply": 0}, {"error": errno.EPIPE},
+                                                                        {"error": errno.ECONNRESET}))
+            old.run("test", "!", "-e", ENDPOINT)
+            p = old.run(rig.DEVNSCTL, "request-active", check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertEqual(self.endpoint_ask(new, "ask", "status")["persona"], "personal")
+            # Detached: the container keeps an empty directory.
+            rig.devnsctl("detach", "personal")
+            new.run("test", "!", "-e", ENDPOINT)
+        finally:
+            for c in (old, new):
+                c.stop()
+            rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
+
+    def test_endpoint_bad_clients_get_errors_and_devnsd_answers(self):
+        c = rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+            out = self.endpoint_ask(c, "garbage")
+            self.assertEqual(out["short"][0], -errno.EBADMSG, out)
+            self.assertEqual(out["long"][:2], [-errno.EBADMSG, 5], out)
+            self.assertEqual(out["magic"][0], -errno.EPROTO, out)
+            self.assertEqual(out["version"][0], -errno.EPROTONOSUPPORT, out)
+            self.assertEqual(out["op"][0], -errno.EOPNOTSUPP, out)
+            self.assertEqual(out["flags"][0], -errno.EOPNOTSUPP, out)
+            out = self.endpoint_ask(c, "flood")
+            self.assertGreater(out["sent"], 0, out)
+            self.assertLessEqual(out["replies"], out["sent"], out)
+            self.assertTrue(rig.answers_within(1.0))
+            # One uid holds a quarter of the persona's connections at most.
+            self.assertEqual(self.endpoint_ask(c, "connections")["answered"], 4)
+            self.assertTrue(rig.answers_within(1.0))
+            self.assertEqual(self.endpoint_ask(c, "ask", "status")["status"], 0)
+        finally:
+            c.stop()
+            rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
 
 
 if __name__ == "__main__":
