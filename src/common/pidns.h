@@ -20,6 +20,8 @@ struct pidns {
 
 /* The pid namespace of process (or thread) pid, as this process numbers it. */
 int pidns_of_pid(pid_t pid, struct pidns *ret);
+/* The pid namespace of the process behind pidfd: no lookup by number that another process could answer. */
+int pidns_of_pidfd(int pidfd, struct pidns *ret);
 void pidns_close(struct pidns *ns);
 
 static inline bool pidns_equal(const struct pidns *a, const struct pidns *b) {

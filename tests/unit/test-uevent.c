@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <systemd/sd-device.h>
@@ -286,7 +287,11 @@ static int send_to_receiver(bool userns, uid_t uid) {
 		assert_int_equal(write(from_parent[1], "m", 1), 1);
 	}
 	if (read(to_parent[0], &c, 1) == 1 && c == 'r') {
-		r = uevent_netns_of_pid(pid, &netns);
+		int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+		assert_true(pidfd >= 0);
+		r = uevent_netns_of_pidfd(pidfd, &netns);
+		close(pidfd);
 		assert_int_equal(r, 0);
 		assert_int_equal(uevent_netns_is_shared(netns), 0);
 		assert_int_equal(uevent_send_to_netns(netns, uid, uid, "add", &dev), 1);

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "populate/udev.h"
@@ -33,8 +35,11 @@ int main(int argc, char **argv) {
 		return 1;
 	}
 	r = udev_node_describe("input", argv[6], st.st_rdev, argv[7], "ID_INPUT=1\nID_INPUT_KEY=1\nID_INPUT_KEYBOARD=1\n", &n);
-	if (r >= 0)
-		r = uevent_netns_of_pid((pid_t)atoi(argv[1]), &netns);
+	if (r >= 0) {
+		int pidfd = (int)syscall(SYS_pidfd_open, atoi(argv[1]), 0);
+
+		r = pidfd < 0 ? -errno : uevent_netns_of_pidfd(pidfd, &netns);
+	}
 	if (r < 0) {
 		fprintf(stderr, "%s\n", strerror(-r));
 		return 1;

@@ -93,11 +93,21 @@ bool bus_peer_in_group(const struct bus_peer *peer, gid_t gid);
 
 /* machine.c: forgets the machines followed (bus_free()). */
 void bus_machines_free(struct bus *b);
-/* The leader pid of a systemd-machined machine, asked of systemd-machined. */
-int bus_machine_leader(sd_bus *bus, const char *machine, pid_t *ret, sd_bus_error *error);
+/*
+ * A pidfd of the leader of a systemd-machined machine: the leader's pid,
+ * asked of systemd-machined, opened, and asked for again to confirm that
+ * the pidfd's process is the leader.
+ */
+int bus_machine_leader(sd_bus *bus, const char *machine, int *ret_pidfd, sd_bus_error *error);
 
-/* bus.c: binds p to pid's container and makes its nodes there; msg (if any) is answered once that is done. */
-int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error);
+/*
+ * bus.c: binds p to the container of the process behind pidfd and makes
+ * its nodes there, working from the pidfd alone; msg (if any) is answered
+ * once that is done. The caller keeps pidfd.
+ */
+int bus_attach(struct bus *b, struct persona *p, int pidfd, sd_bus_message *msg, sd_bus_error *error);
+/* bus_attach() of process pid: its pidfd opened once, the one lookup by number. */
+int bus_attach_pid(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error);
 
 /* May uid (as p's container numbers it; host_uid on the host) ask for p? RequestActiveUsers= says. Logs a refusal. */
 int bus_check_request_uid(struct bus *b, struct persona *p, uint32_t uid, uid_t host_uid, sd_bus_error *error);

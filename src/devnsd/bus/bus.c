@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/pidfd.h>
 #include <sys/stat.h>
 
 #include "bus/bus-internal.h"
@@ -386,15 +387,19 @@ static void on_attached(struct persona *p, int r, const struct populate_result *
 }
 
 /* msg, if any, is answered with the number of nodes made. */
-int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error) {
+int bus_attach(struct bus *b, struct persona *p, int pidfd, sd_bus_message *msg, sd_bus_error *error) {
 	struct attach_call *call;
+	pid_t pid = 0;
 	int r;
 
+	r = pidfd_get_pid(pidfd, &pid);
+	if (r < 0)
+		return bus_error_set(error, -BUS_E_NO_PROCESS, "The process to attach has exited");
 	call = calloc(1, sizeof(*call));
 	if (!call)
 		return -ENOMEM;
 	*call = (struct attach_call){ .msg = sd_bus_message_ref(msg), .pid = pid };
-	r = manager_attach_container(b->manager, p, pid, on_attached, call);
+	r = manager_attach_container(b->manager, p, pidfd, on_attached, call);
 	if (r < 0) {
 		sd_bus_message_unref(call->msg);
 		free(call);
@@ -418,6 +423,14 @@ int bus_attach(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg,
 	return 1;
 }
 
+int bus_attach_pid(struct bus *b, struct persona *p, pid_t pid, sd_bus_message *msg, sd_bus_error *error) {
+	_cleanup_(closep) int pidfd = pidfd_open(pid, 0);
+
+	if (pidfd < 0)
+		return bus_error_set(error, -BUS_E_NO_PROCESS, "No process %d", (int)pid);
+	return bus_attach(b, p, pidfd, msg, error);
+}
+
 static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
 	struct persona *p;
@@ -433,14 +446,14 @@ static int method_attach(sd_bus_message *msg, void *userdata, sd_bus_error *erro
 		return r;
 	if (pid == 0 || pid > INT32_MAX)
 		return bus_error_set(error, -EINVAL, "Invalid pid %u", pid);
-	return bus_attach(b, p, (pid_t)pid, msg, error);
+	return bus_attach_pid(b, p, (pid_t)pid, msg, error);
 }
 
 static int method_attach_machine(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
 	struct persona *p;
 	const char *name, *machine;
-	pid_t leader;
+	_cleanup_(closep) int leader = -1;
 	int r;
 
 	r = read_persona(msg, b, false, "Attaching containers", &p, &name, error);

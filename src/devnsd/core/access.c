@@ -127,12 +127,15 @@ int manager_route(struct manager *m, const char *path, pid_t pid, struct persona
 	return 0;
 }
 
-int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
+int manager_attach(struct manager *m, struct persona *p, int pidfd) {
 	struct pidns ns = PIDNS_NULL;
 	struct persona *other;
+	pid_t pid;
 	int r;
 
-	r = pidns_of_pid(pid, &ns);
+	r = pidfd_get_pid(pidfd, &pid);
+	if (r >= 0)
+		r = pidns_of_pidfd(pidfd, &ns);
 	if (r < 0)
 		return r;
 	if (pidns_equal(&ns, &m->self_ns)) {
@@ -150,7 +153,7 @@ int manager_attach(struct manager *m, struct persona *p, pid_t pid) {
 	}
 	pidns_close(&p->ns);
 	p->ns = ns;
-	signal_emit(&m->events.attached, &(struct persona_attached){ .persona = p, .pid = pid });
+	signal_emit(&m->events.attached, &(struct persona_attached){ .persona = p, .pid = pid, .pidfd = pidfd });
 	return 0;
 }
 

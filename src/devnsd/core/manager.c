@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/pidfd.h>
 #include <systemd/sd-daemon.h>
 
 #include "core/devnum.h"
@@ -113,7 +114,9 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 		if (i == conf->active)
 			m->active = p;
 		if (conf->personas[i].pid > 0) {
-			r = manager_attach(m, p, conf->personas[i].pid);
+			_cleanup_(closep) int pidfd = pidfd_open(conf->personas[i].pid, 0);
+
+			r = pidfd < 0 ? -errno : manager_attach(m, p, pidfd);
 			if (r < 0)
 				return log_error_errno(r, "[Persona %s] Pid=%d: cannot bind to its pid namespace: %m",
 						       p->name, (int)conf->personas[i].pid);

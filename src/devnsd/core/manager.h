@@ -190,10 +190,11 @@ struct manager {
 	} events;
 };
 
-/* The data of events.attached: p is bound to the pid namespace of process pid. */
+/* The data of events.attached: p is bound to the pid namespace of process pidfd (pid, for messages). */
 struct persona_attached {
 	struct persona *persona;
 	pid_t pid;
+	int pidfd;
 };
 
 /*
@@ -279,8 +280,8 @@ int manager_persona_of_pid(struct manager *m, pid_t pid, struct persona **ret);
 #define ROUTED_SHARES (CONF_MAX_PERSONAS + 1)
 int manager_route(struct manager *m, const char *path, pid_t pid, struct persona **ret, uint32_t *ret_owner);
 
-/* Binds persona p to the pid namespace of process pid. */
-int manager_attach(struct manager *m, struct persona *p, pid_t pid);
+/* Binds persona p to the pid namespace of the process behind pidfd (looked up through it alone). */
+int manager_attach(struct manager *m, struct persona *p, int pidfd);
 /* Unbinds p from its container and revokes what was opened there. -ENOENT when p is not attached. */
 int manager_detach(struct manager *m, struct persona *p);
 /* Gives p->owner to every class's nodes; with revoke, revokes every handle opened before. */

@@ -31,18 +31,18 @@ static void on_populated(struct persona *p, int r, const struct populate_result 
 	free(call);
 }
 
-int manager_attach_container(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata) {
+int manager_attach_container(struct manager *m, struct persona *p, int pidfd, populate_done_fn done, void *userdata) {
 	struct attach_call *call;
 	int r;
 
-	r = manager_attach(m, p, pid);
+	r = manager_attach(m, p, pidfd);
 	if (r < 0)
 		return r;
 	call = malloc(sizeof(*call));
 	if (!call)
 		return -ENOMEM;
 	*call = (struct attach_call){ .done = done, .userdata = userdata };
-	r = populate_start(m, p, pid, on_populated, call);
+	r = populate_start(m, p, pidfd, on_populated, call);
 	if (r < 0)
 		free(call);
 	return r;
@@ -59,8 +59,8 @@ static void on_reattached(struct persona *p, int r, const struct populate_result
 }
 
 
-static int reattach(struct manager *m, struct persona *p, pid_t pid) {
-	return manager_attach_container(m, p, pid, on_reattached, NULL);
+static int reattach(struct manager *m, struct persona *p, int pidfd) {
+	return manager_attach_container(m, p, pidfd, on_reattached, NULL);
 }
 
 void populate_restore_attachments(struct manager *m) {

@@ -117,7 +117,7 @@ static void announce(struct persona *p, const struct udev_node *n, bool remove) 
 	char devname[UEVENT_DEVNAME_MAX];
 	struct uevent_device dev;
 
-	if (p->container_pidfd < 0 || uevent_netns_of_pid(p->container_pid, &netns) < 0 || pidfd_exited(p->container_pidfd))
+	if (p->container_pidfd < 0 || uevent_netns_of_pidfd(p->container_pidfd, &netns) < 0)
 		return;
 	uevent_device_for_node(n, populate_now_usec(), devname, &dev);
 	(void)uevent_send_to_netns(netns, p->owner.uid, p->owner.gid, remove ? "remove" : "add", &dev);
@@ -242,22 +242,21 @@ void populate_cancel(struct persona *p) {
 	forget_container(p);
 }
 /*
- * Has the zygote run fn in a helper on the container of process pid (its
- * pidfd target, checked to be alive once its files are open), for pop.
+ * Has the zygote run fn in a helper on the container of the process behind
+ * pidfd target (its /proc directory opened through the pidfd, and the
+ * process checked to be alive once its files are open), for pop.
  * add_nodes fills the plan once the container's ids are known.
  */
-static int spawn(struct populate *pop, struct plan *plan, pid_t pid, int target, enum zygote_fn fn,
+static int spawn(struct populate *pop, struct plan *plan, int target, enum zygote_fn fn,
 		 void (*add_nodes)(struct populate *pop, struct plan *plan)) {
 	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1;
 	struct manager *m = pop->manager;
 	int pipe_fds[2];
-	char path[64];
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
-	proc_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (proc_fd < 0)
-		return -errno;
+	r = pidfd_open_proc(target, &proc_fd, NULL);
+	if (r < 0)
+		return r;
 	r = populate_plan_owner(plan, proc_fd);
 	if (r < 0)
 		return r;
@@ -319,24 +318,28 @@ static void listen_to_manager(struct manager *m) {
 	signal_add(&m->events.freeing, &m->populate_freeing);
 }
 
-int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata) {
+int populate_start(struct manager *m, struct persona *p, int pidfd, populate_done_fn done, void *userdata) {
 	_cleanup_(freep) struct plan *plan = NULL;
 	_cleanup_(closep) int target = -1;
 	struct populate *pop;
+	pid_t pid;
 	int r;
 
 	listen_to_manager(m);
 	plan = populate_plan_new(p);
 	if (!plan)
 		return -ENOMEM;
-	/* The process stays the one named while its files are opened: checked through its pidfd after. */
-	target = pidfd_open(pid, 0);
+	/* The process attached through, for this attach and the node changes that follow. */
+	target = fcntl(pidfd, F_DUPFD_CLOEXEC, 3);
 	if (target < 0)
-		return errno == EINVAL ? -ESRCH : -errno;
+		return -errno;
+	r = pidfd_get_pid(target, &pid);
+	if (r < 0)
+		return r;
 	pop = populate_new(m, p, done, userdata, NULL);
 	if (!pop)
 		return -ENOMEM;
-	r = spawn(pop, plan, pid, target, ZYGOTE_POPULATE, add_all_nodes);
+	r = spawn(pop, plan, target, ZYGOTE_POPULATE, add_all_nodes);
 	if (r < 0) {
 		populate_free(pop);
 		return r;
@@ -435,8 +438,8 @@ static void start_next_job(struct manager *m, struct persona *p) {
 		if (r == 0 && (p->container_pidfd < 0 || pidfd_exited(p->container_pidfd)))
 			r = -ESRCH;
 		if (r == 0)
-			r = spawn(oldest, plan, p->container_pid, p->container_pidfd,
-				  oldest->job->remove ? ZYGOTE_REMOVE : ZYGOTE_POPULATE, add_job_node);
+			r = spawn(oldest, plan, p->container_pidfd, oldest->job->remove ? ZYGOTE_REMOVE : ZYGOTE_POPULATE,
+				  add_job_node);
 		if (r == 0)
 			return;
 		/* This one cannot run: it is done, and the next gets its turn. */

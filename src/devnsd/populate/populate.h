@@ -77,7 +77,9 @@ int zygote_watch(struct zygote *z, sd_event *event);
 typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate_result *res, void *userdata);
 
 /*
- * Makes persona p's nodes inside the container of process pid, without
+ * Makes persona p's nodes inside the container of the process behind
+ * pidfd (reached through the pidfd only: its /proc directory, checked to be
+ * that process's), without
  * blocking: a child process does the work and done() is called once it
  * ends (never from inside this call), with r 0 or a negative errno
  * (-ETIMEDOUT after POPULATE_TIMEOUT_USEC, -ECANCELED from
@@ -93,7 +95,8 @@ typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate
  * sees the host's sysfs, read-only tmpfs overlays on the hardware's sysfs
  * directory and on /sys/dev/char that present the persona's node there
  * (populate/udev.h). Directories nodes name as
- * shares (the framebuffer's socket) are bound at the same path. Sysfs views
+ * shares (the framebuffer's socket) are bound at the same path, and the
+ * persona's endpoint directory (p->endpoint_dir) at DEVNS_ENDPOINT_DIR. Sysfs views
  * of a devnsd that died (state_old_view_dev()) that the container had bound
  * are covered by the live view's same directory. A container
  * that shares devnsd's /dev gets no nodes, one that shares its /run no udev
@@ -105,7 +108,7 @@ typedef void (*populate_done_fn)(struct persona *p, int r, const struct populate
  * (without devnsd's file capabilities), replaces nothing that is not a node
  * devnsd made, and writes nothing into devnsd's own /dev or /run.
  */
-int populate_start(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata);
+int populate_start(struct manager *m, struct persona *p, int pidfd, populate_done_fn done, void *userdata);
 
 /*
  * A node of p's came (hotplug) or is going away: its attached container
@@ -146,11 +149,14 @@ void populate_cancel(struct persona *p);
 void populate_stop_all(struct manager *m);
 
 /*
- * Attach: binds p to process pid's pid namespace (manager_attach()), then
- * populates its container; once that ends, p->owner takes the container's
- * ids and every class rebinds p's nodes to them, and done() is called.
+ * Attach: binds p to the pid namespace of the process behind pidfd
+ * (manager_attach()), then populates its container, working from that
+ * pidfd alone (its /proc directory, its namespaces, its root): no second
+ * lookup by number. Once that ends, p->owner takes the container's ids and
+ * every class rebinds p's nodes to them, and done() is called. The caller
+ * keeps pidfd; populate holds a copy for the container's later changes.
  */
-int manager_attach_container(struct manager *m, struct persona *p, pid_t pid, populate_done_fn done, void *userdata);
+int manager_attach_container(struct manager *m, struct persona *p, int pidfd, populate_done_fn done, void *userdata);
 
 /*
  * Once the bus is up: the containers the last run had personas attached to

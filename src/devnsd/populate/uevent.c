@@ -175,20 +175,17 @@ void uevent_device_for_node(const struct udev_node *n, uint64_t usec_initialized
 	};
 }
 
-int uevent_netns_of_pid(pid_t pid, int *ret_fd) {
-	_cleanup_(closep) int pidfd = -1, fd = -1;
-	char path[64];
+int uevent_netns_of_pidfd(int pidfd, int *ret_fd) {
+	_cleanup_(closep) int proc = -1;
+	int fd, r;
 
-	pidfd = pidfd_open(pid, 0);
-	if (pidfd < 0)
-		return errno == EINVAL ? -ESRCH : -errno;
-	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	r = pidfd_open_proc(pidfd, &proc, NULL);
+	if (r < 0)
+		return r;
+	fd = openat(proc, "ns/net", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
-	if (pidfd_exited(pidfd))
-		return -ESRCH;
-	*ret_fd = take_fd(&fd);
+		return errno == ENOENT ? -ESRCH : -errno;
+	*ret_fd = fd;
 	return 0;
 }
 

@@ -53,11 +53,8 @@ int uevent_message(const char *action, uint64_t seqnum, const struct uevent_devi
 void uevent_device_for_node(const struct udev_node *n, uint64_t usec_initialized, char devname[static UEVENT_DEVNAME_MAX],
 			    struct uevent_device *ret);
 
-/*
- * An fd of process pid's network namespace, checked to belong to the
- * process named when the call began (not to one that took its pid after).
- */
-int uevent_netns_of_pid(pid_t pid, int *ret_fd);
+/* An fd of the network namespace of the process behind pidfd, looked up through it alone; -ESRCH once it is gone. */
+int uevent_netns_of_pidfd(int pidfd, int *ret_fd);
 
 /*
  * Whether the network namespace netns_fd names is devnsd's own or the

@@ -148,18 +148,20 @@ static int load_record(struct state *s) {
 	return 1;
 }
 
-/* Reads the start time (clock ticks after boot) of process pid. */
-static int pid_start_time(pid_t pid, uint64_t *ret) {
-	char path[64], buf[1024];
-	_cleanup_(closep) int fd = -1;
+/* Reads the start time (clock ticks after boot) of the process behind pidfd. */
+static int pidfd_start_time(int pidfd, uint64_t *ret) {
+	_cleanup_(closep) int fd = -1, proc = -1;
+	char buf[1024];
 	const char *p;
 	size_t len;
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	r = pidfd_open_proc(pidfd, &proc, NULL);
+	if (r < 0)
+		return r;
+	fd = openat(proc, "stat", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
-		return -errno;
+		return errno == ENOENT ? -ESRCH : -errno;
 	r = read_bounded(fd, buf, sizeof(buf) - 1, &len);
 	if (r < 0)
 		return r;
@@ -345,7 +347,7 @@ static void on_persona_removed(struct listener *l, void *data) {
 static void on_attached(struct listener *l, void *data) {
 	const struct persona_attached *a = data;
 
-	state_note_attached(container_of(l, struct state, on_attached)->manager, a->persona, a->pid);
+	state_note_attached(container_of(l, struct state, on_attached)->manager, a->persona, a->pid, a->pidfd);
 }
 
 static void on_detached(struct listener *l, void *data) {
@@ -582,8 +584,12 @@ void state_restore_items(struct manager *m) {
 	state_changed(m);
 }
 
-/* The recorded process, if it is still the one: same start time, same pid namespace. */
-static int verify_process(const struct state_persona *sp) {
+/*
+ * The recorded process, if it is still the one (same start time, same pid
+ * namespace), as a pidfd: the one lookup by number; the checks and the
+ * attach that follows go through the pidfd.
+ */
+static int open_process(const struct state_persona *sp, int *ret_pidfd) {
 	_cleanup_(closep) int pidfd = -1;
 	struct pidns ns = PIDNS_NULL;
 	uint64_t start;
@@ -592,19 +598,19 @@ static int verify_process(const struct state_persona *sp) {
 	pidfd = pidfd_open(sp->pid, 0);
 	if (pidfd < 0)
 		return -ESRCH;
-	r = pid_start_time(sp->pid, &start);
+	r = pidfd_start_time(pidfd, &start);
 	if (r < 0)
 		return r;
-	r = pidns_of_pid(sp->pid, &ns);
+	r = pidns_of_pidfd(pidfd, &ns);
 	if (r < 0)
 		return r;
 	if (start != sp->start_time || (uint64_t)ns.dev != sp->ns_dev || (uint64_t)ns.ino != sp->ns_ino)
 		r = -ESTALE;
 	pidns_close(&ns);
-	/* What /proc said is the pidfd's process only if that is still alive now. */
-	if (r == 0 && pidfd_exited(pidfd))
-		r = -ESRCH;
-	return r;
+	if (r < 0)
+		return r;
+	*ret_pidfd = take_fd(&pidfd);
+	return 0;
 }
 
 static void restore_attachments(struct state *s) {
@@ -613,6 +619,7 @@ static void restore_attachments(struct state *s) {
 	for (size_t i = 0; i < s->last.n_personas; i++) {
 		const struct state_persona *sp = &s->last.personas[i];
 		struct persona *p = manager_find_persona(m, sp->name);
+		_cleanup_(closep) int pidfd = -1;
 		int r;
 
 		if (!p || !sp->attached)
@@ -622,9 +629,9 @@ static void restore_attachments(struct state *s) {
 				 (int)sp->pid);
 			continue;
 		}
-		r = verify_process(sp);
+		r = open_process(sp, &pidfd);
 		if (r >= 0)
-			r = s->attach(m, p, sp->pid);
+			r = s->attach(m, p, pidfd);
 		if (r >= 0) {
 			log_info("restart: persona %s bound again to the pid namespace of process %d", p->name, (int)sp->pid);
 			continue;
@@ -670,7 +677,7 @@ void state_restore_attachments(struct manager *m, state_attach_fn attach) {
 	}
 }
 
-void state_note_attached(struct manager *m, struct persona *p, pid_t pid) {
+void state_note_attached(struct manager *m, struct persona *p, pid_t pid, int pidfd) {
 	struct state *s = m->state;
 	size_t i = s ? attach_slot(s, p->name, true) : SIZE_MAX;
 
@@ -678,7 +685,7 @@ void state_note_attached(struct manager *m, struct persona *p, pid_t pid) {
 		return;
 	snprintf(s->attached_name[i], sizeof(s->attached_name[i]), "%s", p->name);
 	s->attached[i] = (struct attachment){ .pid = pid };
-	if (pid_start_time(pid, &s->attached[i].start_time) < 0)
+	if (pidfd_start_time(pidfd, &s->attached[i].start_time) < 0)
 		s->attached_name[i][0] = '\0';
 	state_changed(m);
 }

@@ -85,7 +85,7 @@ void state_restore_items(struct manager *m);
  * Binds p to process pid's container again and populates it (what
  * populate_restore_attachments() passes: manager_attach_container()).
  */
-typedef int (*state_attach_fn)(struct manager *m, struct persona *p, pid_t pid);
+typedef int (*state_attach_fn)(struct manager *m, struct persona *p, int pidfd);
 /*
  * Once the bus is up: personas bound to a container are bound again with
  * attach, if that process is still the one, as soon as every node is in
@@ -104,8 +104,8 @@ void state_restore_attachments(struct manager *m, state_attach_fn attach);
 void state_note(struct manager *m, const char *fmt, ...) _printf_(2, 3);
 const char *state_restart_note(struct manager *m, size_t i);
 
-/* p was bound to process pid's container, or unbound. */
-void state_note_attached(struct manager *m, struct persona *p, pid_t pid);
+/* p was bound to the container of process pid (pidfd: the same, for looking it up), or unbound. */
+void state_note_attached(struct manager *m, struct persona *p, pid_t pid, int pidfd);
 
 /*
  * Where the sysfs views are mounted (dir, kept as a pointer) and their file
