@@ -23,6 +23,7 @@
 #include <sys/un.h>
 
 #include "bus/bus-internal.h"
+#include "bus/errors.h"
 #include "devns-endpoint.h"
 #include "idmap.h"
 #include "log.h"
@@ -123,7 +124,7 @@ static int request_active(struct endpoint_conn *c, uint32_t *flags, char *messag
 	if (r < 0) {
 		snprintf(message, size, "%s", error.message ?: strerror(-r));
 		/* devnsd's own codes lie above every errno: a client sees the errno behind them. */
-		return r > -4096 ? r : -EACCES;
+		return r > -_BUS_E_FIRST ? r : -EACCES;
 	}
 	if (granted)
 		*flags |= DEVNS_ENDPOINT_GRANTED | DEVNS_ENDPOINT_ACTIVE;
