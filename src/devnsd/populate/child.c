@@ -192,6 +192,40 @@ static int share_tree(const char *path) {
 }
 
 /*
+ * A directory removed from devnsd's file system, seen in the container: the
+ * bind of an endpoint directory of an earlier attachment (bus/endpoint.c
+ * removes each when it makes the next). Nothing can be made in it.
+ */
+static bool removed_share(const struct plan *plan, const struct stat *st) {
+	return on_devnsd_fs(plan, st) && S_ISDIR(st->st_mode) && st->st_nlink == 0;
+}
+
+/*
+ * Unmounts the removed directories bound at job's place (the helper is in
+ * the container's mount namespace), and opens the place again for the new
+ * bind. A few stacked binds at most: one is removed at each attach.
+ */
+static int unmount_removed(const struct plan *plan, int root_fd, struct mount_job *job) {
+	struct stat st;
+	int r;
+
+	for (int i = 0; i < 8; i++) {
+		if (fstat(job->target_fd, &st) < 0)
+			return -errno;
+		if (!removed_share(plan, &st))
+			return 0;
+		/* The bind's root is the working directory: "." names that mount, wherever it is. */
+		if (fchdir(job->target_fd) < 0 || umount2(".", MNT_DETACH) < 0 || chdir("/") < 0)
+			return -errno;
+		closep(&job->target_fd);
+		r = cfs_open_dir(root_fd, job->where, 1, 0755, &job->target_fd);
+		if (r < 0)
+			return r;
+	}
+	return -ELOOP;
+}
+
+/*
  * The helper's first step: it dies with the zygote (which dies with
  * devnsd), keeps only its result pipe and the container's fds, and looks
  * into none of the container's mounts but those the plan trusts
@@ -343,12 +377,12 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 			r = -errno;
 		if (r >= 0 && same_inode(&st, &plan->shares[i].st))
 			continue; /* bound before */
-		/*
-		 * A directory removed from devnsd's file system is an endpoint
-		 * directory of an earlier attachment, bound here before: nothing
-		 * can be made in it, and the new one goes over it.
-		 */
-		if (r >= 0 && on_devnsd_fs(plan, &st) && !(st.st_nlink == 0 && S_ISDIR(st.st_mode)))
+		if (r >= 0 && removed_share(plan, &st)) {
+			jobs[n_jobs++] = (struct mount_job){ .tree_fd = share_trees[i], .target_fd = take_fd(&dir),
+							     .stale = true, .where = plan->shares[i].where + 1 };
+			continue;
+		}
+		if (r >= 0 && on_devnsd_fs(plan, &st))
 			r = -EXDEV;
 		if (refused(r)) {
 			refuse(plan, plan->shares[i].where + 1);
@@ -364,9 +398,10 @@ _Noreturn void populate_child(struct plan *plan, int result_fd, int root_fd, int
 	if ((n_jobs > 0 || sysfs.overlay_fd >= 0) && setns(mnt_fd, CLONE_NEWNS) < 0)
 		child_exit(plan, result_fd, -errno, "entering the container's mount namespace");
 	for (size_t i = 0; i < n_jobs; i++) {
-		if (move_mount(jobs[i].tree_fd, "", jobs[i].target_fd, "",
-			       MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
-			r = -errno;
+		r = jobs[i].stale ? unmount_removed(plan, root_fd, &jobs[i]) : 0;
+		if (r < 0 || move_mount(jobs[i].tree_fd, "", jobs[i].target_fd, "",
+					MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {
+			r = r < 0 ? r : -errno;
 			/* No empty file is left where a node belongs (a node that went away meanwhile). */
 			for (size_t k = i; k < n_jobs; k++)
 				unmake_target(&jobs[k]);

@@ -213,6 +213,13 @@ struct mount_job {
 	int dir_fd;
 	const char *name;
 	bool view;
+	/*
+	 * The target is the root of an earlier endpoint directory's bind, removed
+	 * since: unmounted first, and the place (where, below the container's
+	 * root) opened again, since nothing can be mounted on a removed directory.
+	 */
+	bool stale;
+	const char *where;
 };
 
 /* --- views of a devnsd that died (populate/views.c) --- */
