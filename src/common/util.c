@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <glob.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -116,6 +117,35 @@ int pidfd_open_proc(int pidfd, int *ret_fd, pid_t *ret_pid) {
 	if (ret_pid)
 		*ret_pid = pid;
 	return 0;
+}
+
+int pidfd_start_time(int pidfd, uint64_t *ret) {
+	_cleanup_(closep) int fd = -1, proc = -1;
+	char buf[1024];
+	const char *p;
+	size_t len;
+	int r;
+
+	r = pidfd_open_proc(pidfd, &proc, NULL);
+	if (r < 0)
+		return r;
+	fd = openat(proc, "stat", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	r = read_bounded(fd, buf, sizeof(buf) - 1, &len);
+	if (r < 0)
+		return r;
+	buf[len] = '\0';
+	/* The command name may hold anything: fields count from its closing parenthesis. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EIO;
+	for (int field = 2; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EIO;
+	}
+	return sscanf(p + 1, "%" SCNu64, ret) == 1 ? 0 : -EIO;
 }
 
 int thread_start_detached(void *(*fn)(void *), void *arg, size_t stack_bytes) {

@@ -88,6 +88,9 @@ int pidfd_get_pid(int pidfd, pid_t *ret);
  */
 int pidfd_open_proc(int pidfd, int *ret_fd, pid_t *ret_pid);
 
+/* The start time of the process behind pidfd, in clock ticks after boot (CLOCK_BOOTTIME), read through it. */
+int pidfd_start_time(int pidfd, uint64_t *ret);
+
 /*
  * Starts fn(arg) on a detached thread with every signal blocked there
  * (signals are the event loop's); stack_bytes 0: the default stack.

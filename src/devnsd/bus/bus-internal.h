@@ -14,6 +14,8 @@
 #define BUS_PEER_MAX_GROUPS 256
 /* Connections whose credentials are kept between their calls; the least recently used goes first. */
 #define BUS_PEER_CACHE_SIZE 32
+/* Unique names kept with when devnsd heard of them (bus_peer_cache_saw()). */
+#define BUS_PEER_SEEN 64
 
 /*
  * The process that sent a bus message. The user id and groups are what the
@@ -59,12 +61,22 @@ int bus_peer_cache_new(struct bus_peer_cache **ret);
 struct bus_peer_cache *bus_peer_cache_free(struct bus_peer_cache *c);
 /* The connection sender left the bus: its entry goes. */
 void bus_peer_cache_forget(struct bus_peer_cache *c, const char *sender);
+/*
+ * The bus gave unique name name (":1.N") at now_usec (CLOCK_BOOTTIME) or
+ * before: a connection of that name or an earlier one was made by then, and
+ * a process that started later, whose pid the bus reports for it, did not
+ * make it (bus_peer_get() gives -ESTALE). The newest BUS_PEER_SEEN names
+ * are kept.
+ */
+void bus_peer_cache_saw(struct bus_peer_cache *c, const char *name, uint64_t now_usec);
 
 /*
  * Tells who sent msg and pins that process: from the cache for a
  * connection confirmed before, otherwise from the bus, with its own pidfd
  * (ProcessFD) when it gives one, or with pidfd_open() of the pid it
- * reports. cache may be NULL. -ESRCH when the process is gone.
+ * reports. cache may be NULL. -ESRCH when the process is gone; -ESTALE
+ * when, without ProcessFD, the process the bus's pid names started after
+ * the connection was made (bus_peer_cache_saw()).
  */
 int bus_peer_get(sd_bus_message *msg, struct bus_peer_cache *cache, struct bus_peer *ret);
 void bus_peer_done(struct bus_peer *peer);

@@ -8,6 +8,7 @@
 #include <sys/ioctl.h>
 #include <sys/pidfd.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "bus/bus-internal.h"
 #include "bus/bus.h"
@@ -17,6 +18,7 @@
 #include "core/manager.h"
 #include "restart/state.h"
 #include "populate/populate.h"
+#include "devns-endpoint.h"
 #include "display-backend.h"
 #include "idmap.h"
 #include "log.h"
@@ -52,6 +54,9 @@ static int check_caller(sd_bus_message *msg, bool group, const char *what, struc
 	int r;
 
 	r = bus_peer_get(msg, b->peers, &peer);
+	if (r == -ESTALE && ratelimit_take(&b->refusal_log, now_usec(b->manager)))
+		log_notice("refused %s to %s: the process that made the connection is gone, and its pid names a "
+			   "process started since", what, sd_bus_message_get_sender(msg));
 	if (r >= 0 && (peer.euid == 0 || (member && bus_peer_in_group(&peer, b->switch_gid)))) {
 		r = bus_peer_in_namespaces(&peer, &b->self_userns, &m->self_ns);
 		if (r > 0 && bus_peer_confirm(msg, b->peers, &peer) == 0)
@@ -587,6 +592,11 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 	int r;
 
 	r = bus_peer_get(msg, b->peers, &peer);
+	if (r == -ESTALE)
+		return bus_error_set(error, -EACCES,
+				     "The process that made this connection is gone, and its pid names another process "
+				     "now; in a persona's container, ask through its endpoint, %s",
+				     DEVNS_ENDPOINT_PATH);
 	if (r < 0)
 		return r;
 	r = manager_persona_of_pid(m, peer.pid, &p);
@@ -805,6 +815,27 @@ static const sd_bus_vtable manager_vtable[] = {
 	SD_BUS_VTABLE_END,
 };
 
+/* Now on CLOCK_BOOTTIME, the clock of processes' start times. */
+static uint64_t boottime_usec(void) {
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_BOOTTIME, &ts) < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* A connection came: by now it was made, and a process that starts later did not make it. */
+static int on_name_new(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
+	struct bus *b = userdata;
+	const char *name, *old_owner, *new_owner;
+
+	(void)error;
+	if (sd_bus_message_read(msg, "sss", &name, &old_owner, &new_owner) >= 0 && name[0] == ':' &&
+	    streq(name, new_owner))
+		bus_peer_cache_saw(b->peers, name, boottime_usec());
+	return 0;
+}
+
 /* A connection left the bus: what devnsd kept about it goes, with the pidfd that pinned its process. */
 static int on_name_owner_changed(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
@@ -825,6 +856,7 @@ static void on_active_changed(struct listener *l, void *data) {
 
 int bus_new(struct bus **ret, struct manager *m, struct display_class *display, struct leds_class *leds) {
 	_cleanup_(bus_freep) struct bus *b = NULL;
+	const char *unique;
 	_cleanup_(closep) int self = -1;
 	int r;
 
@@ -868,6 +900,16 @@ int bus_new(struct bus **ret, struct manager *m, struct display_class *display, 
 				   on_name_owner_changed, NULL, b);
 	if (r < 0)
 		return log_error_errno(r, "Cannot follow the bus's connections: %m");
+	/* New connections (arg1 empty): when each was made at the latest, for callers without ProcessFD (peer.c). */
+	r = sd_bus_add_match_async(b->bus, NULL,
+				   "type='signal',sender='org.freedesktop.DBus',path='/org/freedesktop/DBus',"
+				   "interface='org.freedesktop.DBus',member='NameOwnerChanged',arg1=''",
+				   on_name_new, NULL, b);
+	if (r < 0)
+		return log_error_errno(r, "Cannot follow the bus's connections: %m");
+	r = sd_bus_get_unique_name(b->bus, &unique);
+	if (r >= 0)
+		bus_peer_cache_saw(b->peers, unique, boottime_usec());
 	r = sd_bus_attach_event(b->bus, m->event, SD_EVENT_PRIORITY_NORMAL);
 	if (r < 0)
 		return log_error_errno(r, "Cannot attach the bus to the event loop: %m");

@@ -13,6 +13,16 @@
  * was not reaped meanwhile and, at the connection's first call, that the
  * connection still reports that pid. What the bus said is kept for the
  * connection's later calls, with the pidfd, while that process lives.
+ *
+ * Without ProcessFD the pid may already name another process when devnsd
+ * first hears from the connection: the process that connected handed the
+ * connection on and exited, and its number went to a new process. That
+ * new process started after the connection was made. The bus numbers its
+ * unique names in order (":1.N"), and devnsd hears of each new one
+ * (NameOwnerChanged): the time it heard of a name, or of any later one,
+ * bounds when the connection was made. A process that started after that
+ * bound is not the one that connected, and the call is refused (-ESTALE).
+ * A number taken over before devnsd heard of the name is not caught.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -39,9 +49,18 @@ struct cached_peer {
 	uint64_t used;
 };
 
+/* A unique name the bus gave, and when devnsd had heard of it (CLOCK_BOOTTIME, µs). */
+struct seen_name {
+	uint64_t seq;
+	uint64_t usec;
+};
+
 struct bus_peer_cache {
 	struct cached_peer entries[BUS_PEER_CACHE_SIZE];
 	uint64_t clock;
+	/* Ascending by seq; the oldest go first, which leaves older names a later (still true) bound. */
+	struct seen_name seen[BUS_PEER_SEEN];
+	size_t n_seen;
 };
 
 int bus_peer_cache_new(struct bus_peer_cache **ret) {
@@ -68,6 +87,54 @@ struct bus_peer_cache *bus_peer_cache_free(struct bus_peer_cache *c) {
 		cached_peer_clear(&c->entries[i]);
 	free(c);
 	return NULL;
+}
+
+/* N of a unique name ":1.N"; false for a name of another form. */
+static bool name_seq(const char *name, uint64_t *ret) {
+	char *end;
+
+	if (strncmp(name, ":1.", 3) != 0 || name[3] < '0' || name[3] > '9')
+		return false;
+	errno = 0;
+	*ret = strtoull(name + 3, &end, 10);
+	return errno == 0 && *end == '\0';
+}
+
+void bus_peer_cache_saw(struct bus_peer_cache *c, const char *name, uint64_t now_usec) {
+	uint64_t seq;
+
+	if (!c || !name_seq(name, &seq) || (c->n_seen > 0 && c->seen[c->n_seen - 1].seq >= seq))
+		return;
+	if (c->n_seen == BUS_PEER_SEEN)
+		memmove(c->seen, c->seen + 1, --c->n_seen * sizeof(c->seen[0]));
+	c->seen[c->n_seen++] = (struct seen_name){ .seq = seq, .usec = now_usec };
+}
+
+/* When connection sender was made at the latest (CLOCK_BOOTTIME, µs); 0 when not known. */
+static uint64_t made_by(const struct bus_peer_cache *c, const char *sender) {
+	uint64_t seq;
+
+	if (!c || !name_seq(sender, &seq))
+		return 0;
+	for (size_t i = 0; i < c->n_seen; i++)
+		if (c->seen[i].seq >= seq)
+			return c->seen[i].usec;
+	return 0;
+}
+
+/* -ESTALE when the process behind pidfd started after connection sender was made: it did not make it. */
+static int check_started_before(const struct bus_peer_cache *c, const char *sender, int pidfd) {
+	uint64_t bound = made_by(c, sender), ticks;
+	long hz = sysconf(_SC_CLK_TCK);
+	int r;
+
+	if (bound == 0 || hz <= 0)
+		return 0;
+	r = pidfd_start_time(pidfd, &ticks);
+	if (r < 0)
+		return r;
+	/* Ticks are whole: the process started at this time or after it. */
+	return ticks / (uint64_t)hz * 1000000u + ticks % (uint64_t)hz * 1000000u / (uint64_t)hz > bound ? -ESTALE : 0;
 }
 
 static struct cached_peer *cache_find(struct bus_peer_cache *c, const char *sender) {
@@ -275,6 +342,9 @@ int bus_peer_get(sd_bus_message *msg, struct bus_peer_cache *cache, struct bus_p
 		peer.pidfd = pidfd_open(peer.pid, 0);
 		if (peer.pidfd < 0)
 			return -errno;
+		r = check_started_before(cache, sender, peer.pidfd);
+		if (r < 0)
+			return r;
 	}
 	peer.gids_from_proc = peer.n_gids == 0;
 found:

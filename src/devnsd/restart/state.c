@@ -148,36 +148,6 @@ static int load_record(struct state *s) {
 	return 1;
 }
 
-/* Reads the start time (clock ticks after boot) of the process behind pidfd. */
-static int pidfd_start_time(int pidfd, uint64_t *ret) {
-	_cleanup_(closep) int fd = -1, proc = -1;
-	char buf[1024];
-	const char *p;
-	size_t len;
-	int r;
-
-	r = pidfd_open_proc(pidfd, &proc, NULL);
-	if (r < 0)
-		return r;
-	fd = openat(proc, "stat", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	r = read_bounded(fd, buf, sizeof(buf) - 1, &len);
-	if (r < 0)
-		return r;
-	buf[len] = '\0';
-	/* The command name may hold anything: fields count from its closing parenthesis. */
-	p = strrchr(buf, ')');
-	if (!p)
-		return -EIO;
-	for (int field = 2; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EIO;
-	}
-	return sscanf(p + 1, "%" SCNu64, ret) == 1 ? 0 : -EIO;
-}
-
 /* The slot that keeps how persona name was attached: its own, or a free one (SIZE_MAX if none). */
 static size_t attach_slot(struct state *s, const char *name, bool add) {
 	size_t free_slot = SIZE_MAX;

@@ -49,6 +49,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ASK = "import sys; sys.path.insert(0, sys.argv[1]); import busping; print(busping.Connection().request_active())"
 
 
+def host_pid_of(init_pid, inner):
+    """The host pid of the process that is pid inner in the pid namespace of process init_pid; None if none."""
+    ns = os.stat("/proc/%d/ns/pid" % init_pid)
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            st = os.stat("/proc/%s/ns/pid" % name)
+            with open("/proc/%s/status" % name) as f:
+                nspid = [line.split()[1:] for line in f if line.startswith("NSpid:")][0]
+        except (OSError, IndexError):
+            continue
+        if (st.st_dev, st.st_ino) == (ns.st_dev, ns.st_ino) and int(nspid[-1]) == inner:
+            return int(name)
+    return None
+
+
 def run(cmd, inside=None, check=False):
     if inside:
         return inside.run(*cmd, check=check)
@@ -184,6 +201,56 @@ class BusAttacks(rig.PersonaTestCase):
             self.assertIn(PRIVILEGED_DENIED, lines[1])
             self.assertEqual(self.active(), "personal")
         finally:
+            rig.devnsctl("switch", "work")
+
+    def test_a_connection_whose_pid_a_host_process_took_is_refused(self):
+        """pid reuse: a container's root (host uid 0 to the bus, no user namespace) connects, hands its
+        connection to a child and exits; a host process is made to take its pid (ns_last_pid), and the child
+        asks for a switch and for its persona to come forward. The pid the bus reports now names a host
+        process started after the connection was made: both are refused, and nothing changes."""
+        code = ("import os, sys, time\nsys.path.insert(0, sys.argv[1])\nimport busping\n"
+                "c = busping.Connection()\n"
+                "if os.fork() == 0:\n"
+                "    while not os.path.exists(sys.argv[2]):\n        time.sleep(0.05)\n"
+                "    print(c.switch_to('personal'), flush=True)\n"
+                "    print(c.request_active(), flush=True)\n    os._exit(0)\n"
+                "print(os.getpid(), flush=True)\nsys.stdin.readline()\n")
+        evil = self.containers["work"]
+        go = tempfile.mktemp(prefix="devns-go-")
+        taker = None
+        p = evil.popen(sys.executable, "-c", code, HERE, go, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            inner = int(p.stdout.readline())
+            # The connecting process, as the host numbers it; it exits, and its parent (nsenter) reaps it.
+            pid = host_pid_of(evil.pid, inner)
+            self.assertTrue(pid, "no host pid for the container's pid %d" % inner)
+            p.stdin.close()
+            self.assertTrue(rig.poll(lambda: not os.path.exists("/proc/%d" % pid), timeout=30))
+            for _ in range(20):
+                with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+                    f.write(str(pid - 1))
+                taker = subprocess.Popen(["sleep", "600"])
+                if taker.pid == pid:
+                    break
+                taker.kill()
+                taker.wait()
+                taker = None
+            self.assertIsNotNone(taker, "no host process took pid %d" % pid)
+            open(go, "w").close()
+            lines = [p.stdout.readline().strip() for _ in range(2)]
+            print("the child's calls answered:", lines)
+            self.assertNotEqual(lines[0], "ok", lines)
+            self.assertNotIn(lines[1], ("granted", "refused"), lines)
+            self.assertEqual(self.active(), "work")
+        finally:
+            if taker:
+                taker.kill()
+                taker.wait()
+            p.kill()
+            p.wait()
+            p.stdout.close()
+            if os.path.exists(go):
+                os.unlink(go)
             rig.devnsctl("switch", "work")
 
     def test_more_callers_than_devnsd_keeps_are_each_judged(self):
