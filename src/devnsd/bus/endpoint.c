@@ -29,9 +29,10 @@
 #include "log.h"
 #include "util.h"
 
-#define ENDPOINTS_PARENT "/run/devnsd"
-#define ENDPOINTS_NAME "endpoints"
-#define ENDPOINTS_DIR ENDPOINTS_PARENT "/" ENDPOINTS_NAME
+/* Where the endpoints' directories are made, unless $DEVNS_ENDPOINT_DIR (an absolute path) says otherwise. */
+#define ENDPOINTS_DIR "/run/devnsd/endpoints"
+/* Room for the directory's path in persona->endpoint_dir, with a persona's directory name after it. */
+#define ENDPOINTS_DIR_MAX 64
 
 /* Linux 6.16: a socket that refuses descriptors. */
 #ifndef SO_PASSRIGHTS
@@ -60,6 +61,7 @@ struct endpoint {
 
 struct bus_endpoints {
 	struct bus *bus;
+	char dir[ENDPOINTS_DIR_MAX + 1];
 	int dir_fd;
 	LIST_HEAD(, endpoint) endpoints;
 	struct listener persona_added, persona_removed, attached, leaving;
@@ -312,7 +314,7 @@ static int endpoint_open(struct endpoint *ep) {
 	r = sd_event_add_io(ep->server->bus->manager->event, &ep->source, ep->fd, EPOLLIN, on_connect, ep);
 	if (r < 0)
 		return r;
-	snprintf(p->endpoint_dir, sizeof(p->endpoint_dir), "%s/%s", ENDPOINTS_DIR, ep->dir_name);
+	snprintf(p->endpoint_dir, sizeof(p->endpoint_dir), "%s/%s", ep->server->dir, ep->dir_name);
 	return 0;
 }
 
@@ -331,11 +333,17 @@ static void endpoint_free(struct endpoint *ep) {
 	free(ep);
 }
 
-/* Opens a new endpoint for p (a new persona, or one attached anew); logs what fails. */
-static void endpoint_renew(struct bus_endpoints *e, struct persona *p) {
+/*
+ * Opens a new endpoint for p (a new persona, or one attached anew), in
+ * place of the one it had; with create false, only if it had one (a
+ * persona being removed has none left). Logs what fails.
+ */
+static void endpoint_renew(struct bus_endpoints *e, struct persona *p, bool create) {
 	struct endpoint *ep = endpoint_of(e, p);
 	int r;
 
+	if (!ep && !create)
+		return;
 	if (!ep) {
 		ep = calloc(1, sizeof(*ep));
 		if (!ep) {
@@ -348,13 +356,13 @@ static void endpoint_renew(struct bus_endpoints *e, struct persona *p) {
 	}
 	r = endpoint_open(ep);
 	if (r < 0) {
-		log_warning_errno(r, "persona %s: cannot make its endpoint in %s: %m", p->name, ENDPOINTS_DIR);
+		log_warning_errno(r, "persona %s: cannot make its endpoint in %s: %m", p->name, e->dir);
 		endpoint_close(ep);
 	}
 }
 
 static void on_persona_added(struct listener *l, void *data) {
-	endpoint_renew(container_of(l, struct bus_endpoints, persona_added), data);
+	endpoint_renew(container_of(l, struct bus_endpoints, persona_added), data, true);
 }
 
 static void on_persona_removed(struct listener *l, void *data) {
@@ -368,12 +376,12 @@ static void on_persona_removed(struct listener *l, void *data) {
 static void on_attached(struct listener *l, void *data) {
 	const struct persona_attached *a = data;
 
-	endpoint_renew(container_of(l, struct bus_endpoints, attached), a->persona);
+	endpoint_renew(container_of(l, struct bus_endpoints, attached), a->persona, true);
 }
 
-/* Leaving its container: the container keeps an empty directory. */
+/* Leaving its container: the container keeps an empty directory. Removed (persona_removed came first): nothing. */
 static void on_leaving(struct listener *l, void *data) {
-	endpoint_renew(container_of(l, struct bus_endpoints, leaving), data);
+	endpoint_renew(container_of(l, struct bus_endpoints, leaving), data, false);
 }
 
 /* What a devnsd before this one left: sockets nobody listens on, and their directories. */
@@ -400,19 +408,19 @@ static void remove_left_over(int dir_fd) {
 	closedir(d);
 }
 
-/* ENDPOINTS_DIR, root's alone (0700), made if missing. */
-static int open_endpoints_dir(int *ret_fd) {
-	_cleanup_(closep) int parent = -1, fd = -1;
+/* dir, root's alone (0700), made if missing (and its parent, 0755). */
+static int open_endpoints_dir(const char *dir, int *ret_fd) {
+	_cleanup_(closep) int fd = -1;
+	char parent[ENDPOINTS_DIR_MAX + 1];
 	struct stat st;
 
-	if (mkdir(ENDPOINTS_PARENT, 0755) < 0 && errno != EEXIST)
+	snprintf(parent, sizeof(parent), "%s", dir);
+	*strrchr(parent, '/') = '\0';
+	if (parent[0] && mkdir(parent, 0755) < 0 && errno != EEXIST)
 		return -errno;
-	parent = open(ENDPOINTS_PARENT, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (parent < 0)
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	if (mkdirat(parent, ENDPOINTS_NAME, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	fd = openat(parent, ENDPOINTS_NAME, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0)
@@ -426,25 +434,34 @@ static int open_endpoints_dir(int *ret_fd) {
 }
 
 int bus_endpoints_new(struct bus *b, struct bus_endpoints **ret) {
+	const char *dir = getenv("DEVNS_ENDPOINT_DIR");
 	struct manager *m = b->manager;
 	struct bus_endpoints *e;
 	struct persona *p;
 	int r;
 
+	if (!dir || dir[0] != '/')
+		dir = ENDPOINTS_DIR;
+	if (strlen(dir) > ENDPOINTS_DIR_MAX || !strrchr(dir, '/')[1]) {
+		log_warning("%s: not a directory for the personas' endpoints (an absolute path of at most %d "
+			    "characters); no persona has an endpoint", dir, ENDPOINTS_DIR_MAX);
+		return -EINVAL;
+	}
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return log_error_errno(ENOMEM, "out of memory");
 	e->bus = b;
+	snprintf(e->dir, sizeof(e->dir), "%s", dir);
 	e->refusal_log = RATELIMIT_INIT(10 * 1000000ull, 20);
 	LIST_INIT(&e->endpoints);
-	r = open_endpoints_dir(&e->dir_fd);
+	r = open_endpoints_dir(e->dir, &e->dir_fd);
 	if (r < 0) {
 		free(e);
-		return log_error_errno(r, "Cannot open %s: %m", ENDPOINTS_DIR);
+		return log_warning_errno(r, "Cannot open %s: %m; no persona has an endpoint", dir);
 	}
 	remove_left_over(e->dir_fd);
 	LIST_FOREACH(p, &m->personas, link)
-		endpoint_renew(e, p);
+		endpoint_renew(e, p, true);
 	e->persona_added.notify = on_persona_added;
 	signal_add(&m->events.persona_added, &e->persona_added);
 	e->persona_removed.notify = on_persona_removed;
