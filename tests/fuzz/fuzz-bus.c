@@ -128,8 +128,10 @@ static void stop_bus(void) {
 		snprintf(path, sizeof(path), "%s/%s", rig.dir, *n);
 		unlink(path);
 	}
-	snprintf(path, sizeof(path), "%s/state", rig.dir);
-	rmdir(path);
+	for (const char *const *n = (const char *const[]){ "state", "endpoints", NULL }; *n; n++) {
+		snprintf(path, sizeof(path), "%s/%s", rig.dir, *n);
+		rmdir(path);
+	}
 	rmdir(rig.dir);
 }
 
@@ -187,6 +189,9 @@ static void rig_setup(void) {
 	fuzz_assert(setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1) == 0);
 	snprintf(path, sizeof(path), "%s/state", rig.dir);
 	fuzz_assert(setenv("DEVNS_STATE_DIR", path, 1) == 0);
+	/* The personas' endpoints, which bus_new() makes, in the rig's directory, not the host's /run. */
+	snprintf(path, sizeof(path), "%s/endpoints", rig.dir);
+	fuzz_assert(setenv("DEVNS_ENDPOINT_DIR", path, 1) == 0);
 	write_file("devnsd.conf", conf_text);
 	snprintf(path, sizeof(path), "%s/devnsd.conf", rig.dir);
 	fuzz_assert(conf_load(path, &rig.conf, &error) == 0);

@@ -130,7 +130,11 @@ int bus_check_request_uid(struct bus *b, struct persona *p, uint32_t uid, uid_t 
  */
 int bus_request_active(struct bus *b, struct persona *p, bool *ret_granted, sd_bus_error *error);
 
-/* endpoint.c: every persona's endpoint socket (devns-endpoint.h), following the personas. Logs what fails. */
+/*
+ * endpoint.c: every persona's endpoint socket (devns-endpoint.h), following
+ * the personas, in $DEVNS_ENDPOINT_DIR or /run/devnsd/endpoints. Logs what
+ * fails; without it devnsd runs on, its personas reached by the bus alone.
+ */
 struct bus_endpoints;
 int bus_endpoints_new(struct bus *b, struct bus_endpoints **ret);
 struct bus_endpoints *bus_endpoints_free(struct bus_endpoints *e);
