@@ -476,6 +476,8 @@ class Restart(unittest.TestCase):
         self.assertTrue(eventually(lambda: "re-attached" not in daemon.output() and
                                    "views bound again" in daemon.output(), 20), daemon.output())
         self.assertRegex(daemon.output(), r"persona guest: [1-9]\d* nodes in its container again, 2 views bound again")
+        # Its endpoint is the new devnsd's: the one of the last run, removed, is unmounted there.
+        self.assertIn("Persona: guest", c.run(rig.DEVNSCTL, "status").stdout)
         got = c.run("sh", "-c", "dd if=/dev/fb0 bs=%d count=1 status=none | od -An -tx1 -N4" % (w * 4)).stdout
         self.assertEqual(got.split(), ["28", "a0", "14", "00"], "the container's fb0 does not read guest's frame")
         self.assertEqual(c.run("cat", "/sys/class/backlight/%s/brightness" % bl).stdout.strip(),
