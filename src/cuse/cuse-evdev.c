@@ -29,6 +29,8 @@ struct pending_read {
 	TAILQ_ENTRY(pending_read) link;
 };
 
+_Static_assert(CUSE_EVDEV_MAX_PENDING_READS <= 32, "a slot per bit of slots_used");
+
 /* Per open handle: the evdev client, plus what CUSE keeps waiting on it. */
 struct open_file {
 	struct cuse_evdev *ce;
@@ -37,6 +39,9 @@ struct open_file {
 	TAILQ_HEAD(, pending_read) reads; /* answered oldest first */
 	unsigned int n_reads;
 	struct fuse_pollhandle *ph;
+	/* A parked read takes a slot here: nothing is allocated per read. */
+	uint32_t slots_used;
+	struct pending_read slots[CUSE_EVDEV_MAX_PENDING_READS];
 };
 
 static struct input_event read_buf[READ_EVENTS_MAX];
@@ -46,9 +51,11 @@ static struct open_file *file_of(struct fuse_file_info *fi) {
 }
 
 static void pending_drop(struct pending_read *pr) {
-	TAILQ_REMOVE(&pr->file->reads, pr, link);
-	pr->file->n_reads--;
-	free(pr);
+	struct open_file *f = pr->file;
+
+	TAILQ_REMOVE(&f->reads, pr, link);
+	f->n_reads--;
+	f->slots_used &= ~(UINT32_C(1) << (pr - f->slots));
 }
 
 /* Answers one read from the client's queue: events, an error, or nothing yet (returns false). */
@@ -208,14 +215,10 @@ static void ce_read(fuse_req_t req, size_t size, off_t off, struct fuse_file_inf
 		fuse_reply_err(req, EBUSY);
 		return;
 	}
-	pr = calloc(1, sizeof(*pr));
-	if (!pr) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	pr->req = req;
-	pr->size = size;
-	pr->file = f;
+	/* Fewer than CUSE_EVDEV_MAX_PENDING_READS are parked: a slot is free. */
+	pr = &f->slots[__builtin_ctz(~f->slots_used)];
+	f->slots_used |= UINT32_C(1) << (pr - f->slots);
+	*pr = (struct pending_read){ .req = req, .size = size, .file = f };
 	TAILQ_INSERT_TAIL(&f->reads, pr, link);
 	f->n_reads++;
 	/* Last: if the reader was already interrupted this answers it at once. */
