@@ -133,6 +133,7 @@ static void end_left_over(struct manager *m) {
 struct attach_when_ready {
 	struct manager *manager;
 	struct bus *bus;
+	sd_event_source **source;
 };
 
 /* Attaching copies the persona's nodes into the container, so it waits until
@@ -143,8 +144,9 @@ static int on_post_attach(sd_event_source *es, void *userdata) {
 
 	if (!a->manager->notified)
 		return 0;
-	/* Cannot fail: sd-event reports no failure turning a source off. */
-	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	(void)es;
+	/* Gone, not only off: sd-event looks at every post source at each dispatch. */
+	*a->source = sd_event_source_disable_unref(*a->source);
 	bus_attach_machines(a->bus);
 	populate_restore_attachments(a->manager);
 	/* After the containers are bound again: they follow what went meanwhile. */
@@ -228,7 +230,7 @@ static int run(const struct conf *conf) {
 	if (r < 0)
 		return r;
 	manager_check_ready(m);
-	aw = (struct attach_when_ready){ .manager = m, .bus = bus };
+	aw = (struct attach_when_ready){ .manager = m, .bus = bus, .source = &attach_wait };
 	if (m->notified || sd_event_add_post(event, &attach_wait, on_post_attach, &aw) < 0) {
 		bus_attach_machines(bus);
 		populate_restore_attachments(m);

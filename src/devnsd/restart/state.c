@@ -623,8 +623,9 @@ static int on_post(sd_event_source *es, void *userdata) {
 
 	if (!s->manager->notified)
 		return 0;
-	/* Cannot fail: sd-event reports no failure turning a source off. */
-	(void)sd_event_source_set_enabled(es, SD_EVENT_OFF);
+	(void)es;
+	/* Gone, not only off: sd-event looks at every post source at each dispatch. */
+	s->ready_wait = sd_event_source_disable_unref(s->ready_wait);
 	restore_attachments(s);
 	return 0;
 }
