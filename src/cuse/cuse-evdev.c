@@ -87,8 +87,10 @@ void cuse_evdev_wakeup(struct cuse_evdev *ce, struct evdev_client *c) {
 		size_t size = pr->size;
 
 		pending_drop(pr);
-		/* Drop the interrupt callback before answering. */
-		fuse_req_interrupt_func(req, NULL, NULL);
+		/*
+		 * The interrupt callback stays: libfuse clears it when the answer
+		 * ends the request, and nothing runs in between (one thread).
+		 */
 		if (!answer_read(req, c, size))
 			fuse_reply_err(req, EAGAIN);
 	}
