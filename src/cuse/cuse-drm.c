@@ -29,7 +29,6 @@ struct waiter {
 	bool vblank;
 	size_t size;  /* a read's count */
 	uint64_t seq; /* the vblank a WAIT_VBLANK waits for */
-	uint64_t deadline; /* a WAIT_VBLANK's, CLOCK_MONOTONIC µs: EBUSY then */
 	TAILQ_ENTRY(waiter) link;
 	/* WAIT_VBLANK's reply (out_size bytes, room for union drm_wait_vblank at least). */
 	size_t out_size;
@@ -82,10 +81,6 @@ struct cuse_drm {
 	/* Every handle until its release, revoked ones too. */
 	LIST_HEAD(, open_file) files;
 	unsigned int n_open, n_waiting;
-	/* Ends the WAIT_VBLANKs whose vblank has not come within wait_usec, as the kernel's do after 3 s. */
-	sd_event *event;
-	sd_event_source *wait_timer;
-	uint64_t wait_usec;
 	struct listener on_readable;
 	struct fb_tickets tickets;
 };
@@ -135,60 +130,6 @@ static void on_interrupt(fuse_req_t req, void *data) {
 	fuse_reply_err(req, EINTR);
 }
 
-/* The earliest deadline of the WAIT_VBLANKs blocked on cd; UINT64_MAX for none. */
-static uint64_t next_deadline(struct cuse_drm *cd) {
-	uint64_t next = UINT64_MAX;
-	struct open_file *f;
-	struct waiter *w;
-
-	if (cd->n_waiting == 0)
-		return next;
-	/* Each file's waits are in the order they came, all with the same time. */
-	LIST_FOREACH(f, &cd->files, link)
-		if ((w = TAILQ_FIRST(&f->waits)) && w->deadline < next)
-			next = w->deadline;
-	return next;
-}
-
-static int on_wait_timer(sd_event_source *s, uint64_t usec, void *userdata);
-
-/* Sets the timer for the earliest WAIT_VBLANK's deadline, off when none waits. Without the timer the waits end at their vblank only. */
-static void arm_wait_timer(struct cuse_drm *cd) {
-	uint64_t next = next_deadline(cd);
-
-	if (!cd->event)
-		return;
-	if (next == UINT64_MAX) {
-		if (cd->wait_timer)
-			(void)sd_event_source_set_enabled(cd->wait_timer, SD_EVENT_OFF);
-		return;
-	}
-	if (!cd->wait_timer) {
-		if (sd_event_add_time(cd->event, &cd->wait_timer, CLOCK_MONOTONIC, next, 10 * 1000, on_wait_timer, cd) < 0)
-			cd->wait_timer = NULL;
-		return;
-	}
-	if (sd_event_source_set_time(cd->wait_timer, next) < 0 ||
-	    sd_event_source_set_enabled(cd->wait_timer, SD_EVENT_ONESHOT) < 0)
-		(void)sd_event_source_set_enabled(cd->wait_timer, SD_EVENT_OFF);
-}
-
-static void waiter_fail(struct waiter *w, int error);
-
-static int on_wait_timer(sd_event_source *s, uint64_t usec, void *userdata) {
-	struct cuse_drm *cd = userdata;
-	struct open_file *f;
-	struct waiter *w;
-
-	(void)s;
-	(void)usec;
-	LIST_FOREACH(f, &cd->files, link)
-		while ((w = TAILQ_FIRST(&f->waits)) && w->deadline <= monotonic_usec())
-			waiter_fail(w, EBUSY);
-	arm_wait_timer(cd);
-	return 0;
-}
-
 /* Blocks req on f: a read of size, or a WAIT_VBLANK for seq with its reply. */
 static void waiter_add(struct open_file *f, fuse_req_t req, size_t size, const struct drm_ioctl_step *s) {
 	size_t room = s ? MAX(s->out_size, sizeof(union drm_wait_vblank)) : 0;
@@ -211,15 +152,12 @@ static void waiter_add(struct open_file *f, fuse_req_t req, size_t size, const s
 	if (s) {
 		w->vblank = true;
 		w->seq = s->wait_seq;
-		w->deadline = monotonic_usec() + f->cd->wait_usec;
 		w->out_size = s->out_size;
 		memcpy(w->out, s->out, s->out_size);
 		f->cd->n_waiting++;
 	}
 	TAILQ_INSERT_TAIL(w->vblank ? &f->waits : &f->reads, w, link);
 	f->n_waiters++;
-	if (w->vblank)
-		arm_wait_timer(f->cd);
 	/* Last: if the caller was interrupted already this answers it at once. */
 	fuse_req_interrupt_func(req, on_interrupt, w);
 }
@@ -242,9 +180,6 @@ static void answer_waits(struct cuse_drm *cd) {
 			fuse_reply_ioctl(req, 0, w->out_size ? w->out : NULL, w->out_size);
 			waiter_drop(w);
 		}
-	/* Off once none waits: no wakeup for a deadline that no longer matters. */
-	if (cd->n_waiting == 0)
-		arm_wait_timer(cd);
 }
 
 /* One read's answer: events, or false when none is queued. */
@@ -581,8 +516,6 @@ int cuse_drm_new(struct cuse_drm **ret, sd_event *event, const char *devname, un
 		return -ENOMEM;
 	cd->node = node;
 	cd->hooks = hooks;
-	cd->event = sd_event_ref(event);
-	cd->wait_usec = CUSE_DRM_WAIT_VBLANK_USEC;
 	cd->userdata = userdata;
 	LIST_INIT(&cd->files);
 	if (socket_path) {
@@ -614,8 +547,6 @@ struct cuse_drm *cuse_drm_free(struct cuse_drm *cd) {
 		return NULL;
 	cuse_drm_revoke(cd);
 	listener_remove(&cd->on_readable);
-	sd_event_source_disable_unref(cd->wait_timer);
-	sd_event_unref(cd->event);
 	cuse_device_free(cd->dev);
 	while ((f = LIST_FIRST(&cd->files))) {
 		LIST_REMOVE(f, link);
@@ -648,10 +579,6 @@ unsigned int cuse_drm_n_open(const struct cuse_drm *cd) {
 
 unsigned int cuse_drm_n_waiting(const struct cuse_drm *cd) {
 	return cd->n_waiting;
-}
-
-void cuse_drm_set_wait_timeout(struct cuse_drm *cd, uint64_t usec) {
-	cd->wait_usec = usec;
 }
 
 int cuse_drm_set_owner(struct cuse_drm *cd, uid_t uid, gid_t gid, mode_t mode) {

@@ -25,8 +25,6 @@ struct cuse_drm;
 #define CUSE_DRM_MAX_OPEN DRM_NODE_MAX_FILES
 #define CUSE_DRM_MAX_OPEN_PER_UID (CUSE_DRM_MAX_OPEN / 4)
 #define CUSE_DRM_MAX_WAITERS_PER_FILE 16
-/* A WAIT_VBLANK whose vblank has not come by then ends with EBUSY, as the kernel's does. */
-#define CUSE_DRM_WAIT_VBLANK_USEC (3 * 1000 * 1000)
 
 struct cuse_drm_hooks {
 	/* The node exists in /dev. */
@@ -68,8 +66,6 @@ void cuse_drm_vblank(struct cuse_drm *cd);
 /* Open files, and callers blocked in WAIT_VBLANK. */
 unsigned int cuse_drm_n_open(const struct cuse_drm *cd);
 unsigned int cuse_drm_n_waiting(const struct cuse_drm *cd);
-/* How long a WAIT_VBLANK waits for its vblank before EBUSY (CUSE_DRM_WAIT_VBLANK_USEC; shorter in tests). */
-void cuse_drm_set_wait_timeout(struct cuse_drm *cd, uint64_t usec);
 
 /* The node's owner and mode in /dev; see cuse_device_set_owner(). */
 int cuse_drm_set_owner(struct cuse_drm *cd, uid_t uid, gid_t gid, mode_t mode);

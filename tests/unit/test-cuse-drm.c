@@ -569,35 +569,6 @@ static void test_wait_vblank(void **state) {
 	release(fh);
 }
 
-/* A vblank that does not come within the time ends the wait with EBUSY, as the kernel's 3 s do. */
-static void test_wait_vblank_times_out(void **state) {
-	uint64_t fh = open_file(O_RDWR), unique;
-	union drm_wait_vblank v = { .request = { .type = _DRM_VBLANK_RELATIVE, .sequence = 1000 } };
-	int tries = 0;
-
-	(void)state;
-	light(fh);
-	cuse_drm_set_wait_timeout(t.cd, 50 * 1000);
-	unique = ioctl_blocked(fh, DRM_IOCTL_WAIT_VBLANK, &v, sizeof(v));
-	no_reply();
-	vblank();
-	no_reply();
-	assert_int_equal(cuse_drm_n_waiting(t.cd), 1);
-	while (cuse_drm_n_waiting(t.cd) > 0 && tries++ < 100)
-		(void)sd_event_run(t.e, 20 * 1000);
-	assert_int_equal(reply_to(unique, NULL, 0, NULL), -EBUSY);
-	assert_int_equal(cuse_drm_n_waiting(t.cd), 0);
-	assert_false(drm_node_wants_vblank(t.node));
-	/* The next one waits its whole time again, and its vblank still answers it. */
-	v.request.sequence = 1;
-	unique = ioctl_blocked(fh, DRM_IOCTL_WAIT_VBLANK, &v, sizeof(v));
-	no_reply();
-	vblank();
-	read_round(unique);
-	assert_int_equal(answer.error, 0);
-	release(fh);
-}
-
 static void test_revoke(void **state) {
 	uint64_t fh = open_file(O_RDWR), fresh, reader, waiter;
 	union drm_wait_vblank v = { .request = { .type = _DRM_VBLANK_RELATIVE, .sequence = 1 } };
@@ -724,7 +695,6 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_tickets, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_blocking_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wait_vblank, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wait_vblank_times_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_revoke, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rounds_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_limits, setup, teardown),
