@@ -34,16 +34,12 @@ int pidns_of_pid(pid_t pid, struct pidns *ret) {
 }
 
 int pidns_of_pidfd(int pidfd, struct pidns *ret) {
-	_cleanup_(closep) int proc = -1;
 	int fd, r;
 
-	r = pidfd_open_proc(pidfd, &proc, NULL);
+	/* Through the process's own directory: ESRCH once it is gone, never another's namespace. */
+	r = pidfd_open_file(pidfd, "ns/pid", &fd);
 	if (r < 0)
 		return r;
-	/* Through the process's own directory: ESRCH once it is gone, never another's namespace. */
-	fd = openat(proc, "ns/pid", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
 	return pidns_from_fd(fd, ret);
 }
 

@@ -119,19 +119,30 @@ int pidfd_open_proc(int pidfd, int *ret_fd, pid_t *ret_pid) {
 	return 0;
 }
 
+int pidfd_open_file(int pidfd, const char *name, int *ret_fd) {
+	_cleanup_(closep) int proc = -1;
+	int fd, r;
+
+	r = pidfd_open_proc(pidfd, &proc, NULL);
+	if (r < 0)
+		return r;
+	fd = openat(proc, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	*ret_fd = fd;
+	return 0;
+}
+
 int pidfd_start_time(int pidfd, uint64_t *ret) {
-	_cleanup_(closep) int fd = -1, proc = -1;
+	_cleanup_(closep) int fd = -1;
 	char buf[1024];
 	const char *p;
 	size_t len;
 	int r;
 
-	r = pidfd_open_proc(pidfd, &proc, NULL);
+	r = pidfd_open_file(pidfd, "stat", &fd);
 	if (r < 0)
 		return r;
-	fd = openat(proc, "stat", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
 	r = read_bounded(fd, buf, sizeof(buf) - 1, &len);
 	if (r < 0)
 		return r;

@@ -88,6 +88,13 @@ int pidfd_get_pid(int pidfd, pid_t *ret);
  */
 int pidfd_open_proc(int pidfd, int *ret_fd, pid_t *ret_pid);
 
+/*
+ * The file name (such as "ns/pid" or "stat") under the /proc/PID
+ * directory of the process behind pidfd, opened read-only and
+ * non-blocking through pidfd_open_proc(). -ESRCH when it has exited.
+ */
+int pidfd_open_file(int pidfd, const char *name, int *ret_fd);
+
 /* The start time of the process behind pidfd, in clock ticks after boot (CLOCK_BOOTTIME), read through it. */
 int pidfd_start_time(int pidfd, uint64_t *ret);
 

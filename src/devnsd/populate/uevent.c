@@ -176,17 +176,7 @@ void uevent_device_for_node(const struct udev_node *n, uint64_t usec_initialized
 }
 
 int uevent_netns_of_pidfd(int pidfd, int *ret_fd) {
-	_cleanup_(closep) int proc = -1;
-	int fd, r;
-
-	r = pidfd_open_proc(pidfd, &proc, NULL);
-	if (r < 0)
-		return r;
-	fd = openat(proc, "ns/net", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	*ret_fd = fd;
-	return 0;
+	return pidfd_open_file(pidfd, "ns/net", ret_fd);
 }
 
 int uevent_netns_is_shared(int netns_fd) {
