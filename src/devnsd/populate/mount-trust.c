@@ -36,13 +36,11 @@ static bool local_type(const char *type) {
 /* The device numbers of devnsd's own mounts; 0 of them if its table cannot be read. */
 static size_t host_devs(dev_t *devs, size_t max) {
 	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
-	_cleanup_(closep) int fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	_cleanup_(freep) char *text = malloc(MOUNTINFO_MAX);
 	struct libmnt_iter *it;
 	struct libmnt_fs *fs;
-	size_t len = 0, n = 0;
+	size_t n = 0;
 
-	if (fd < 0 || !text || read_bounded(fd, text, MOUNTINFO_MAX - 1, &len) < 0 || mountinfo_parse(text, len, &tb) < 0)
+	if (mountinfo_read(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &tb, NULL) < 0)
 		return 0;
 	it = mnt_new_iter(MNT_ITER_FORWARD);
 	while (it && n < max && mnt_table_next_fs(tb, it, &fs) == 0)

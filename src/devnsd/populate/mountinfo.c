@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "populate/mountinfo.h"
+#include "util.h"
 
 int mountinfo_parse(const char *text, size_t len, struct libmnt_table **ret) {
 	struct libmnt_table *tb;
@@ -62,4 +64,25 @@ unsigned int mountinfo_peer_group(struct libmnt_fs *fs, unsigned int *ret_master
 	if (ret_master)
 		*ret_master = field_number(fields, "master");
 	return field_number(fields, "shared");
+}
+
+int mountinfo_read(int dir_fd, const char *path, size_t max, struct libmnt_table **ret, bool *ret_cut) {
+	_cleanup_(closep) int fd = openat(dir_fd, path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	_cleanup_(freep) char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	text = malloc(max);
+	if (!text)
+		return -ENOMEM;
+	r = read_bounded(fd, text, max - 1, &len);
+	if (r < 0)
+		return r;
+	if (len == 0)
+		return -ENODATA;
+	if (ret_cut)
+		*ret_cut = len >= max - 1;
+	return mountinfo_parse(text, len, ret);
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <libmount.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 /*
@@ -15,6 +16,14 @@
  * skipped.
  */
 int mountinfo_parse(const char *text, size_t len, struct libmnt_table **ret);
+
+/*
+ * Reads at most max - 1 bytes of the mount table at path (relative to
+ * dir_fd, opened read-only and non-blocking: a file of the kernel's under
+ * /proc) and parses them. -ENODATA for an empty table; *ret_cut, if not
+ * NULL, says whether the table was longer than that.
+ */
+int mountinfo_read(int dir_fd, const char *path, size_t max, struct libmnt_table **ret, bool *ret_cut);
 
 /*
  * The peer group fs is in ("shared:N" among its optional fields), or 0 for

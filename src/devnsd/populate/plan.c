@@ -174,15 +174,11 @@ int populate_plan_owner(struct plan *plan, int proc_fd) {
 /* Adds the peer groups of the mount table at path; false if it cannot be read or there are too many. */
 static bool add_outside_groups(struct plan *plan, const char *path) {
 	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
-	_cleanup_(closep) int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	_cleanup_(freep) char *text = malloc(MOUNTINFO_MAX);
 	struct libmnt_iter *it;
 	struct libmnt_fs *fs;
-	size_t len = 0;
-	bool ok = true;
+	bool ok = true, cut = false;
 
-	if (fd < 0 || !text || read_bounded(fd, text, MOUNTINFO_MAX - 1, &len) < 0 || len == 0 ||
-	    len >= MOUNTINFO_MAX - 1 || mountinfo_parse(text, len, &tb) < 0)
+	if (mountinfo_read(AT_FDCWD, path, MOUNTINFO_MAX, &tb, &cut) < 0 || cut)
 		return false;
 	it = mnt_new_iter(MNT_ITER_FORWARD);
 	if (!it)
@@ -226,16 +222,12 @@ static bool reaches_nothing_outside(const struct plan *plan, unsigned int group)
  */
 void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
 	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
-	_cleanup_(closep) int fd = openat(proc_fd, "mountinfo", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	_cleanup_(freep) char *text = malloc(MOUNTINFO_MAX);
 	struct libmnt_iter *it;
 	struct libmnt_fs *fs;
-	size_t len = 0;
 
 	plan->mounts_read = false;
 	plan->n_private_mounts = plan->n_trusted_mounts = 0;
-	if (fd < 0 || !text || read_bounded(fd, text, MOUNTINFO_MAX - 1, &len) < 0 || len == 0 ||
-	    mountinfo_parse(text, len, &tb) < 0)
+	if (mountinfo_read(proc_fd, "mountinfo", MOUNTINFO_MAX, &tb, NULL) < 0)
 		return;
 	it = mnt_new_iter(MNT_ITER_FORWARD);
 	if (!it)
