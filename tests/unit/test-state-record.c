@@ -7,6 +7,7 @@
 #include <sys/sysmacros.h>
 
 #include "restart/state-record.h"
+#include "populate/mountinfo.h"
 #include "populate/populate-internal.h"
 #include "populate/view-mounts.h"
 
@@ -195,6 +196,7 @@ static void test_private_mounts(void **unused) {
 				   "33 22 0:24 / /cut rw - tmpfs tmpfs rw";
 	char dir[] = "/tmp/devns-test-XXXXXX", path[64];
 	struct plan *plan = calloc(1, sizeof(*plan));
+	struct libmnt_table *own = NULL;
 	int proc_fd, fd;
 
 	(void)unused;
@@ -208,7 +210,7 @@ static void test_private_mounts(void **unused) {
 	proc_fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(proc_fd >= 0);
 	/* The host's and devnsd's peer groups not known: every shared mount may reach them. */
-	populate_plan_mountinfo(plan, proc_fd);
+	populate_plan_mountinfo(plan, proc_fd, NULL);
 	assert_true(plan->mounts_read);
 	assert_int_equal(plan->n_private_mounts, 2);
 	assert_int_equal(plan->private_mounts[0], 30);
@@ -218,21 +220,25 @@ static void test_private_mounts(void **unused) {
 	plan->outside_groups[0] = 4;
 	plan->outside_groups[1] = 1;
 	plan->n_outside_groups = 2;
-	populate_plan_mountinfo(plan, proc_fd);
+	populate_plan_mountinfo(plan, proc_fd, NULL);
 	assert_int_equal(plan->n_private_mounts, 3);
 	assert_int_equal(plan->private_mounts[2], 32);
 	/* Group 9 is one of the host's too. */
 	plan->outside_groups[plan->n_outside_groups++] = 9;
-	populate_plan_mountinfo(plan, proc_fd);
+	populate_plan_mountinfo(plan, proc_fd, NULL);
 	assert_int_equal(plan->n_private_mounts, 2);
-	/* devnsd's own tables read: the host's root is in them, whatever its propagation. */
-	populate_plan_outside(plan);
+	/* devnsd's own table not read: not known; read, with the host's first process's: known. */
+	populate_plan_outside(plan, NULL);
+	assert_false(plan->outside_known);
+	assert_int_equal(mountinfo_read(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &own, NULL), 0);
+	populate_plan_outside(plan, own);
 	assert_true(plan->outside_known);
+	mnt_unref_table(own);
 	/* Empty: not read, as a table that could not be read. */
 	fd = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
 	assert_true(fd >= 0);
 	close(fd);
-	populate_plan_mountinfo(plan, proc_fd);
+	populate_plan_mountinfo(plan, proc_fd, NULL);
 	assert_false(plan->mounts_read);
 	assert_int_equal(plan->n_private_mounts, 0);
 	close(proc_fd);

@@ -33,17 +33,16 @@ static bool local_type(const char *type) {
 	return false;
 }
 
-/* The device numbers of devnsd's own mounts; 0 of them if its table cannot be read. */
-static size_t host_devs(dev_t *devs, size_t max) {
-	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
+/* The device numbers of devnsd's own mounts (its table own, or none). */
+static size_t host_devs(struct libmnt_table *own, dev_t *devs, size_t max) {
 	struct libmnt_iter *it;
 	struct libmnt_fs *fs;
 	size_t n = 0;
 
-	if (mountinfo_read(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &tb, NULL) < 0)
+	if (!own)
 		return 0;
 	it = mnt_new_iter(MNT_ITER_FORWARD);
-	while (it && n < max && mnt_table_next_fs(tb, it, &fs) == 0)
+	while (it && n < max && mnt_table_next_fs(own, it, &fs) == 0)
 		devs[n++] = mnt_fs_get_devno(fs);
 	mnt_free_iter(it);
 	return n;
@@ -56,9 +55,9 @@ static bool host_has(const dev_t *devs, size_t n, dev_t dev) {
 	return false;
 }
 
-void populate_plan_trust(struct plan *plan, struct libmnt_table *tb) {
+void populate_plan_trust(struct plan *plan, struct libmnt_table *tb, struct libmnt_table *own) {
 	_cleanup_(freep) dev_t *devs = calloc(HOST_MOUNTS_MAX, sizeof(*devs));
-	size_t n_devs = devs ? host_devs(devs, HOST_MOUNTS_MAX) : 0;
+	size_t n_devs = devs ? host_devs(own, devs, HOST_MOUNTS_MAX) : 0;
 	struct libmnt_iter *it = mnt_new_iter(MNT_ITER_FORWARD);
 	struct libmnt_fs *fs;
 

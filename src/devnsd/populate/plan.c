@@ -171,15 +171,12 @@ int populate_plan_owner(struct plan *plan, int proc_fd) {
 	return 0;
 }
 
-/* Adds the peer groups of the mount table at path; false if it cannot be read or there are too many. */
-static bool add_outside_groups(struct plan *plan, const char *path) {
-	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
+/* Adds the peer groups of the mount table tb; false if there are too many. */
+static bool add_outside_groups(struct plan *plan, struct libmnt_table *tb) {
 	struct libmnt_iter *it;
 	struct libmnt_fs *fs;
-	bool ok = true, cut = false;
+	bool ok = true;
 
-	if (mountinfo_read(AT_FDCWD, path, MOUNTINFO_MAX, &tb, &cut) < 0 || cut)
-		return false;
 	it = mnt_new_iter(MNT_ITER_FORWARD);
 	if (!it)
 		return false;
@@ -199,10 +196,14 @@ static bool add_outside_groups(struct plan *plan, const char *path) {
 	return ok;
 }
 
-void populate_plan_outside(struct plan *plan) {
+void populate_plan_outside(struct plan *plan, struct libmnt_table *own) {
+	_cleanup_(mnt_free_tablep) struct libmnt_table *first = NULL;
+	bool cut = true;
+
 	plan->n_outside_groups = 0;
 	/* The host's own namespace, and devnsd's (a unit's namespace of its own receives from the host's). */
-	plan->outside_known = add_outside_groups(plan, "/proc/self/mountinfo") && add_outside_groups(plan, "/proc/1/mountinfo");
+	plan->outside_known = own && mountinfo_read(AT_FDCWD, "/proc/1/mountinfo", MOUNTINFO_MAX, &first, &cut) >= 0 &&
+			      !cut && add_outside_groups(plan, own) && add_outside_groups(plan, first);
 }
 
 /* Whether a mount laid on a mount in peer group group reaches no namespace outside the container. */
@@ -220,7 +221,7 @@ static bool reaches_nothing_outside(const struct plan *plan, unsigned int group)
  * kernel's text of its mount table (never a file of the container's),
  * parsed here in devnsd: the helper gets the ids, not the text.
  */
-void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
+void populate_plan_mountinfo(struct plan *plan, int proc_fd, struct libmnt_table *own) {
 	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
 	struct libmnt_iter *it;
 	struct libmnt_fs *fs;
@@ -241,7 +242,7 @@ void populate_plan_mountinfo(struct plan *plan, int proc_fd) {
 			plan->private_mounts[plan->n_private_mounts++] = mnt_fs_get_id(fs);
 	}
 	mnt_free_iter(it);
-	populate_plan_trust(plan, tb);
+	populate_plan_trust(plan, tb, own);
 	plan->mounts_read = true;
 }
 

@@ -141,12 +141,23 @@ static inline uint64_t populate_now_usec(void) {
 struct plan *populate_plan_new(struct persona *p);
 /* Ids of the container's root, from the user namespace maps under its /proc/PID (proc_fd). */
 int populate_plan_owner(struct plan *plan, int proc_fd);
-/* The peer groups of devnsd's own mount table and of the host's first process (outside the container). */
-void populate_plan_outside(struct plan *plan);
-/* The container's mount table, from the kernel's text under its /proc/PID (proc_fd); after populate_plan_outside(). */
-void populate_plan_mountinfo(struct plan *plan, int proc_fd);
-/* Sorts the container's mounts (its table tb) into those the helper may look into and the others (populate/mount-trust.c). */
-void populate_plan_trust(struct plan *plan, struct libmnt_table *tb);
+/*
+ * The peer groups of devnsd's own mount table own (read whole, or NULL:
+ * not known) and of the host's first process (outside the container).
+ */
+void populate_plan_outside(struct plan *plan, struct libmnt_table *own);
+/*
+ * The container's mount table, from the kernel's text under its /proc/PID
+ * (proc_fd), sorted with devnsd's own table own (NULL: not read); after
+ * populate_plan_outside().
+ */
+void populate_plan_mountinfo(struct plan *plan, int proc_fd, struct libmnt_table *own);
+/*
+ * Sorts the container's mounts (its table tb) into those the helper may
+ * look into and the others, knowing the superblocks of devnsd's own table
+ * own (populate/mount-trust.c).
+ */
+void populate_plan_trust(struct plan *plan, struct libmnt_table *tb, struct libmnt_table *own);
 /*
  * Whether the helper may step onto the container's mount mnt_id (a
  * cfs_mount_ok_fn, userdata the plan):

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "populate/mountinfo.h"
 #include "populate/uevent.h"
 #include "populate/populate-internal.h"
 #include "log.h"
@@ -250,7 +251,9 @@ void populate_cancel(struct persona *p) {
 static int spawn(struct populate *pop, struct plan *plan, int target, enum zygote_fn fn,
 		 void (*add_nodes)(struct populate *pop, struct plan *plan)) {
 	_cleanup_(closep) int proc_fd = -1, root_fd = -1, mnt_fd = -1;
+	_cleanup_(mnt_free_tablep) struct libmnt_table *own = NULL;
 	struct manager *m = pop->manager;
+	bool own_cut = true;
 	int pipe_fds[2];
 	int r;
 
@@ -264,8 +267,11 @@ static int spawn(struct populate *pop, struct plan *plan, int target, enum zygot
 	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (root_fd < 0 || mnt_fd < 0)
 		return -errno;
-	populate_plan_outside(plan);
-	populate_plan_mountinfo(plan, proc_fd);
+	/* devnsd's own mount table, read once: its peer groups, and the superblocks the host has. */
+	if (mountinfo_read(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &own, &own_cut) < 0)
+		own = NULL;
+	populate_plan_outside(plan, own_cut ? NULL : own);
+	populate_plan_mountinfo(plan, proc_fd, own);
 	if (pidfd_exited(target))
 		return -ESRCH;
 	add_nodes(pop, plan);
