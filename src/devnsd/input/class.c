@@ -612,3 +612,10 @@ int input_led_set(struct input_device *d, struct persona *p, unsigned int code, 
 		return -EINVAL;
 	return evdev_node_set_feedback(in->evdev, EV_LED, (uint16_t)code, on);
 }
+
+bool input_conf_wants(const struct conf *conf, const char *devnode) {
+	for (size_t i = 0; i < conf->input.n_patterns; i++)
+		if (pattern_names(conf->input.patterns[i], devnode, devnode))
+			return true;
+	return false;
+}

@@ -145,6 +145,9 @@ void input_device_dispatch(struct input_device *d);
 /* The node persona p has for d, or NULL. */
 struct input_node *input_node_of(struct input_device *d, struct persona *p);
 
+/* Whether [Input] Devices= names the evdev node devnode. */
+bool input_conf_wants(const struct conf *conf, const char *devnode);
+
 /*
  * input/serve.c: the input class over the evdev devices [Input] Devices=
  * names, served over CUSE. Logs what fails.
@@ -157,9 +160,6 @@ int input_class_new(struct manager *m, const struct conf *conf, struct input_cla
  * /sys/devices/.../input0), or NULL.
  */
 struct input_device *input_find_by_sysfs(struct input_class *ic, const char *kdev);
-
-/* Whether [Input] Devices= names the evdev node devnode. */
-bool input_conf_wants(const struct conf *conf, const char *devnode);
 
 /*
  * The node (/dev/input/eventN, in devnode) of the evdev device of the

@@ -257,13 +257,6 @@ struct input_device *input_find_by_sysfs(struct input_class *ic, const char *kde
 	return NULL;
 }
 
-bool input_conf_wants(const struct conf *conf, const char *devnode) {
-	for (size_t i = 0; i < conf->input.n_patterns; i++)
-		if (pattern_names(conf->input.patterns[i], devnode, devnode))
-			return true;
-	return false;
-}
-
 bool input_kdev_evdev(const char *kdev, char *devnode, size_t size) {
 	char pattern[PATH_MAX];
 	glob_t g = { 0 };
