@@ -12,6 +12,8 @@
  *                              redraw, each persona draws a new frame before it is switched to;
  *                              with busy, the last persona named draws one before each switch
  *                              and is never switched to
+ *   fb-bench ping N            N calls of a method that does nothing (org.freedesktop.DBus.Peer.Ping)
+ *                              on devnsd's bus name (median): one D-Bus round trip
  */
 #include <fcntl.h>
 #include <linux/fb.h>
@@ -236,6 +238,36 @@ static int bench_switch(char **names, int count, int n, bool redraw_first, const
 	return 0;
 }
 
+/* A method devnsd answers without doing anything, timed until the answer; prints the median. */
+static int bench_ping(int n) {
+	sd_bus *bus = NULL;
+	double *t = calloc((size_t)n, sizeof(double));
+	int r;
+
+	r = sd_bus_open_system(&bus);
+	if (r < 0 || !t || n <= 0)
+		return die("bus");
+	for (int i = 0; i < n + 2; i++) {
+		sd_bus_error error = SD_BUS_ERROR_NULL;
+		double t0 = now_us();
+
+		r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.freedesktop.DBus.Peer", "Ping", &error, NULL,
+				       "");
+		if (r < 0) {
+			fprintf(stderr, "Ping: %s\n", error.message);
+			return 1;
+		}
+		if (i >= 2)
+			t[i - 2] = now_us() - t0;
+		sd_bus_error_free(&error);
+	}
+	qsort(t, (size_t)n, sizeof(double), cmp_double);
+	printf("ping_us %.1f\n", t[n / 2]);
+	sd_bus_flush_close_unref(bus);
+	free(t);
+	return 0;
+}
+
 int main(int argc, char *argv[]) {
 	if (argc == 4 && strcmp(argv[1], "write") == 0)
 		return bench_write(argv[2], atoi(argv[3]));
@@ -243,12 +275,15 @@ int main(int argc, char *argv[]) {
 		return bench_mmap(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "ioctl") == 0)
 		return bench_ioctl(argv[2], atoi(argv[3]));
+	if (argc == 3 && strcmp(argv[1], "ping") == 0)
+		return bench_ping(atoi(argv[2]));
 	if (argc == 5 && strcmp(argv[1], "hold") == 0)
 		return bench_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 6 && strcmp(argv[1], "switch") == 0 && strcmp(argv[3], "busy") != 0)
 		return bench_switch(argv + 4, argc - 4, atoi(argv[2]), strcmp(argv[3], "redraw") == 0, NULL);
 	if (argc >= 7 && strcmp(argv[1], "switch") == 0)
 		return bench_switch(argv + 4, argc - 5, atoi(argv[2]), false, argv[argc - 1]);
-	fprintf(stderr, "usage: fb-bench write|mmap DEV N | hold DEV MS ROWS | switch N static|redraw|busy P1 P2 [P3...]\n");
+	fprintf(stderr, "usage: fb-bench write|mmap DEV N | hold DEV MS ROWS | switch N static|redraw|busy P1 P2 [P3...] "
+			"| ping N\n");
 	return 2;
 }
