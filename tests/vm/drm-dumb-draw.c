@@ -22,6 +22,7 @@
  *   shown
  *   flip K fb FB_ID sequence SEQ
  *   flips N in USEC us
+ *   waited for flips N in USEC us    (the PAGE_FLIP calls and the waits for their events alone)
  *   done
  * Exit status 0, or 1 with "drm-dumb-draw: STEP: REASON" on stderr.
  */
@@ -58,6 +59,7 @@ int main(int argc, char *argv[]) {
 	unsigned int flips = 0, hold_ms = 0;
 	bool redraw = false;
 	struct timespec t0, t1;
+	long long flip_usec = 0;
 	bool color2_given = false;
 	struct buffer bufs[2] = { 0 };
 	drmModeConnector *conn = NULL;
@@ -130,22 +132,28 @@ int main(int argc, char *argv[]) {
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned int k = 1; k <= flips; k++) {
 		uint32_t fb_id = bufs[k % 2].fb_id;
+		struct timespec f0, f1;
 		long seq;
 
 		if (redraw && !buffer_fill(&bufs[k % 2], w, h, colors[k % 2] ^ (k & 0xff))) {
 			fprintf(stderr, "drm-dumb-draw: buffer %u does not read back what was drawn\n", k % 2);
 			return 1;
 		}
+		clock_gettime(CLOCK_MONOTONIC, &f0);
 		seq = flip_to(fd, crtc, fb_id, &step);
 		if (seq < 0)
 			return fail(step, (int)-seq);
+		clock_gettime(CLOCK_MONOTONIC, &f1);
+		flip_usec += (f1.tv_sec - f0.tv_sec) * 1000000 + (f1.tv_nsec - f0.tv_nsec) / 1000;
 		printf("flip %u fb %u sequence %ld\n", k, fb_id, seq);
 		fflush(stdout);
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	if (flips > 0)
+	if (flips > 0) {
 		printf("flips %u in %lld us\n", flips,
 		       (long long)(t1.tv_sec - t0.tv_sec) * 1000000 + (t1.tv_nsec - t0.tv_nsec) / 1000);
+		printf("waited for flips %u in %lld us\n", flips, flip_usec);
+	}
 	fflush(stdout);
 	sleep_ms(hold_ms);
 
