@@ -36,6 +36,13 @@ struct bus_peer {
 	 * the pid the bus reported: see bus_peer_confirm().)
 	 */
 	bool pinned;
+	/*
+	 * pidfd is the bus's own (ProcessFD), taken when the connection was
+	 * made: the process it names is the one that connected, whatever its
+	 * number is now. Without it, the pid is a number that another process
+	 * may have taken since, and serves only to refuse.
+	 */
+	bool from_bus;
 	/* The bus reports no groups: they are read from /proc/PID/status at every call. */
 	bool gids_from_proc;
 	gid_t gids[BUS_PEER_MAX_GROUPS];

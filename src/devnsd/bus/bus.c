@@ -72,9 +72,12 @@ static int check_caller(sd_bus_message *msg, bool group, const char *what, struc
 
 /*
  * What a caller may list: every persona for callers in devnsd's own pid
- * namespace; its own persona for a process in a persona's container; nothing
- * for anyone else. The lists give node paths, open handles and LED states,
- * which are one persona's business.
+ * namespace; its own persona for a process in a persona's container, known
+ * by the bus's pidfd (ProcessFD); nothing for anyone else. The lists give
+ * node paths, open handles and LED states, which are one persona's
+ * business. Without ProcessFD the pid may name a process of another
+ * persona's container by now: a container's callers get nothing there, and
+ * ask for their own persona through its endpoint.
  */
 struct scope {
 	bool all;
@@ -86,7 +89,7 @@ static struct scope caller_scope(sd_bus_message *msg, struct bus *b) {
 	struct persona *p = NULL;
 
 	if (bus_peer_get(msg, b->peers, &peer) < 0 || manager_persona_of_pid(b->manager, peer.pid, &p) < 0 ||
-	    bus_peer_confirm(msg, b->peers, &peer) < 0)
+	    (p && !peer.from_bus) || bus_peer_confirm(msg, b->peers, &peer) < 0)
 		return (struct scope){ 0 };
 	return (struct scope){ .all = !p, .own = p };
 }
@@ -603,6 +606,19 @@ static int method_request_active(sd_bus_message *msg, void *userdata, sd_bus_err
 	if (r < 0 || !p)
 		return bus_error_set(error, -BUS_E_NOT_IN_PERSONA, "The caller (pid %d) is not in any persona's container",
 				     (int)peer.pid);
+	/*
+	 * Which persona asks was read from the caller's process. Without the
+	 * bus's pidfd that process is known by a number only, which a process
+	 * of another container may have taken since the connection was made:
+	 * the pid serves to refuse, never to grant.
+	 */
+	if (!peer.from_bus) {
+		log_refusal(b, "RequestActive", &peer, "the bus gives no pidfd of its callers (ProcessFD)");
+		return bus_error_set(error, -EACCES,
+				     "This bus gives no pidfd of its callers (ProcessFD), and a pid cannot tell which "
+				     "persona asks; in a persona's container, ask through its endpoint, %s",
+				     DEVNS_ENDPOINT_PATH);
+	}
 	r = check_request_user(b, p, &peer, error);
 	if (r < 0)
 		return r;

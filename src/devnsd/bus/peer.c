@@ -43,6 +43,7 @@ struct cached_peer {
 	pid_t pid;
 	uid_t euid;
 	int pidfd;
+	bool from_bus;
 	bool gids_from_proc;
 	gid_t gids[BUS_PEER_MAX_GROUPS];
 	size_t n_gids;
@@ -182,6 +183,7 @@ static void cache_store(struct bus_peer_cache *c, const struct bus_peer *peer) {
 		.pid = peer->pid,
 		.euid = peer->euid,
 		.pidfd = pidfd,
+		.from_bus = peer->from_bus,
 		.gids_from_proc = peer->gids_from_proc,
 		.n_gids = peer->gids_from_proc ? 0 : peer->n_gids,
 		.used = ++c->clock,
@@ -237,7 +239,7 @@ static int read_credentials(sd_bus_message *reply, struct bus_peer *peer, bool *
 			r = sd_bus_message_read(reply, "v", "h", &fd);
 			if (r >= 0) {
 				peer->pidfd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
-				peer->pinned = peer->pidfd >= 0;
+				peer->pinned = peer->from_bus = peer->pidfd >= 0;
 			}
 		} else
 			r = sd_bus_message_skip(reply, "v");
@@ -314,6 +316,7 @@ int bus_peer_get(sd_bus_message *msg, struct bus_peer_cache *cache, struct bus_p
 		if (peer.pidfd < 0)
 			return -errno;
 		peer.pinned = true;
+		peer.from_bus = e->from_bus;
 		peer.pid = e->pid;
 		peer.euid = e->euid;
 		peer.gids_from_proc = e->gids_from_proc;

@@ -2,6 +2,8 @@
 """The D-Bus interface under attack, on a real dbus-daemon with the shipped
 policy (conf/org.devns1.conf): root of another pid namespace, non-root host
 users and app uids inside a persona call devnsd through busctl and devnsctl.
+The personas' containers have a /dev and /run of their own, so they get their
+persona's endpoint as well, which devnsctl request-active and status take.
 After each attack, nothing changed outside the attacker's container and
 devnsd still answers within a second."""
 
@@ -47,6 +49,15 @@ while True:
 HERE = os.path.dirname(os.path.abspath(__file__))
 # Calls RequestActive on a connection of its own; prints "granted", "refused" or the error.
 ASK = "import sys; sys.path.insert(0, sys.argv[1]); import busping; print(busping.Connection().request_active())"
+ENDPOINT = "/run/devnsd/persona/endpoint"
+
+
+def bus_gives_process_fd():
+    """Whether the bus hands over its callers' pidfds (ProcessFD: dbus-daemon 1.16 on Linux 6.5 and later)."""
+    p = subprocess.run(["busctl", "--system", "call", "org.freedesktop.DBus", "/org/freedesktop/DBus",
+                        "org.freedesktop.DBus", "GetConnectionCredentials", "s", "org.devns1"],
+                       capture_output=True, text=True, timeout=30, check=True)
+    return '"ProcessFD"' in p.stdout
 
 
 def host_pid_of(init_pid, inner):
@@ -88,12 +99,16 @@ class BusAttacks(rig.PersonaTestCase):
                           "apps": {"AllowRequestActive": "yes", "RequestActiveUsers": "0 1000-1999"}})
         conf += "\n[Display]\nBackend=headless\nMode=64x32\n"
         cls.daemon = rig.Daemon(conf)
-        cls.containers = {name: rig.Container() for name in ("work", "personal", "burst", "apps", "loose")}
+        # loose shares the host's /dev and /run: no endpoint there.
+        cls.containers = {name: rig.Container(private_dev=name != "loose")
+                          for name in ("work", "personal", "burst", "apps", "loose")}
         for name, c in cls.containers.items():
             rig.devnsctl("attach", name, "--pid", str(c.pid))
         cls.evil = rig.Container()
         # One connection kept open, so that timing an answer does not time a process start.
         cls.conn = busping.Connection()
+        cls.process_fd = bus_gives_process_fd()
+        print("the bus gives ProcessFD:", cls.process_fd)
 
     @classmethod
     def tearDownClass(cls):
@@ -338,13 +353,19 @@ class BusAttacks(rig.PersonaTestCase):
 
     def test_container_lists_only_its_own_persona(self):
         work = self.containers["work"]
+        # Through the endpoint: its own persona.
         p = run([rig.DEVNSCTL, "status"], inside=work, check=True)
-        self.assertIn(self.node("work"), p.stdout)
-        for other in ("personal", "burst", "loose"):
-            self.assertNotIn(self.node(other), p.stdout)
+        self.assertIn("Persona: work", p.stdout)
         p = run(BUSCTL + ["ListPersonas"], inside=work, check=True)
-        self.assertIn('"work"', p.stdout)
         self.assertNotIn('"personal"', p.stdout)
+        if self.process_fd:
+            self.assertIn('"work"', p.stdout)
+        else:
+            # Which persona a pid is in is no answer where another process may have taken the pid.
+            self.assertEqual(p.stdout.split()[:2], ["a(sbas)", "0"])
+        p = run(BUSCTL + ["ListNodes"], inside=self.containers["loose"], check=True)
+        for other in ("work", "personal", "burst"):
+            self.assertNotIn(self.node(other), p.stdout)
         # A container bound to no persona sees none.
         p = run(BUSCTL + ["ListNodes"], inside=self.evil, check=True)
         self.assertEqual(p.stdout.split()[:2], ["a(ssssu)", "0"])
@@ -365,15 +386,21 @@ class BusAttacks(rig.PersonaTestCase):
         if run(["unshare", "--user", "true"], inside=work).returncode != 0:
             self.skipTest("no user namespaces in this guest")
         rig.devnsctl("switch", "personal")
-        # An app uid that makes itself root of a user namespace of its own.
+        # An app uid that makes itself root of a user namespace of its own: to the endpoint it is the uid
+        # the kernel recorded at connect(), 1000 in the container.
         p = run(APP + ["unshare", "--user", "--map-root-user", rig.DEVNSCTL, "request-active"], inside=work)
-        self.assert_refused(p, "user namespace")
+        self.assert_refused(p, "RequestActiveUsers=")
         self.assertEqual(self.active(), "personal")
+        if self.process_fd:
+            # On the bus, its user namespace is not the container's.
+            p = run(APP + ["unshare", "--user", "--map-root-user", sys.executable, "-c", ASK, HERE], inside=work)
+            self.assertIn("user namespace", p.stdout + p.stderr)
+            self.assertEqual(self.active(), "personal")
 
     def test_request_active_in_a_user_namespaced_container(self):
         # Root mapped to host uid 100000: its uid inside decides, read through its uid_map.
         # A container that cannot be made is a failure of this rig, not a reason to skip.
-        c = rig.Container(userns=True)
+        c = rig.Container(userns=True, private_dev=True)
         ask = [sys.executable, "-c", ASK, HERE]
         # dbus-daemon takes connections only from uids the host's user database knows.
         for inside in (0, 1000):
@@ -384,11 +411,19 @@ class BusAttacks(rig.PersonaTestCase):
             rig.devnsctl("attach", "mapped", "--pid", str(c.pid))
             rig.devnsctl("switch", "personal")
             # Its root passes the uid rule; the persona's policy (AllowRequestActive=no) then refuses.
-            self.assertEqual(run(ask, inside=c, check=True).stdout.strip(), "refused")
-            out = run(APP + ask, inside=c, check=True).stdout.strip()
-            self.assertIn("RequestActiveUsers=", out)
-            out = run(["unshare", "--user", "--map-root-user"] + ask, inside=c, check=True).stdout.strip()
-            self.assertIn("user namespace", out)
+            p = run([rig.DEVNSCTL, "request-active"], inside=c)
+            self.assert_refused(p, "AllowRequestActive=no")
+            p = run(APP + [rig.DEVNSCTL, "request-active"], inside=c)
+            self.assert_refused(p, "RequestActiveUsers=")
+            if self.process_fd:
+                # The same over the bus, which also refuses a user namespace made inside.
+                self.assertEqual(run(ask, inside=c, check=True).stdout.strip(), "refused")
+                out = run(APP + ask, inside=c, check=True).stdout.strip()
+                self.assertIn("RequestActiveUsers=", out)
+                out = run(["unshare", "--user", "--map-root-user"] + ask, inside=c, check=True).stdout.strip()
+                self.assertIn("user namespace", out)
+            else:
+                self.assertIn(ENDPOINT, run(ask, inside=c, check=True).stdout)
             self.assertEqual(self.active(), "personal")
             # Its root is no root of the host.
             p = run([rig.DEVNSCTL, "create", "intruder"], inside=c)
@@ -397,6 +432,27 @@ class BusAttacks(rig.PersonaTestCase):
         finally:
             c.stop()
             rig.devnsctl("remove", "mapped", check=False)
+        self.answers_within_a_second()
+
+    def test_request_active_over_the_bus_needs_the_bus_pidfd(self):
+        """A process of work's container asks over the bus for work to come forward. Where the bus hands
+        over no pidfd of its caller (ProcessFD), the pid it reports is only a number that another process
+        may have taken since the connection was made, and which persona the caller is in cannot be told
+        from it: the call is refused, naming the persona's endpoint, and nothing switches. Through the
+        endpoint (devnsctl request-active) work comes forward."""
+        work = self.containers["work"]
+        rig.devnsctl("switch", "personal")
+        out = run([sys.executable, "-c", ASK, HERE], inside=work, check=True).stdout.strip()
+        print("RequestActive over the bus answered:", out)
+        if self.process_fd:
+            self.assertEqual(out, "granted")
+            self.assertEqual(self.active(), "work")
+            rig.devnsctl("switch", "personal")
+        else:
+            self.assertIn(ENDPOINT, out)
+            self.assertEqual(self.active(), "personal")
+        run([rig.DEVNSCTL, "request-active"], inside=work, check=True)
+        self.assertEqual(self.active(), "work")
         self.answers_within_a_second()
 
     def test_request_active_from_container_root_follows_the_policy(self):

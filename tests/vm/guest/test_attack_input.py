@@ -635,8 +635,8 @@ def read_now(fd):
 
 
 class FocusRig(rig.PersonaTestCase):
-    """Personas work (active), thief (may come forward, attached to a container) and home, with a
-    keyboard; the host reads each persona's node."""
+    """Personas work (active), thief (may come forward, attached to a container that asks through its
+    endpoint) and home, with a keyboard; the host reads each persona's node."""
 
     conf_extra = {}
 
@@ -656,7 +656,8 @@ class FocusRig(rig.PersonaTestCase):
 
     def setUp(self):
         super().setUp()
-        self.thief = rig.Container()
+        # A /dev and /run of its own: devnsctl request-active takes the persona's endpoint there.
+        self.thief = rig.Container(private_dev=True)
         self.addCleanup(self.thief.stop)
         rig.devnsctl("attach", "thief", "--pid", str(self.thief.pid))
         self.fd = {p: rig.open_node(rig.persona_node(p, self.kbd_hw)) for p in ("work", "thief", "home")}

@@ -189,14 +189,25 @@ class Containers(rig.PersonaTestCase):
             self.assertLess(time.monotonic(), deadline, "dbus-monitor is no monitor after 30 s: " + "\n".join(lines))
             time.sleep(0.05)
         env = dict(os.environ)
-        p = self.personal.run(rig.DEVNSCTL, "request-active", check=False, env=env)
-        self.assertNotEqual(p.returncode, 0)
-        self.assertIn("refused", p.stderr)
-        self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+        # devnsctl asks through the persona's endpoint, which a container with a /dev and /run of its own
+        # gets. (Over a bus that gives no ProcessFD, devnsd refuses RequestActive and names the endpoint.)
+        work, personal = rig.Container(private_dev=True), rig.Container(private_dev=True)
+        try:
+            rig.devnsctl("attach", "work", "--pid", str(work.pid))
+            rig.devnsctl("attach", "personal", "--pid", str(personal.pid))
+            p = personal.run(rig.DEVNSCTL, "request-active", check=False, env=env)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertIn("refused", p.stderr)
+            self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
 
-        rig.devnsctl("switch", "personal")
-        self.work.run(rig.DEVNSCTL, "request-active", env=env)
-        self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+            rig.devnsctl("switch", "personal")
+            work.run(rig.DEVNSCTL, "request-active", env=env)
+            self.assertIn("Active persona: work", rig.devnsctl("status").stdout)
+        finally:
+            work.stop()
+            personal.stop()
+            rig.devnsctl("attach", "work", "--pid", str(self.work.pid))
+            rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
 
         p = subprocess.run([rig.DEVNSCTL, "request-active"], capture_output=True, text=True)
         self.assertNotEqual(p.returncode, 0)
