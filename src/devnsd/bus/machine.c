@@ -250,11 +250,14 @@ void bus_attach_machines(struct bus *b) {
 
 		if (!p)
 			continue;
-		if (cp->pid > 0) {
-			r = bus_attach_pid(b, p, cp->pid, NULL, &error);
+		/* The process Pid= named when devnsd started, by the pidfd opened then: its number may be another's now. */
+		if (p->conf_pidfd >= 0) {
+			r = bus_attach(b, p, p->conf_pidfd, NULL, &error);
+			closep(&p->conf_pidfd);
 			if (r < 0)
 				log_warning("[Persona %s] Pid=%d: not attached: %s", cp->name, (int)cp->pid,
 					    error.message ?: strerror(-r));
+			sd_bus_error_free(&error);
 		}
 		if (!cp->machine)
 			continue;

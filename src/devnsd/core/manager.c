@@ -14,6 +14,7 @@ static void persona_free(struct persona *p) {
 	LIST_REMOVE(p, link);
 	p->manager->n_personas--;
 	pidns_close(&p->ns);
+	closep(&p->conf_pidfd);
 	for (size_t i = 0; i < p->n_maps; i++)
 		free(p->maps[i].path);
 	free(p);
@@ -31,6 +32,7 @@ static int persona_new(struct manager *m, const char *name, const struct conf_pe
 	p->serial = ++m->last_serial;
 	p->ns = PIDNS_NULL;
 	p->container_pidfd = -1;
+	p->conf_pidfd = -1;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->input_group = (struct conf_group){ .name = "input", .gid = -1 };
 	p->video_group = (struct conf_group){ .name = "video", .gid = -1 };
@@ -114,9 +116,9 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 		if (i == conf->active)
 			m->active = p;
 		if (conf->personas[i].pid > 0) {
-			_cleanup_(closep) int pidfd = pidfd_open(conf->personas[i].pid, 0);
-
-			r = pidfd < 0 ? -errno : manager_attach(m, p, pidfd);
+			/* The one lookup by number: the attach once every node exists goes through this pidfd. */
+			p->conf_pidfd = pidfd_open(conf->personas[i].pid, 0);
+			r = p->conf_pidfd < 0 ? -errno : manager_attach(m, p, p->conf_pidfd);
 			if (r < 0)
 				return log_error_errno(r, "[Persona %s] Pid=%d: cannot bind to its pid namespace: %m",
 						       p->name, (int)conf->personas[i].pid);

@@ -52,6 +52,12 @@ struct persona {
 	/* The process it was attached through (pidfd, -1 before), for later changes to its container's /dev. */
 	int container_pidfd;
 	pid_t container_pid;
+	/*
+	 * Pid='s process, opened once at start (manager_new()), until the
+	 * configuration's attach takes it (bus_attach_machines()): a pid
+	 * looked up again could name another process by then. -1 otherwise.
+	 */
+	int conf_pidfd;
 	/* Said once to the log for its container (populate.c): a mount not looked into, a full job table. */
 	bool populate_told_mount, populate_told_full;
 	/*

@@ -817,6 +817,69 @@ class Restart(unittest.TestCase):
         finally:
             self.assertEqual(daemon.stop(), 0, daemon.output())
 
+    def test_10_pid_is_the_process_named_at_start(self):
+        """Pid= names a container's process. devnsd opens a pidfd on it at start and attaches through that
+        pidfd once every node exists. Meanwhile (devnsd waits here for its display) the process exits and
+        the init of another container takes its pid: the persona is not attached to that container, and
+        the log says the process has exited."""
+        first = rig.Container()
+        pid = first.pid
+        link = "/run/devns-pid-card"
+        # Mode=: should the display's wait (10 s) end first, devnsd starts without it all the same.
+        conf = self.conf.replace("Device=/dev/dri/card0", "Device=%s\nMode=640x480" % link).replace(
+            "[Persona personal]\n", "[Persona personal]\nPid=%d\n" % pid)
+        daemon = rig.Daemon.__new__(rig.Daemon)
+        daemon.dir = tempfile.mkdtemp(prefix="devnsd-")
+        daemon.conf = os.path.join(daemon.dir, "devnsd.conf")
+        rig.write_file(daemon.conf, conf)
+        log = os.path.join(daemon.dir, "log")
+        failed = []
+
+        def start():
+            try:
+                daemon.start()
+            except Exception as err:  # noqa: BLE001 (reported by the test)
+                failed.append(err)
+
+        starter = threading.Thread(target=start)
+        starter.start()
+        try:
+            self.assertTrue(eventually(lambda: os.path.exists(log) and "not there yet" in read_file(log)),
+                            "devnsd does not wait for its display")
+            first.stop()
+            self.assertTrue(eventually(lambda: not os.path.exists("/proc/%d" % pid)))
+            taker = None
+            for _ in range(20):
+                # unshare takes pid - 1, and the container's init it forks pid.
+                rig.write_file("/proc/sys/kernel/ns_last_pid", str(pid - 2))
+                c = rig.Container()
+                self.containers.append(c)
+                if c.pid == pid:
+                    taker = c
+                    break
+            self.assertIsNotNone(taker, "no container's init took pid %d" % pid)
+            os.symlink("/dev/dri/card0", link)
+            starter.join(120)
+            self.assertEqual(failed, [])
+            refused = "[Persona personal] Pid=%d: not attached" % pid
+            bound = "persona personal bound to the pid namespace of process %d" % pid
+            self.assertTrue(eventually(lambda: refused in daemon.output() or bound in daemon.output()),
+                            daemon.output())
+            self.assertNotIn(bound, daemon.output())
+            self.assertIn(refused, daemon.output())
+            p = taker.run("head", "-c", "4", fbrig.fb_node("personal"), check=False)
+            self.assertNotEqual(p.returncode, 0, "the container that took the pid reaches the persona")
+        except BaseException:
+            if hasattr(daemon, "log"):
+                print(daemon.output())
+            raise
+        finally:
+            starter.join(120)
+            if os.path.lexists(link):
+                os.unlink(link)
+            if hasattr(daemon, "proc"):
+                self.assertEqual(daemon.stop(), 0, daemon.output())
+
     def test_4_reattach_only_the_same_process(self):
         """A recorded process that is not the one any more (another start time) is not attached
         again; a container that is gone neither; both say so and leave the persona unbound."""
