@@ -142,6 +142,52 @@ attempts()
 # name: (max_brightness, brightness)
 BACKLIGHT = ("panel", 1000, 500)
 
+# Run by a container's root (host uid 0, the owner of its namespaces' files): asks for a write lease on
+# its container's pid namespace ("lease container ok" or "... errno N"), then makes a pid namespace below
+# it whose init takes a write lease on that namespace's file and ignores SIGIO, the lease's break, so as
+# never to give it up. That init opens NODE ("open ok" or "open errno N", with the seconds it took), lets
+# go of its lease and opens NODE again ("again ...").
+NS_LEASE = r"""
+import ctypes, fcntl, os, signal, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+signal.signal(signal.SIGIO, signal.SIG_IGN)
+
+def lease(what):
+    fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+    except OSError as err:
+        print("lease %s errno %d" % (what, err.errno), flush=True)
+        os.close(fd)
+        return None
+    print("lease %s ok" % what, flush=True)
+    return fd
+
+def try_open(what):
+    start = time.monotonic()
+    try:
+        os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_NONBLOCK))
+        result = "ok"
+    except OSError as err:
+        result = "errno %d" % err.errno
+    print("%s %s after %.1f s" % (what, result, time.monotonic() - start), flush=True)
+
+held = lease("container")
+if held is not None:
+    os.close(held)
+if libc.unshare(0x20000000) != 0:
+    sys.exit("unshare: errno %d" % ctypes.get_errno())
+pid = os.fork()
+if pid == 0:
+    held = lease("nested")
+    try_open("open")
+    if held is not None:
+        os.close(held)
+    try_open("again")
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
 
 def python(*args, prefix=(), container=None, **kw):
     """Runs python3 with args (after the prefix, e.g. setpriv), in the container if given."""
@@ -314,6 +360,26 @@ class InputAndViewAttacks(rig.PersonaTestCase):
         app = ["setpriv", "--reuid=10050", "--regid=10050", "--clear-groups"]
         out = python(PROBE, self.node("personal"), "0", prefix=app, container=c).stdout.strip()
         self.assertEqual(out, "open errno %d" % errno.EACCES)
+
+    def test_a_lease_on_a_pid_namespace_holds_nothing_up(self):
+        """devnsd reads an opener's pid namespace, and walks up from it (NS_GET_PARENT) to the persona's.
+        An open of a namespace's file waits while another process holds a write lease on it, until the
+        lease is given up or breaks (fs.lease-break-time, 45 s, past devnsd's watchdog). A container's root
+        (host uid 0) takes a lease on a pid namespace it made below its container's, and a process there
+        opens the persona's node: devnsd does not wait, it refuses that open (EACCES) at once, and the
+        same open passes once the lease is gone. On the container's own namespace, which devnsd holds
+        open, no lease can be taken: the walk from a namespace one level below it never waits either."""
+        box = self.box()
+        self.attach("spare", box)
+        p = box.run(sys.executable, "-c", NS_LEASE, self.node("spare"), check=False)
+        lines = p.stdout.splitlines()
+        print("\n".join(lines))
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(lines[:2], ["lease container errno %d" % errno.EAGAIN, "lease nested ok"])
+        self.assertEqual(len(lines), 4, lines)
+        self.assertRegex(lines[2], r"^open errno %d after [0-4]\.\d s$" % errno.EACCES)
+        self.assertRegex(lines[3], r"^again ok after")
+        self.assertRegex(self.daemon.output(), r"refused pid \d+ access to persona spare's nodes")
 
     # --- re-attach revokes ---
 
