@@ -289,6 +289,96 @@ static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error 
 	return w.r < 0 ? w.r : sd_bus_send(NULL, reply, NULL);
 }
 
+/*
+ * A CreatePersona call is answered once the new persona's nodes are in
+ * /dev, so that a program started after devnsctl create finds them; at
+ * most CREATE_WAIT_USEC later, with an error saying they are not there.
+ */
+#define CREATE_WAIT_USEC (10 * 1000 * 1000)
+
+struct create_wait {
+	struct bus *bus;
+	struct persona *persona;
+	sd_bus_message *msg;
+	sd_event_source *timeout;
+	LIST_ENTRY(create_wait) link;
+};
+
+/* Answers w's call (with an error when code < 0) and frees w. */
+static void create_wait_end(struct create_wait *w, int code, const char *message) {
+	_cleanup_(sd_bus_error_free) sd_bus_error error = SD_BUS_ERROR_NULL;
+	int r;
+
+	if (code < 0) {
+		bus_error_set(&error, code, "%s", message);
+		r = sd_bus_reply_method_error(w->msg, &error);
+	} else
+		r = sd_bus_reply_method_return(w->msg, NULL);
+	if (r < 0)
+		log_debug_errno(r, "Cannot answer CreatePersona: %m");
+	LIST_REMOVE(w, link);
+	sd_event_source_disable_unref(w->timeout);
+	sd_bus_message_unref(w->msg);
+	free(w);
+}
+
+/* Ends the waits of persona p, or every wait when p is NULL. */
+static void create_waits_end(struct bus *b, struct persona *p, int code, const char *message) {
+	struct create_wait *w = LIST_FIRST(&b->create_waits), *next;
+
+	for (; w; w = next) {
+		next = LIST_NEXT(w, link);
+		if (!p || w->persona == p)
+			create_wait_end(w, code, message);
+	}
+}
+
+static int on_create_timeout(sd_event_source *s, uint64_t usec, void *userdata) {
+	struct create_wait *w = userdata;
+	char message[128];
+
+	(void)s;
+	(void)usec;
+	log_warning("persona %s: %u of its nodes are not in /dev after %u s", w->persona->name,
+		    w->persona->nodes_waited, CREATE_WAIT_USEC / 1000000);
+	snprintf(message, sizeof(message), "Persona '%s' was made, but %u of its nodes are not in /dev after %u s",
+		 w->persona->name, w->persona->nodes_waited, CREATE_WAIT_USEC / 1000000);
+	create_wait_end(w, -ETIMEDOUT, message);
+	return 0;
+}
+
+static void on_persona_ready(struct listener *l, void *data) {
+	create_waits_end(container_of(l, struct bus, persona_ready), data, 0, NULL);
+}
+
+static void on_persona_removed(struct listener *l, void *data) {
+	create_waits_end(container_of(l, struct bus, persona_removed), data, -ENODEV,
+			 "The persona was removed before its nodes were in /dev");
+}
+
+/* Answers msg once persona p's nodes are in /dev: at once when they are. */
+static int create_wait_new(struct bus *b, sd_bus_message *msg, struct persona *p) {
+	struct create_wait *w;
+	int r;
+
+	if (manager_persona_ready(p))
+		return sd_bus_reply_method_return(msg, NULL);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	r = sd_event_add_time_relative(b->manager->event, &w->timeout, CLOCK_MONOTONIC, CREATE_WAIT_USEC, 0,
+				       on_create_timeout, w);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
+	w->bus = b;
+	w->persona = p;
+	w->msg = sd_bus_message_ref(msg);
+	LIST_INSERT_HEAD(&b->create_waits, w, link);
+	return 1;
+}
+
 static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
 	struct bus *b = userdata;
 	struct manager *m = b->manager;
@@ -315,7 +405,7 @@ static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 	}
 	if (r < 0)
 		return bus_error_set(error, r, "Creating persona '%s' failed: %m", name);
-	return sd_bus_reply_method_return(msg, NULL);
+	return create_wait_new(b, msg, p);
 }
 
 static int method_remove_persona(sd_bus_message *msg, void *userdata, sd_bus_error *error) {
@@ -933,6 +1023,11 @@ int bus_new(struct bus **ret, struct manager *m, struct display_class *display, 
 	(void)bus_endpoints_new(b, &b->endpoints);
 	b->active_changed.notify = on_active_changed;
 	signal_add(&m->events.active_changed, &b->active_changed);
+	LIST_INIT(&b->create_waits);
+	b->persona_ready.notify = on_persona_ready;
+	signal_add(&m->events.persona_ready, &b->persona_ready);
+	b->persona_removed.notify = on_persona_removed;
+	signal_add(&m->events.persona_removed, &b->persona_removed);
 	*ret = TAKE_PTR(b);
 	return 0;
 }
@@ -941,6 +1036,9 @@ struct bus *bus_free(struct bus *b) {
 	if (!b)
 		return NULL;
 	listener_remove(&b->active_changed);
+	listener_remove(&b->persona_ready);
+	listener_remove(&b->persona_removed);
+	create_waits_end(b, NULL, -ESHUTDOWN, "devnsd is stopping");
 	bus_machines_free(b);
 	bus_endpoints_free(b->endpoints);
 	sd_bus_flush_close_unref(b->bus);

@@ -31,6 +31,9 @@ struct bus {
 	/* Callers the bus told devnsd about, for their next calls. */
 	struct bus_peer_cache *peers;
 	struct listener active_changed;
+	/* CreatePersona calls waiting for their persona's nodes (bus.c), and what ends the wait. */
+	LIST_HEAD(, create_wait) create_waits;
+	struct listener persona_ready, persona_removed;
 	/* Machine=: the personas whose machines are followed, and the match on systemd-machined's MachineNew. */
 	struct machine_watch *machine_watches;
 	size_t n_machine_watches;

@@ -95,6 +95,7 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	signal_init(&m->events.switch_done);
 	signal_init(&m->events.persona_added);
 	signal_init(&m->events.persona_removed);
+	signal_init(&m->events.persona_ready);
 	signal_init(&m->events.display_power);
 	signal_init(&m->events.attached);
 	signal_init(&m->events.leaving);
@@ -241,13 +242,21 @@ void manager_node_numbers(struct manager *m, const char *devname, unsigned int *
 		*ret_major = *ret_minor = 0;
 }
 
-void manager_node_added(struct manager *m) {
+void manager_node_added(struct manager *m, struct persona *p) {
 	m->n_nodes++;
+	if (p)
+		p->nodes_waited++;
 }
 
-void manager_node_ready(struct manager *m) {
+void manager_node_ready(struct manager *m, struct persona *p) {
 	m->n_ready++;
+	if (p && p->nodes_waited > 0 && --p->nodes_waited == 0)
+		signal_emit(&m->events.persona_ready, p);
 	manager_check_ready(m);
+}
+
+bool manager_persona_ready(const struct persona *p) {
+	return p->nodes_waited == 0;
 }
 
 void manager_check_ready(struct manager *m) {

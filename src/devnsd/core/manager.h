@@ -67,6 +67,8 @@ struct persona {
 	 * makes a new one whenever the persona is attached.
 	 */
 	char endpoint_dir[128];
+	/* Its nodes made and not yet in /dev (manager_node_added() and manager_node_ready()). */
+	unsigned int nodes_waited;
 	/* Where nodes appear inside the container: node name -> path. */
 	struct conf_map maps[CONF_MAX_MAPS];
 	size_t n_maps;
@@ -170,7 +172,8 @@ struct manager {
 	 * active_changed, the persona now active, at once when a switch
 	 * starts; switch_done, the struct switch_op, once it completes;
 	 * persona_added and persona_removed, the persona (removed: before it
-	 * is freed); display_power, a const bool, true when the display has
+	 * is freed); persona_ready, the persona, once the last of its nodes
+	 * then waited for is in /dev; display_power, a const bool, true when the display has
 	 * just been powered down (a blanked active persona), false when it
 	 * has been powered up again.
 	 *
@@ -187,6 +190,7 @@ struct manager {
 		struct signal_list switch_done;
 		struct signal_list persona_added;
 		struct signal_list persona_removed;
+		struct signal_list persona_ready;
 		struct signal_list display_power;
 		struct signal_list attached;
 		struct signal_list leaving;
@@ -296,9 +300,11 @@ void manager_rebind(struct manager *m, struct persona *p, bool revoke);
 /* Stable device numbers for /dev/DEVNAME (0, 0 when none can be kept). */
 void manager_node_numbers(struct manager *m, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);
 
-/* Counts a node that will announce itself with manager_node_ready(). */
-void manager_node_added(struct manager *m);
-/* A node is in /dev. */
-void manager_node_ready(struct manager *m);
+/* Counts a node of persona p (NULL: a routed node) that will announce itself with manager_node_ready(). */
+void manager_node_added(struct manager *m, struct persona *p);
+/* A node of persona p (NULL: a routed node) is in /dev; the last one p waited for: events.persona_ready. */
+void manager_node_ready(struct manager *m, struct persona *p);
+/* Whether every node persona p has is in /dev. */
+bool manager_persona_ready(const struct persona *p);
 /* Sends READY=1 once every node is in /dev (at once when there are none). */
 void manager_check_ready(struct manager *m);

@@ -48,7 +48,7 @@ static void node_ready(void *userdata) {
 	dn->ready = true;
 	log_debug("%s: ready", dn->path);
 	apply_owner(dn);
-	manager_node_ready(dn->class->base.manager);
+	manager_node_ready(dn->class->base.manager, dn->persona);
 }
 
 static int node_may_open(void *userdata, pid_t pid) {
@@ -80,7 +80,7 @@ static void card_ready(void *userdata) {
 	dn->drm_ready = true;
 	log_debug("%s: ready", dn->drm_path);
 	apply_owner(dn);
-	manager_node_ready(dn->class->base.manager);
+	manager_node_ready(dn->class->base.manager, dn->persona);
 }
 
 static const struct cuse_drm_hooks card_hooks = {
@@ -100,7 +100,7 @@ static int add_card(struct display_node *dn) {
 			 dn->socket_path, &card_hooks, dn);
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot create the node: %m", dn->drm_path);
-	manager_node_added(m);
+	manager_node_added(m, dn->persona);
 	return 0;
 }
 
@@ -118,7 +118,7 @@ static int serve_node_added(struct display_node *dn) {
 			&node_hooks, dn);
 	if (r < 0)
 		return log_error_errno(r, "%s: cannot create the node: %m", dn->path);
-	manager_node_added(m);
+	manager_node_added(m, dn->persona);
 	return add_card(dn);
 }
 
@@ -202,7 +202,7 @@ static void routed_ready(void *userdata) {
 	if (dc->routed_ready)
 		return;
 	dc->routed_ready = true;
-	manager_node_ready(dc->base.manager);
+	manager_node_ready(dc->base.manager, NULL);
 }
 
 /* The framebuffer of the opener's persona; host processes get the active persona's. */
@@ -242,7 +242,7 @@ static int add_routed(struct display_class *dc) {
 	r = cuse_fb_set_shares(dc->routed, ROUTED_SHARES);
 	if (r < 0)
 		return log_error_errno(r, "/dev/%s: cannot split the routed node among personas: %m", devname);
-	manager_node_added(m);
+	manager_node_added(m, NULL);
 	return 0;
 }
 

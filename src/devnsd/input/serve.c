@@ -40,7 +40,7 @@ static void node_ready(void *userdata) {
 	in->ready = true;
 	log_debug("%s: ready", in->path);
 	node_set_owner(in);
-	manager_node_ready(manager_of(in->device));
+	manager_node_ready(manager_of(in->device), in->persona);
 	if (in->device->hotplugged)
 		input_hotplug_node_ready(in);
 }
@@ -67,7 +67,7 @@ static int cuse_node_added(struct input_node *in) {
 		return r;
 	/* A restart that finds the device gone tells the container with these. */
 	cuse_evdev_set_note(in->cuse, in->device->udev);
-	manager_node_added(m);
+	manager_node_added(m, in->persona);
 	return 0;
 }
 
@@ -76,7 +76,7 @@ static void cuse_node_removed(struct input_node *in) {
 		cuse_evdev_close_node(in->device->routed, in->evdev);
 	/* A node of a device that went before its node came is not waited for. */
 	if (!in->ready && in->device->gone)
-		manager_node_ready(manager_of(in->device));
+		manager_node_ready(manager_of(in->device), in->persona);
 	/* Its handles get ENODEV until they are closed, as from the kernel's evdev. */
 	in->cuse = cuse_evdev_retire(in->cuse, in->persona->name);
 }
@@ -103,7 +103,7 @@ static void routed_ready(void *userdata) {
 	if (d->routed_ready)
 		return;
 	d->routed_ready = true;
-	manager_node_ready(manager_of(d));
+	manager_node_ready(manager_of(d), NULL);
 }
 
 /* The persona of the opener's container; host processes get the active persona's node. */
@@ -152,13 +152,13 @@ static int cuse_device_added(struct input_device *d) {
 	r = cuse_evdev_set_shares(d->routed, ROUTED_SHARES);
 	if (r < 0)
 		return r;
-	manager_node_added(m);
+	manager_node_added(m, NULL);
 	return 0;
 }
 
 static void cuse_device_removed(struct input_device *d) {
 	if (d->routed && !d->routed_ready && d->gone)
-		manager_node_ready(manager_of(d));
+		manager_node_ready(manager_of(d), NULL);
 	d->routed = cuse_evdev_retire(d->routed, NULL);
 }
 

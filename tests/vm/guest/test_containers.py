@@ -255,6 +255,15 @@ class Containers(rig.PersonaTestCase):
     def test_create_and_remove_personas(self):
         rig.devnsctl("create", "guest")
         self.assertTrue(stat.S_ISCHR(os.stat(rig.persona_node("guest", self.kbd_hw)).st_mode))
+        # devnsctl create returns once every node of the new persona is in /dev, for each one made.
+        made = ["quick%d" % i for i in range(4)]
+        for name in made:
+            rig.devnsctl("create", name)
+            for hw in (self.kbd_hw, I8042):
+                self.assertTrue(os.path.exists(rig.persona_node(name, hw)),
+                                "%s is not there when devnsctl create returns" % rig.persona_node(name, hw))
+        for name in made:
+            rig.devnsctl("remove", name)
         self.assertRegex(rig.devnsctl("list").stdout, r"(?m)^  guest\s+/dev/devns/guest/")
         bad = rig.devnsctl("create", "guest", check=False)
         self.assertNotEqual(bad.returncode, 0)
