@@ -9,9 +9,10 @@ never the background one's; a switch by devnsctl or by the hotkey must
 bring the other application to the screen. Xorg (drivers fbdev and
 libinput), when installed, runs in a third persona's container without a
 VT, and has to take the screen and the input only while its persona is
-active, also after its persona was switched away from and back (X
-drawing in the background stays off the screen, and a key typed for the
-active persona never reaches X)."""
+active, also after its persona was switched away from and back, twice (X
+drawing in the background stays off the screen, X drawing while active
+again reaches it, and a key typed for the active persona never reaches
+X)."""
 
 import os
 import signal
@@ -151,6 +152,9 @@ class QtApps(rig.PersonaTestCase):
                 while qtrig.differing(self.frames[active].rgb(), before[active]) > qtrig.MENU:
                     self.assertLess(time.monotonic(), deadline, "Escape did not close %s's menu" % active)
                     time.sleep(0.3)
+                # The menu bar keeps the keyboard (File stays lit) until a second Escape gives it back to
+                # the text: keys typed later are text again.
+                qtrig.tap_key(self.kbd, e.KEY_ESC)
 
     def test_4_xorg_in_a_third_persona(self):
         if not self.xorg:
@@ -176,11 +180,7 @@ class QtApps(rig.PersonaTestCase):
             rig.devnsctl("switch", "work")
             self.assert_screen_shows("work", "qt-xorg-back-to-work")
             # Back in the background, X draws a root of another colour into its persona's memory only.
-            kiosk_before = self.frames["kiosk"].rgb()
-            p = self.xorg.client("xsetroot", "-solid", "#c06030")
-            self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-            self.assertGreater(self.wait_changed("kiosk", kiosk_before, qtrig.MENU), qtrig.MENU,
-                               "X did not draw its new root in the background")
+            self.x_draws("#c06030", "in the background")
             # Keys typed now are work's: they must change work's application, on the screen (which is no
             # later than X's drawing would have reached it), and never reach X.
             work_before = self.frames["work"].rgb()
@@ -193,14 +193,35 @@ class QtApps(rig.PersonaTestCase):
             self.assert_screen_shows("kiosk", "qt-xorg-kiosk-again")
             qtrig.tap_key(self.kbd, e.KEY_C)
             self.assertTrue(out.wait_for(r"(?s)KeyPress.*detail: %d\b" % (e.KEY_C + 8), 30), out.text)
+            # Active again, what X draws reaches the screen.
+            self.x_draws("#30c060", "while active again")
+            self.assert_screen_shows("kiosk", "qt-xorg-drew-while-active-again")
             rig.devnsctl("switch", "work")
             self.assert_screen_shows("work", "qt-xorg-back-to-work-again")
+            # The second time in the background as the first: X's drawing stays off the screen, keys typed for
+            # work reach work's application only.
+            self.x_draws("#c0c030", "in the background again")
+            work_before = self.frames["work"].rgb()
+            qtrig.type_text(self.kbd, "vvvv vvvv vvvv vvvv")
+            self.assertGreater(self.wait_changed("work", work_before, qtrig.TYPED), qtrig.TYPED,
+                               "keys typed after switching back from X again did not reach work's application")
+            self.assert_screen_shows("work", "qt-xorg-drew-in-the-background-again")
         finally:
             os.killpg(events.pid, signal.SIGTERM)
             text = out.finish()
             events.stdout.close()
         self.assertNotRegex(text, r"detail: %d\b" % (e.KEY_Q + 8), "X got a key typed while work was active")
         self.assertNotRegex(text, r"detail: %d\b" % (e.KEY_Z + 8), "X got a key typed after switching back to work")
+        self.assertNotRegex(text, r"detail: %d\b" % (e.KEY_V + 8),
+                            "X got a key typed after switching back to work the second time")
+
+    def x_draws(self, colour, when):
+        """X paints its root colour; waits until its persona's frame has it."""
+        before = self.frames["kiosk"].rgb()
+        p = self.xorg.client("xsetroot", "-solid", colour)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertGreater(self.wait_changed("kiosk", before, qtrig.MENU), qtrig.MENU,
+                           "X did not draw its new root " + when)
 
 
 if __name__ == "__main__":
