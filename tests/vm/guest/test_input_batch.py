@@ -3,18 +3,26 @@
 reads reaches a waiting reader in one answer, event times arrive in the
 reader's clock, and events the kernel dropped before devnsd read them
 (SYN_DROPPED on its own handle) leave the persona's state right and reach
-the active persona's readers as a SYN_DROPPED."""
+the active persona's readers as a SYN_DROPPED.
+
+The file runs in a time namespace of its own, devnsd with it, whose
+CLOCK_BOOTTIME is an hour ahead of CLOCK_MONOTONIC, as on a machine that
+slept for an hour: an event time in the wrong one of the two clocks shows."""
 
 import fcntl
 import os
 import signal
 import struct
+import sys
 import threading
 import time
 
 from evdev import ecodes as e
 
 import devnsrig as rig
+
+# How far ahead of CLOCK_MONOTONIC this file's CLOCK_BOOTTIME runs, in seconds.
+BOOTTIME_AHEAD = 3600
 
 
 class InputBatches(rig.PersonaTestCase):
@@ -109,6 +117,9 @@ class InputBatches(rig.PersonaTestCase):
                 # Microseconds are all an event carries.
                 self.assertLessEqual(before - 1e-6, t, (clock, before, t, after))
                 self.assertLessEqual(t, after + 1e-6, (clock, before, t, after))
+        # The clocks do differ here, so that the boottime event above could not have been a monotonic one.
+        self.assertGreater(time.clock_gettime(time.CLOCK_BOOTTIME) - time.clock_gettime(time.CLOCK_MONOTONIC),
+                           BOOTTIME_AHEAD / 2)
 
     def test_state_is_right_after_the_kernel_dropped_events(self):
         fd = self.node()
@@ -163,4 +174,8 @@ class InputBatches(rig.PersonaTestCase):
 
 
 if __name__ == "__main__":
+    if os.environ.get("DEVNS_BOOTTIME_AHEAD") != str(BOOTTIME_AHEAD):
+        os.environ["DEVNS_BOOTTIME_AHEAD"] = str(BOOTTIME_AHEAD)
+        os.execvp("unshare", ["unshare", "--fork", "--time", "--boottime", str(BOOTTIME_AHEAD),
+                              sys.executable] + sys.argv)
     rig.main()
