@@ -91,8 +91,11 @@ def led_state(fd):
 
 # --- events on raw fds ---------------------------------------------------------
 
-def read_events(fd, timeout=1.0, until=None):
-    """Reads events until `until(events)` is true or nothing comes for `timeout` s."""
+def read_events(fd, timeout=None, until=None):
+    """Reads events until `until(events)` is true or nothing comes for `timeout` s (by default a
+    second without `until`; with it, MARKER_TIMEOUT: waiting for what must come is no latency bound)."""
+    if timeout is None:
+        timeout = MARKER_TIMEOUT if until else 1.0
     events = []
     while True:
         r, _, _ = select.select([fd], [], [], timeout)
