@@ -2,7 +2,7 @@
 """Framebuffer benchmark: persona fb0 against the kernel's /dev/fb0 (bochs DRM
 fbdev emulation), in one QEMU guest run. Writes its section of bench/RESULTS.md.
 
-Usage: bench/fb-bench.py [--frames N] [--switches N] [--smp N] [--no-write]
+Usage: bench/fb-bench.py [--frames N] [--switches N] [--smp N] [--suite bookworm|trixie] [--no-write]
 (run from the source tree after `ninja -C build`; needs the VM rig of tests/vm)."""
 
 import argparse
@@ -18,6 +18,8 @@ TOP = os.path.dirname(HERE)
 BUILD = os.environ.get("DEVNS_BUILD", os.path.join(TOP, "build"))
 BIN = os.environ.get("DEVNS_FB_BENCH") or os.path.join(BUILD, "bench-fb", "fb-bench")
 SECTION = "## Framebuffer"
+# The guest's kernel: vm-run's --suite (Debian 12's 6.1, Debian 13's 6.12).
+SUITES = {"bookworm": "6.1", "trixie": "6.12"}
 
 
 def compile_bench():
@@ -204,7 +206,7 @@ def git_describe():
     return rev.strip() + (" (with uncommitted changes)" if dirty.strip() else "")
 
 
-def report(r, frames, switches):
+def report(r, frames, switches, suite="bookworm"):
     mib = r["frame_bytes"] / 2**20
     frame_kib = r["frame_bytes"] / 1024
     per_idle = (r["pss_idle_32"] - r["pss_idle_2"]) / 30
@@ -251,11 +253,11 @@ def report(r, frames, switches):
         return "**yes**" if ok else "**no**"
     now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        SECTION, "",
-        "Run of %s, devns %s, written by `bench/fb-bench.py` (rerun: `ninja -C build && bench/fb-bench.py`)." % (
-            now, git_describe()),
+        section_name(suite), "",
+        "Run of %s, devns %s, written by `bench/fb-bench.py` (rerun: `ninja -C build && bench/fb-bench.py%s`)." % (
+            now, git_describe(), "" if suite == "bookworm" else " --suite " + suite),
         "",
-        "One QEMU guest (TCG, `-smp %d`, `-vga std`, bochs DRM driver, XRGB8888 frames of %.0f KiB, devnsd with "
+        "One QEMU guest (Debian's %s kernel, TCG, `-smp %d`, `-vga std`, bochs DRM driver, XRGB8888 frames of %.0f KiB, devnsd with "
         "%d display buffers). The kernel's `/dev/fb0` (bochs' DRM fbdev emulation) is measured before "
         "devnsd becomes DRM master and again after it exits, devns' write and mmap figures at the start "
         "and at the end of the 2-persona run; the table shows the means (spread between the two: kernel "
@@ -269,7 +271,7 @@ def report(r, frames, switches):
         "(untimed), so each switch shows a frame the screen has not shown. The switches alternate between "
         "two personas, except in the rows that go round four and five. The display's buffers take "
         "%.1f MiB of video memory (%d spares, the default `SpareFrames=3`)." % (
-            r.get("smp", 2), frame_kib, r.get("buffers_2", 0), 100 * r["native_write_spread"], 100 * r["native_mmap_spread"],
+            SUITES.get(suite, suite), r.get("smp", 2), frame_kib, r.get("buffers_2", 0), 100 * r["native_write_spread"], 100 * r["native_mmap_spread"],
             100 * r["devns_write_spread"], 100 * r["devns_mmap_spread"], frames, switches,
             r.get("video_memory_kib", 0) / 1024, r.get("spares", 0)),
         "",
@@ -354,15 +356,21 @@ def report(r, frames, switches):
     return "\n".join(lines)
 
 
-def write_section(text):
+def section_name(suite):
+    """The 6.1 guest's run is "Framebuffer"; another kernel's has a section of its own."""
+    return SECTION if suite == "bookworm" else "%s: the %s guest" % (SECTION, SUITES.get(suite, suite))
+
+
+def write_section(text, suite):
     path = os.path.join(HERE, "RESULTS.md")
+    name = section_name(suite)
     with open(path) as f:
         content = f.read()
-    start = content.find(SECTION + "\n")
+    start = content.find(name + "\n")
     if start < 0:
         content = content.rstrip("\n") + "\n\n" + text
     else:
-        end = content.find("\n## ", start + len(SECTION))
+        end = content.find("\n## ", start + len(name))
         content = content[:start] + text + ("\n" + content[end + 1:] if end >= 0 else "")
     with open(path, "w") as f:
         f.write(content)
@@ -391,20 +399,22 @@ def main():
     ap.add_argument("--frames", type=int, default=60)
     ap.add_argument("--switches", type=int, default=40)
     ap.add_argument("--smp", type=int, default=2, help="the guest's virtual CPUs")
+    ap.add_argument("--suite", default="bookworm", choices=sorted(SUITES),
+                    help="the guest's kernel: bookworm (6.1, the default) or trixie (6.12)")
     ap.add_argument("--no-write", action="store_true", help="print the section, leave RESULTS.md as it is")
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.guest:
         return guest(args.frames, args.switches)
     compile_bench()
-    res = in_guest(["--timeout", "1200", "--smp", str(args.smp), "--env", "DEVNS_FB_BENCH=" + BIN],
+    res = in_guest(["--timeout", "1200", "--suite", args.suite, "--smp", str(args.smp), "--env", "DEVNS_FB_BENCH=" + BIN],
                    os.path.realpath(__file__), ["--frames", str(args.frames), "--switches", str(args.switches)])
     if not res:
         return 1
     res["smp"] = args.smp
-    text = report(res, args.frames, args.switches)
+    text = report(res, args.frames, args.switches, args.suite)
     if not args.no_write:
-        write_section(text)
+        write_section(text, args.suite)
     print(text)
     return 0
 
