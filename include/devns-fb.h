@@ -148,12 +148,26 @@ struct devns_fb_grant {
  */
 struct devns_fb_track {
 	__u32 magic; /* DEVNS_FB_TRACK_MAGIC */
-	__u32 reserved;
+	__u32 flags; /* 0 or DEVNS_FB_TRACK_ASYNC */
 	__u64 addr;   /* where the mapping starts in the program, page-aligned */
 	__u64 len;    /* its length in bytes, page-aligned */
 	__u64 offset; /* its offset in the framebuffer, page-aligned */
 };
 #define DEVNS_FB_TRACK_MAGIC 0x64667477u
+/*
+ * The userfaultfd was made with UFFD_FEATURE_WP_ASYNC (Linux 6.7): the
+ * kernel resolves write faults itself and no write waits. Two more
+ * descriptors follow it in the same message: the program's own
+ * /proc/self/pagemap, which devnsd asks which pages were written
+ * (PAGEMAP_SCAN with PM_SCAN_WP_MATCHING, which protects them again), and
+ * a second userfaultfd of the program, made without the feature and with
+ * nothing registered: while the frame does not change devnsd moves the
+ * range to it, protected, so that the next write faults and wakes
+ * devnsd, and moves it back then. Descriptors that are not what they
+ * should be, or a range not registered so, end the tracking as soon as
+ * devnsd finds out; the frame is then scanned every refresh.
+ */
+#define DEVNS_FB_TRACK_ASYNC 1u
 
 struct devns_fb_track_reply {
 	__u32 magic; /* DEVNS_FB_TRACK_MAGIC */

@@ -40,3 +40,33 @@ int fb_track_check_range(uint64_t addr, uint64_t len, uint64_t offset, uint64_t 
 		return -EINVAL;
 	return 0;
 }
+
+bool fb_track_page_rows(uint64_t start, uint64_t end, uint64_t map_addr, uint64_t map_len, uint64_t map_offset,
+			uint64_t frame_offset, uint32_t line, uint32_t height, uint32_t *ret_y0, uint32_t *ret_y1) {
+	uint64_t lo, hi, frame_end;
+
+	if (line == 0 || height == 0 || map_len == 0 || map_addr + map_len < map_addr)
+		return false;
+	/* Into the mapping, then into framebuffer offsets. */
+	start = start < map_addr ? map_addr : start;
+	end = end > map_addr + map_len ? map_addr + map_len : end;
+	if (start >= end)
+		return false;
+	lo = map_offset + (start - map_addr);
+	hi = map_offset + (end - map_addr);
+	if (hi < lo)
+		return false;
+	/* Into the visible frame. */
+	frame_end = frame_offset + (uint64_t)line * height;
+	lo = lo < frame_offset ? frame_offset : lo;
+	hi = hi > frame_end ? frame_end : hi;
+	if (lo >= hi)
+		return false;
+	*ret_y0 = (uint32_t)((lo - frame_offset) / line);
+	*ret_y1 = (uint32_t)((hi - frame_offset + line - 1) / line);
+	return true;
+}
+
+bool fb_track_scan_complete(uint64_t n, uint64_t vec_len, uint64_t walk_end, uint64_t end) {
+	return n < vec_len && walk_end == end;
+}

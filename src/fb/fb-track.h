@@ -47,3 +47,32 @@ bool fb_track_policy_scanned(struct fb_track_policy *p, uint64_t usec, uint64_t 
  * not wrapping. 0 or -EINVAL.
  */
 int fb_track_check_range(uint64_t addr, uint64_t len, uint64_t offset, uint64_t fb_size, uint64_t page_size);
+
+/*
+ * Written pages (PAGEMAP_SCAN's ranges, in the program's addresses) as
+ * rows of the visible frame. The mapping [map_addr, map_addr + map_len)
+ * shows the framebuffer from map_offset; the visible frame starts at
+ * frame_offset in the framebuffer, height rows of line bytes. A range is
+ * clipped to the mapping and to the frame: false if nothing of it is
+ * left (a page of another frame, or the kernel named something outside
+ * the mapping), else *ret_y0 and *ret_y1 the rows it touches.
+ */
+bool fb_track_page_rows(uint64_t start, uint64_t end, uint64_t map_addr, uint64_t map_len, uint64_t map_offset,
+			uint64_t frame_offset, uint32_t line, uint32_t height, uint32_t *ret_y0, uint32_t *ret_y1);
+
+/*
+ * Whether a scan that returned n ranges of a vector of vec_len, and
+ * stopped at walk_end of [start, end), saw everything: a full vector, or
+ * a walk that ended early or elsewhere, may have left written pages
+ * unreported, and the whole frame counts as changed.
+ */
+bool fb_track_scan_complete(uint64_t n, uint64_t vec_len, uint64_t walk_end, uint64_t end);
+
+/*
+ * With asynchronous write-protection nothing wakes devnsd at a write: a
+ * tracked frame is scanned for written pages every refresh while it
+ * changes. After FB_TRACK_POLL_QUIET_SCANS scans in a row that found
+ * nothing its mappings go back to a write fault for the next write
+ * (display/track.c parks them), so that an unchanged frame costs nothing.
+ */
+#define FB_TRACK_POLL_QUIET_SCANS 12u

@@ -29,7 +29,10 @@
  * faults too (so that read() into the mapping works while it is
  * write-protected), registers the mapping for write-protection, sends
  * the userfaultfd over the mapping's connection and closes its own copy.
- * devnsd then does nothing while the frame does not change. Without
+ * devnsd then does nothing while the frame does not change. Where the
+ * kernel resolves write faults itself (UFFD_FEATURE_WP_ASYNC, 6.7) the
+ * process's own /proc/self/pagemap goes along, and devnsd asks it which
+ * pages were written instead of waiting for a fault. Without
  * such a userfaultfd (no CAP_SYS_PTRACE and vm.unprivileged_userfaultfd
  * 0, a seccomp filter, a kernel without write-protection of shared
  * memory) nothing is sent and devnsd scans the frame every refresh. A
@@ -90,6 +93,7 @@
 #include "devns-drm.h"
 #include "devns-fb.h"
 #include "fb-stream.h"
+#include "pagemap-scan.h"
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAX_MAPPINGS 64
@@ -325,12 +329,43 @@ static int fetch(int fd, char intent, int *ret_memfd, struct devns_fb_grant *gra
 }
 
 /*
+ * The userfaultfd features the kernel offers (UFFDIO_API with none asked
+ * answers with them), asked once per process: a userfaultfd takes one
+ * UFFDIO_API, so the one that tracks is made after.
+ */
+static uint64_t uffd_features(void) {
+	static uint64_t features;
+	static bool known;
+	struct uffdio_api api = { .api = UFFD_API };
+	int uffd;
+
+	if (known)
+		return features;
+	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	if (uffd < 0)
+		return 0;
+	if (ioctl(uffd, UFFDIO_API, &api) == 0)
+		features = api.features;
+	close(uffd);
+	known = true;
+	return features;
+}
+
+/*
  * Offers the mapping [p, p + len) at offset off to devnsd for tracking
  * over sock: whether a userfaultfd was sent. Never waits for devnsd.
+ * Where the kernel resolves write faults itself (UFFD_FEATURE_WP_ASYNC,
+ * Linux 6.7) and the process can open its own pagemap, the mapping is
+ * registered with such a userfaultfd, which goes with the pagemap and a
+ * second, plain userfaultfd (DEVNS_FB_TRACK_ASYNC): devnsd then asks the
+ * pagemap which pages were written (PAGEMAP_SCAN) and no write waits for
+ * it, and moves the range to the second one while the frame does not
+ * change, so that the next write faults there.
  */
 static bool track(int sock, void *p, size_t len, off_t off) {
 	long page = sysconf(_SC_PAGESIZE);
 	size_t span = page > 0 ? (len + (size_t)page - 1) / (size_t)page * (size_t)page : len;
+	uint64_t offered = uffd_features();
 	struct uffdio_api api = { .api = UFFD_API };
 	struct uffdio_register reg = {
 		.range = { .start = (uintptr_t)p, .len = span },
@@ -341,32 +376,46 @@ static bool track(int sock, void *p, size_t len, off_t off) {
 	};
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 	} control = { 0 };
 	struct iovec iov = { .iov_base = &msg, .iov_len = sizeof(msg) };
 	struct msghdr mh = {
-		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = sizeof(control.buf)
+		.msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf, .msg_controllen = CMSG_SPACE(sizeof(int))
 	};
 	struct cmsghdr *cmsg = CMSG_FIRSTHDR(&mh);
+	struct uffdio_api plain = { .api = UFFD_API };
+	int fds[3] = { -1, -1, -1 }, n_fds = 1;
 	bool sent;
-	int uffd;
 
-	/* Not UFFD_USER_MODE_ONLY: the kernel's own writes into the mapping (read() into it) must fault too. */
-	uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-	if (uffd < 0)
+	if (!(offered & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
 		return false;
-	if (ioctl(uffd, UFFDIO_API, &api) < 0 || !(api.features & UFFD_FEATURE_WP_HUGETLBFS_SHMEM) ||
-	    ioctl(uffd, UFFDIO_REGISTER, &reg) < 0 || !(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT))) {
-		close(uffd);
-		return false;
+	if (offered & UFFD_FEATURE_WP_ASYNC) {
+		fds[1] = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+		if (fds[1] >= 0)
+			fds[2] = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+		if (fds[2] >= 0 && ioctl(fds[2], UFFDIO_API, &plain) == 0) {
+			api.features = UFFD_FEATURE_WP_ASYNC | (offered & UFFD_FEATURE_WP_UNPOPULATED);
+			n_fds = 3;
+		}
 	}
-	cmsg->cmsg_level = SOL_SOCKET;
-	cmsg->cmsg_type = SCM_RIGHTS;
-	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cmsg), &uffd, sizeof(int));
-	sent = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(msg);
-	/* devnsd's copy is the only one left: if devnsd goes, the kernel releases the mapping. */
-	close(uffd);
+	/* Not UFFD_USER_MODE_ONLY: the kernel's own writes into the mapping (read() into it) must fault too. */
+	fds[0] = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+	sent = fds[0] >= 0 && ioctl(fds[0], UFFDIO_API, &api) == 0 && ioctl(fds[0], UFFDIO_REGISTER, &reg) == 0 &&
+	       (reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT));
+	if (sent) {
+		if (n_fds == 3)
+			msg.flags = DEVNS_FB_TRACK_ASYNC;
+		mh.msg_controllen = CMSG_SPACE((size_t)n_fds * sizeof(int));
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN((size_t)n_fds * sizeof(int));
+		memcpy(CMSG_DATA(cmsg), fds, (size_t)n_fds * sizeof(int));
+		sent = sendmsg(sock, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(msg);
+	}
+	/* devnsd's copies are the only ones left: if devnsd goes, the kernel releases the mapping. */
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
 	return sent;
 }
 

@@ -129,6 +129,73 @@ static void test_ranges(void **state) {
 	assert_int_equal(fb_track_check_range(0, 3000, 0, FB, 3000), -EINVAL);
 }
 
+#define LINE 5120u
+#define HEIGHT 800u
+#define MAP 0x7f0000000000ull
+
+/* Pages to rows: a page of the frame touches the rows it overlaps, partly or wholly. */
+static void test_page_rows(void **state) {
+	uint32_t y0 = 0, y1 = 0;
+
+	(void)state;
+	/* The first page lies within row 0; the second overlaps rows 0 and 1. */
+	assert_true(fb_track_page_rows(MAP, MAP + PAGE, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_int_equal(y0, 0);
+	assert_int_equal(y1, 1);
+	assert_true(fb_track_page_rows(MAP + PAGE, MAP + 2 * PAGE, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_int_equal(y0, 0);
+	assert_int_equal(y1, 2);
+	/* Pages 5 and 6: bytes 20480 to 28672, rows 4 to 5. */
+	assert_true(fb_track_page_rows(MAP + 5 * PAGE, MAP + 7 * PAGE, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_int_equal(y0, 4);
+	assert_int_equal(y1, 6);
+	/* The last page of the frame ends with its last row. */
+	assert_true(fb_track_page_rows(MAP + FB - PAGE, MAP + FB, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_int_equal(y1, HEIGHT);
+	/* A mapping of the second half of the framebuffer, the frame panned there. */
+	assert_true(fb_track_page_rows(MAP, MAP + PAGE, MAP, FB, FB, FB, LINE, HEIGHT, &y0, &y1));
+	assert_int_equal(y0, 0);
+	assert_int_equal(y1, 1);
+}
+
+/* What lies outside the mapping or the visible frame is clipped, or nothing. */
+static void test_page_rows_clipped(void **state) {
+	uint32_t y0 = 0, y1 = 0;
+
+	(void)state;
+	/* Before and after the mapping. */
+	assert_false(fb_track_page_rows(MAP - 2 * PAGE, MAP, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_false(fb_track_page_rows(MAP + FB, MAP + FB + PAGE, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	/* Overlapping its start: clipped to its first page. */
+	assert_true(fb_track_page_rows(MAP - PAGE, MAP + PAGE, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_int_equal(y0, 0);
+	assert_int_equal(y1, 1);
+	/* The whole address space: the whole frame. */
+	assert_true(fb_track_page_rows(0, UINT64_MAX, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_int_equal(y0, 0);
+	assert_int_equal(y1, HEIGHT);
+	/* A page of the other (hidden) frame of a double-buffered mapping. */
+	assert_false(fb_track_page_rows(MAP + FB, MAP + FB + PAGE, MAP, 2 * FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	/* A mapping that wraps, no line, no rows. */
+	assert_false(fb_track_page_rows(MAP, MAP + PAGE, UINT64_MAX - PAGE + 1, 2 * PAGE, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_false(fb_track_page_rows(MAP, MAP + PAGE, MAP, FB, 0, 0, 0, HEIGHT, &y0, &y1));
+	assert_false(fb_track_page_rows(MAP, MAP + PAGE, MAP, FB, 0, 0, LINE, 0, &y0, &y1));
+	/* Empty and reversed ranges. */
+	assert_false(fb_track_page_rows(MAP + PAGE, MAP + PAGE, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+	assert_false(fb_track_page_rows(MAP + 2 * PAGE, MAP + PAGE, MAP, FB, 0, 0, LINE, HEIGHT, &y0, &y1));
+}
+
+/* A full vector, or a walk that stopped short, may have missed written pages. */
+static void test_scan_complete(void **state) {
+	(void)state;
+	assert_true(fb_track_scan_complete(0, 16, MAP + FB, MAP + FB));
+	assert_true(fb_track_scan_complete(15, 16, MAP + FB, MAP + FB));
+	assert_false(fb_track_scan_complete(16, 16, MAP + FB, MAP + FB));
+	assert_false(fb_track_scan_complete(17, 16, MAP + FB, MAP + FB));
+	assert_false(fb_track_scan_complete(3, 16, MAP + PAGE, MAP + FB));
+	assert_false(fb_track_scan_complete(3, 16, MAP + FB + PAGE, MAP + FB));
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_rate_goes_to_scanning),
@@ -139,6 +206,9 @@ int main(void) {
 		cmocka_unit_test(test_quiet_goes_back_to_tracking),
 		cmocka_unit_test(test_unchanged_while_tracking),
 		cmocka_unit_test(test_ranges),
+		cmocka_unit_test(test_page_rows),
+		cmocka_unit_test(test_page_rows_clipped),
+		cmocka_unit_test(test_scan_complete),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

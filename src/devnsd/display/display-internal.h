@@ -135,6 +135,16 @@ struct display_transport_ops {
 	unsigned int (*n_unseen)(struct display_node *dn);
 	/* Write-protects every tracked mapping of dn (arm), or lifts the protection. */
 	void (*arm)(struct display_node *dn, bool arm);
+	/*
+	 * When every writable mapping of dn is tracked asynchronously: scans
+	 * them for written pages (display_track_written()), the rows of dn's
+	 * visible frame (height rows) they touch in ret_rows, at most max
+	 * spans. -EOPNOTSUPP: some mapping is not tracked so; -E2BIG (or
+	 * another error): the whole frame is to be taken.
+	 */
+	int (*written)(struct display_node *dn, uint32_t height, struct fb_rows *ret_rows, size_t max, size_t *ret_n);
+	/* Parks every asynchronously tracked mapping of dn (display_track_park()). */
+	void (*park)(struct display_node *dn);
 	/* The class is going, before its nodes: the transport's own nodes (the routed one). */
 	void (*class_removed)(struct display_class *dc);
 	/* A vblank of dn's card0 happened: answer what waited for it. */
@@ -204,6 +214,8 @@ struct display_class {
 	bool presented_whole;
 	/* Whether the active persona's mapped frame is tracked or scanned every refresh. */
 	struct fb_track_policy track;
+	/* Scans in a row of an asynchronously tracked frame that found no page written. */
+	unsigned int poll_empty;
 	/* Bytes of dumb buffers each persona's card0 may hold; 0: drm-node.h's default. */
 	uint64_t drm_budget;
 };
@@ -222,6 +234,11 @@ unsigned int display_socket_n_mappers(const struct display_socket *s);
  * at all, or, with now, at the moment (not write-protected).
  */
 unsigned int display_socket_n_untracked(const struct display_socket *s, bool now);
+/* The transport's written op for the socket's mappings. */
+int display_socket_written(struct display_socket *ds, uint64_t frame_offset, uint32_t line, uint32_t height,
+			   struct fb_rows *ret_rows, size_t max, size_t *ret_n);
+/* Parks every asynchronously tracked mapping. */
+void display_socket_park(struct display_socket *ds);
 /* Write-protects every tracked mapping (arm), or lifts the protection. */
 void display_socket_arm(struct display_socket *s, bool arm);
 /* Closes every connection, mappings included, without calling display_node_mappers_changed(). */
@@ -238,7 +255,7 @@ int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
  * userfaultfd still; a fault, or any failure, leaves it unarmed (a
  * failure for good), and tells display_node_mapped_written().
  */
-int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, int fd,
+int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, const int fds[3],
 		      struct display_track **ret);
 struct display_track *display_track_free(struct display_track *t);
 /* dn is going: its tracking threads still alive count on their own. */
@@ -246,6 +263,24 @@ void display_track_budget_drop(struct display_node *dn);
 bool display_track_live(const struct display_track *t);
 bool display_track_armed(const struct display_track *t);
 void display_track_arm(struct display_track *t, bool arm);
+/* Whether t's program's kernel resolves its write faults, so that written pages are scanned for. */
+bool display_track_async(const struct display_track *t);
+/*
+ * Scans an asynchronously tracked mapping for pages written since the
+ * last scan, protecting them again: the rows of the visible frame
+ * (frame_offset in the framebuffer, height rows of line bytes) they
+ * touch, at most max spans in ret_rows, *ret_n of them. -E2BIG: possibly
+ * more than the scan could say; the mapping is protected whole again, and
+ * the whole frame is to be taken. Any other error ends the tracking.
+ */
+int display_track_written(struct display_track *t, uint64_t frame_offset, uint32_t line, uint32_t height,
+			  struct fb_rows *ret_rows, size_t max, size_t *ret_n);
+/*
+ * An asynchronously tracked mapping that stopped changing: its next write
+ * is to fault and wake devnsd (display/track.c). Writes while it is
+ * parked are not scanned for: the caller takes the whole frame once.
+ */
+void display_track_park(struct display_track *t);
 
 /*
  * display/present.c: bringing the active persona's changes to the

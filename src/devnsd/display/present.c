@@ -15,10 +15,17 @@
  * A mapping whose program sent a userfaultfd is tracked
  * (display/track.c): write-protected while unchanged, so that
  * nothing runs until a write faults; the refresh after a fault protects
- * the mapping again and then scans the frame, once. While a program
- * changes its frame at (nearly) every refresh, or while any mapping of
- * the frame is not tracked, the frame is scanned every refresh instead
- * (fb-track.h says when tracking resumes).
+ * the mapping again and then scans the frame, once. Where the kernel
+ * resolves write faults itself (asynchronous write-protection, 6.7) no
+ * write wakes devnsd: each refresh asks the kernel which pages were
+ * written since the last one (protecting them again) and takes only
+ * their rows, without hashing the rest. After FB_TRACK_POLL_QUIET_SCANS
+ * refreshes that found nothing the mappings are parked (display/track.c):
+ * the next write faults, as without asynchronous protection, and the
+ * frame is hashed whole once, for what was written meanwhile. While a
+ * program changes its frame at (nearly) every refresh, or while any
+ * mapping of the frame is not tracked, the frame is scanned every refresh
+ * instead (fb-track.h says when tracking resumes).
  *
  * Scanning: each row of the mapped frame is hashed (XXH64) and compared
  * with the hash of the row as last taken (also at a vsync wait, when that
@@ -46,6 +53,8 @@
 
 /* Bytes copied per step of an incremental present: short enough not to hold a request up. */
 #define COPY_STEP_BYTES (128u * 1024u)
+/* Spans of written rows a scan of asynchronously tracked mappings returns at most; more count as the whole frame. */
+#define WRITTEN_SPANS 32u
 
 void display_add_damage(struct display_class *dc, uint32_t y0, uint32_t y1) {
 	if (y0 >= y1)
@@ -106,15 +115,63 @@ static bool take_rows(struct display_class *dc, struct fb_rows *ret) {
 }
 
 /*
+ * Takes the rows of the spans the kernel says were written into dc->snap,
+ * those whose hash changed; the rest of the frame is as the last scan took
+ * it. The whole frame is scanned instead while the last scan is not valid.
+ */
+static bool take_written(struct display_class *dc, const struct fb_rows *spans, size_t n, struct fb_rows *ret) {
+	uint32_t line = 0, height = dc->backend->mode.height, y0 = height, y1 = 0;
+	size_t width = (size_t)dc->backend->mode.width * 4;
+	const uint8_t *src = display_node_frame(dc->active, &line);
+
+	if (!src || display_drm_owns(dc->active) || !dc->scan_valid || dc->scan_rows < height)
+		return take_rows(dc, ret);
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t y = spans[i].y0; y < MIN(spans[i].y1, height); y++) {
+			size_t off = (size_t)y * line;
+			if (XXH64(src + off, width, 0) == dc->scan[y])
+				continue;
+			memcpy(dc->snap + off, src + off, width);
+			dc->scan[y] = XXH64(dc->snap + off, width, 0);
+			y0 = MIN(y0, y);
+			y1 = MAX(y1, y + 1);
+		}
+	*ret = (struct fb_rows){ y0, y1 };
+	return true;
+}
+
+/*
  * Rows of the active persona's mapped frame that changed since the last
  * scan are taken into dc->snap and become damage. The first scan after a
- * switch, pan, blank, write or new mapping takes the whole frame.
+ * switch, pan, blank, write or new mapping takes the whole frame. When
+ * every mapping is tracked asynchronously only the rows of the pages
+ * written since the last scan are looked at.
  */
 bool display_scan_mapped(struct display_class *dc) {
-	struct fb_rows rows = { 0, 0 };
+	const struct display_transport_ops *t = dc->transport;
+	struct fb_rows rows = { 0, 0 }, spans[WRITTEN_SPANS];
+	size_t n = 0;
+	bool taken;
+	int r = -EOPNOTSUPP;
 
 	dc->scanned = true;
-	if (!take_rows(dc, &rows)) {
+	if (t && t->written && !display_drm_owns(dc->active))
+		r = t->written(dc->active, dc->backend->mode.height, spans, ELEMENTSOF(spans), &n);
+	taken = r == 0 ? take_written(dc, spans, n, &rows) : take_rows(dc, &rows);
+	if (r == -EOPNOTSUPP)
+		dc->poll_empty = 0;
+	else
+		dc->poll_empty = rows.y0 < rows.y1 || !taken ? 0 : dc->poll_empty + 1;
+	if (taken && dc->poll_empty >= FB_TRACK_POLL_QUIET_SCANS && t->park) {
+		struct fb_rows more;
+
+		/* Unchanged for a while: the next write is to fault; what came before it is taken now. */
+		t->park(dc->active);
+		dc->poll_empty = 0;
+		if (take_rows(dc, &more) && more.y0 < more.y1)
+			rows = rows.y0 < rows.y1 ? (struct fb_rows){ MIN(rows.y0, more.y0), MAX(rows.y1, more.y1) } : more;
+	}
+	if (!taken) {
 		/* Without room to compare, everything is new every time. */
 		rows = (struct fb_rows){ 0, dc->backend->mode.height };
 	}

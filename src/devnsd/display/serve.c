@@ -165,6 +165,16 @@ static void serve_arm(struct display_node *dn, bool arm) {
 		display_socket_arm(dn->socket, arm);
 }
 
+static int serve_written(struct display_node *dn, uint32_t height, struct fb_rows *ret_rows, size_t max, size_t *ret_n) {
+	return display_socket_written(dn->socket, fb_state_visible_offset(&dn->fb->state), dn->fb->state.fix.line_length,
+				      height, ret_rows, max, ret_n);
+}
+
+static void serve_park(struct display_node *dn) {
+	if (dn->socket)
+		display_socket_park(dn->socket);
+}
+
 static unsigned int serve_vsync_waiters(struct display_node *dn) {
 	return dn->cuse ? cuse_fb_vsync_waiters(dn->cuse) : 0;
 }
@@ -189,6 +199,8 @@ static const struct display_transport_ops serve_transport = {
 	.n_untracked = serve_n_untracked,
 	.n_unseen = serve_n_unseen,
 	.arm = serve_arm,
+	.written = serve_written,
+	.park = serve_park,
 	.vsync_waiters = serve_vsync_waiters,
 	.vsync = serve_vsync,
 	.class_removed = serve_class_removed,

@@ -271,13 +271,15 @@ static void reply_track(struct conn *c, int status) {
 }
 
 /*
- * The first descriptor a message brought (-1: none). Any other one that
- * fitted the buffer goes to the closer; those that did not, the kernel
- * dropped (MSG_CTRUNC).
+ * The first three descriptors a message brought (-1: none). Any other one
+ * that fitted the buffer goes to the closer; those that did not, the
+ * kernel dropped (MSG_CTRUNC).
  */
-static int received_fd(struct msghdr *msg, struct fd_closer_quota *quota) {
+static void received_fds(struct msghdr *msg, struct fd_closer_quota *quota, int ret_fds[3]) {
 	struct cmsghdr *cmsg;
-	int fd = -1;
+	int n = 0;
+
+	ret_fds[0] = ret_fds[1] = ret_fds[2] = -1;
 
 	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
 		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
@@ -286,18 +288,18 @@ static int received_fd(struct msghdr *msg, struct fd_closer_quota *quota) {
 			int one;
 
 			memcpy(&one, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-			if (fd < 0)
-				fd = one;
+			if (n < 3)
+				ret_fds[n++] = one;
 			else
 				fd_closer_close_for(quota, one);
 		}
 	}
-	return fd;
 }
 
 /*
  * The first message of a mapping: a request to track it, with its
- * userfaultfd. Descriptors are taken only while tracking is on
+ * userfaultfd (and its pagemap and second userfaultfd, with
+ * DEVNS_FB_TRACK_ASYNC). Descriptors are taken only while tracking is on
  * (TrackWrites=) and the closer has room for one that turns out to be
  * something else. Otherwise no control buffer is given and the kernel
  * discards them: that drops the last reference without a flush (a close()
@@ -310,7 +312,7 @@ static void handle_track(struct conn *c) {
 	uint8_t buf[sizeof(msg) + 1];
 	union {
 		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 	} control;
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
@@ -318,7 +320,7 @@ static void handle_track(struct conn *c) {
 	bool room;
 	const char *why;
 	ssize_t n;
-	int fd, r;
+	int fds[3] = { -1, -1, -1 }, r;
 
 	if (tracking && !dn->closer_quota)
 		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
@@ -336,7 +338,8 @@ static void handle_track(struct conn *c) {
 	pass_rights(c->fd, false);
 	if (n <= 0)
 		return;
-	fd = room ? received_fd(&mh, dn->closer_quota) : -1;
+	if (room)
+		received_fds(&mh, dn->closer_quota, fds);
 	memcpy(&msg, buf, MIN((size_t)n, sizeof(msg)));
 	if (!tracking)
 		r = -EOPNOTSUPP;
@@ -347,11 +350,12 @@ static void handle_track(struct conn *c) {
 	else if (c->read_only)
 		r = -EBADF;
 	else {
-		r = display_track_new(dn, &msg, fd, &c->track);
-		fd = -1;
+		r = display_track_new(dn, &msg, fds, &c->track);
+		fds[0] = fds[1] = fds[2] = -1;
 	}
-	if (fd >= 0)
-		fd_closer_close_for(dn->closer_quota, fd);
+	for (int i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			fd_closer_close_for(dn->closer_quota, fds[i]);
 	if (r < 0) {
 		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
 		      r == -EBUSY  ? "asked for tracking while too many of its persona's descriptors wait to be closed, "
@@ -618,6 +622,50 @@ unsigned int display_socket_n_untracked(const struct display_socket *ds, bool no
 		n += c->mapping && !c->read_only &&
 		     !(now ? display_track_armed(c->track) : display_track_live(c->track));
 	return n;
+}
+
+int display_socket_written(struct display_socket *ds, uint64_t frame_offset, uint32_t line, uint32_t height,
+			   struct fb_rows *ret_rows, size_t max, size_t *ret_n) {
+	struct conn *c;
+	size_t n = 0;
+	bool any = false;
+	int r = 0;
+
+	if (!ds)
+		return -EOPNOTSUPP;
+	LIST_FOREACH(c, &ds->conns, link)
+		if (c->mapping && !c->read_only) {
+			if (!display_track_async(c->track))
+				return -EOPNOTSUPP;
+			any = true;
+		}
+	if (!any)
+		return -EOPNOTSUPP;
+	/* Every mapping is scanned, so that each has its written pages protected again. */
+	LIST_FOREACH(c, &ds->conns, link) {
+		size_t k = 0;
+		int q;
+
+		if (!display_track_async(c->track))
+			continue;
+		q = display_track_written(c->track, frame_offset, line, height, ret_rows + n, max - n, &k);
+		if (q < 0)
+			r = q;
+		else
+			n += k;
+	}
+	if (r < 0)
+		return r;
+	*ret_n = n;
+	return 0;
+}
+
+void display_socket_park(struct display_socket *ds) {
+	struct conn *c;
+
+	LIST_FOREACH(c, &ds->conns, link)
+		if (c->track)
+			display_track_park(c->track);
 }
 
 void display_socket_arm(struct display_socket *ds, bool arm) {

@@ -25,8 +25,32 @@
  * thread closes the userfaultfd once the program lets it), and the
  * persona's mappings are scanned from then on, so that no program can hold
  * the loop up more than once.
+ *
+ * Where the program's userfaultfd resolves write faults itself
+ * (DEVNS_FB_TRACK_ASYNC, Linux 6.7) no write wakes devnsd: the program
+ * sent its /proc/self/pagemap as well, and at each refresh the same
+ * thread asks it for the pages written since the last time and protects
+ * them again, atomically (PAGEMAP_SCAN with PM_SCAN_WP_MATCHING and
+ * PM_SCAN_CHECK_WPASYNC). Only the rows of those pages are taken. The
+ * vector of ranges is small and fixed; a full one, or a walk that stops
+ * short, counts as the whole frame written, the range protected again
+ * whole first. A pagemap that is not one, a scan that fails (a range not
+ * registered for asynchronous protection) or one that takes longer than
+ * TRACK_WAIT_USEC ends the tracking, as a userfaultfd would.
+ *
+ * A frame that stopped changing is not scanned on: the mapping is
+ * parked. The program sent a second userfaultfd, made without
+ * UFFD_FEATURE_WP_ASYNC; the range moves to it (unregistered from the
+ * first, registered with the second and write-protected: the ioctls act
+ * on the program's memory whoever makes them), so that the next write
+ * faults and wakes devnsd as on kernels without asynchronous protection.
+ * That wakeup moves the range back, wakes the writer (UFFDIO_WAKE) and
+ * scanning resumes. What is written while the range changes hands is
+ * found by hashing the whole frame once after parking, and by the first
+ * scan after, which finds every page written.
  */
 #include <fcntl.h>
+#include <linux/stat.h>
 #include <linux/userfaultfd.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -40,6 +64,7 @@
 #include "fb-track.h"
 #include "fd-closer.h"
 #include "log.h"
+#include "pagemap-scan.h"
 #include "util.h"
 
 /* Wakeups without a write-protection in between before the userfaultfd is given up. */
@@ -55,6 +80,8 @@
  */
 #define TRACK_MAX_WORKERS 128u
 #define TRACK_MAX_WORKERS_PER_PERSONA 16u
+/* Ranges of written pages one scan returns at most; a full vector counts as everything written. */
+#define TRACK_SCAN_RANGES 16u
 
 /* A persona's workers alive; the persona and each of its workers hold it. */
 struct track_budget {
@@ -74,14 +101,40 @@ void display_track_budget_drop(struct display_node *dn) {
 	dn->track_budget = NULL;
 }
 
-/* The thread that makes the ioctls on one userfaultfd and closes it; the loop and the thread hold it. */
+/* What the worker is asked to do with the range. */
+enum track_op {
+	/* Change its protection. */
+	TRACK_PROTECT,
+	/* Scan it for written pages, protecting them again. */
+	TRACK_SCAN,
+	/* Move it to the synchronous userfaultfd, protected, and back. */
+	TRACK_PARK,
+	TRACK_UNPARK,
+};
+
+struct track_request {
+	enum track_op op;
+	struct uffdio_writeprotect protect;
+};
+
+/* The worker's descriptors: the userfaultfd the range is registered with first, the pagemap, the synchronous one. */
+enum { TRACK_FD_UFFD, TRACK_FD_PAGEMAP, TRACK_FD_FAULT, TRACK_FDS };
+
+/*
+ * The thread that makes the ioctls on one userfaultfd (and its program's
+ * pagemap) and closes them; the loop and the thread hold it.
+ */
 struct track_worker {
 	pthread_mutex_t lock;
 	pthread_cond_t wake, done;
-	int uffd;
-	struct uffdio_writeprotect request;
+	int fds[TRACK_FDS];
+	struct track_request request;
 	uint64_t asked, answered;
 	int result;
+	/* What the last scan returned: ranges written, and whether it saw the whole range. */
+	struct page_region ranges[TRACK_SCAN_RANGES];
+	size_t n_ranges;
+	bool complete;
 	bool quit;
 	unsigned int refs;
 	struct track_budget *budget;
@@ -92,9 +145,13 @@ struct display_track {
 	struct track_worker *worker;
 	/* The worker's userfaultfd, watched by the loop (-1: tracking is over). */
 	int uffd;
-	uint64_t addr, len;
+	uint64_t addr, len, offset;
 	sd_event_source *source;
 	bool armed;
+	/* The kernel resolves write faults; written pages are scanned for (DEVNS_FB_TRACK_ASYNC). */
+	bool async;
+	/* Async only: the range is registered with the synchronous userfaultfd, protected. */
+	bool parked;
 	unsigned int wakeups;
 };
 
@@ -112,12 +169,39 @@ static void worker_unref(struct track_worker *w) {
 	free(w);
 }
 
+/*
+ * Moves range from the asynchronous userfaultfd to the synchronous one
+ * and protects it there (park), or back (and then wakes the writes that
+ * wait in the synchronous one).
+ */
+static int move_range(struct track_worker *w, const struct uffdio_range *range, bool park) {
+	int from = w->fds[park ? TRACK_FD_UFFD : TRACK_FD_FAULT], to = w->fds[park ? TRACK_FD_FAULT : TRACK_FD_UFFD];
+	struct uffdio_range unreg = *range;
+	struct uffdio_register reg = { .range = *range, .mode = UFFDIO_REGISTER_MODE_WP };
+	struct uffdio_writeprotect wp = { .range = *range, .mode = UFFDIO_WRITEPROTECT_MODE_WP };
+
+	if (from < 0 || to < 0)
+		return -EBADF;
+	if (ioctl(from, UFFDIO_UNREGISTER, &unreg) < 0 || ioctl(to, UFFDIO_REGISTER, &reg) < 0)
+		return -errno;
+	if (!(reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT)))
+		return -EINVAL;
+	if (park && ioctl(to, UFFDIO_WRITEPROTECT, &wp) < 0)
+		return -errno;
+	/* Unregistering a write-protected range wakes nobody: the writes waiting there are answered here. */
+	if (!park && ioctl(from, UFFDIO_WAKE, &unreg) < 0)
+		return -errno;
+	return 0;
+}
+
 static void *worker_main(void *arg) {
 	struct track_worker *w = arg;
 
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		struct uffdio_writeprotect request;
+		struct page_region ranges[TRACK_SCAN_RANGES];
+		struct track_request request;
+		struct pm_scan_arg scan;
 		uint64_t n;
 		int r;
 
@@ -128,15 +212,40 @@ static void *worker_main(void *arg) {
 		request = w->request;
 		n = w->asked;
 		pthread_mutex_unlock(&w->lock);
-		r = ioctl(w->uffd, UFFDIO_WRITEPROTECT, &request) < 0 ? -errno : 0;
+		if (request.op == TRACK_SCAN) {
+			scan = (struct pm_scan_arg){
+				.size = sizeof(scan),
+				.flags = PM_SCAN_WP_MATCHING | PM_SCAN_CHECK_WPASYNC,
+				.start = request.protect.range.start,
+				.end = request.protect.range.start + request.protect.range.len,
+				.vec = (uintptr_t)ranges,
+				.vec_len = TRACK_SCAN_RANGES,
+				.category_mask = PAGE_IS_WRITTEN,
+				.return_mask = PAGE_IS_WRITTEN,
+			};
+			r = w->fds[TRACK_FD_PAGEMAP] < 0 ? -EBADF : ioctl(w->fds[TRACK_FD_PAGEMAP], PAGEMAP_SCAN, &scan);
+			if (r < 0)
+				r = -errno;
+		} else if (request.op == TRACK_PARK || request.op == TRACK_UNPARK)
+			r = move_range(w, &request.protect.range, request.op == TRACK_PARK);
+		else
+			r = ioctl(w->fds[TRACK_FD_UFFD], UFFDIO_WRITEPROTECT, &request.protect) < 0 ? -errno : 0;
 		pthread_mutex_lock(&w->lock);
+		if (request.op == TRACK_SCAN && r >= 0) {
+			w->n_ranges = MIN((size_t)r, (size_t)TRACK_SCAN_RANGES);
+			memcpy(w->ranges, ranges, w->n_ranges * sizeof(ranges[0]));
+			w->complete = fb_track_scan_complete((uint64_t)r, TRACK_SCAN_RANGES, scan.walk_end, scan.end);
+			r = 0;
+		}
 		w->result = r;
 		w->answered = n;
 		pthread_cond_signal(&w->done);
 	}
 	pthread_mutex_unlock(&w->lock);
 	/* The release takes the program's lock too. */
-	close(w->uffd);
+	for (int i = 0; i < TRACK_FDS; i++)
+		if (w->fds[i] >= 0)
+			close(w->fds[i]);
 	atomic_fetch_sub(&w->budget->workers, 1);
 	atomic_fetch_sub(&workers_alive, 1);
 	budget_unref(w->budget);
@@ -144,18 +253,28 @@ static void *worker_main(void *arg) {
 	return NULL;
 }
 
-/* A worker for uffd, counted in budget, which owns uffd from now on (closed on failure as well, off the loop). */
-static int worker_new(int uffd, struct track_budget *budget, struct track_worker **ret) {
+static void close_fds(const int fds[TRACK_FDS]) {
+	for (int i = 0; i < TRACK_FDS; i++)
+		if (fds[i] >= 0)
+			fd_closer_close(fds[i]);
+}
+
+/*
+ * A worker for fds (TRACK_FD_*; -1 for none but the first), counted in
+ * budget, which owns them from now on (closed on failure as well, off
+ * the loop).
+ */
+static int worker_new(const int fds[TRACK_FDS], struct track_budget *budget, struct track_worker **ret) {
 	pthread_condattr_t cattr;
 	struct track_worker *w;
 	int r;
 
 	w = calloc(1, sizeof(*w));
 	if (!w) {
-		fd_closer_close(uffd);
+		close_fds(fds);
 		return -ENOMEM;
 	}
-	w->uffd = uffd;
+	memcpy(w->fds, fds, sizeof(w->fds));
 	w->refs = 2;
 	w->budget = budget;
 	pthread_mutex_init(&w->lock, NULL);
@@ -166,7 +285,7 @@ static int worker_new(int uffd, struct track_budget *budget, struct track_worker
 	pthread_condattr_destroy(&cattr);
 	r = thread_start_detached(worker_main, w, TRACK_STACK_BYTES);
 	if (r < 0) {
-		fd_closer_close(uffd);
+		close_fds(fds);
 		w->refs = 1;
 		worker_unref(w);
 		return r;
@@ -179,7 +298,7 @@ static int worker_new(int uffd, struct track_budget *budget, struct track_worker
 }
 
 /* Has the worker make one ioctl: its result, or -ETIMEDOUT when it takes longer than TRACK_WAIT_USEC. */
-static int worker_call(struct track_worker *w, const struct uffdio_writeprotect *request) {
+static int worker_call(struct track_worker *w, const struct track_request *request) {
 	struct timespec deadline;
 	uint64_t n;
 	int r;
@@ -227,6 +346,50 @@ static bool is_userfaultfd(int fd) {
 	return strcmp(target, "anon_inode:[userfaultfd]") == 0;
 }
 
+/*
+ * Whether fd looks like a process's pagemap: a regular file named
+ * /proc/PID/pagemap, asked of nothing but the kernel's own records (the
+ * link and the cached attributes: statx() with AT_STATX_DONT_SYNC does
+ * not ask a FUSE server). A file of another file system mounted so that
+ * it bears that name passes; its PAGEMAP_SCAN fails (a FUSE server's
+ * answer can only name ranges, which are clipped) or takes too long, and
+ * either ends the tracking in the worker.
+ */
+static bool is_pagemap(int fd) {
+	char link[64], target[64];
+	struct statx stx;
+	unsigned int pid;
+	int end = 0;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	if (sscanf(target, "/proc/%u/pagemap%n", &pid, &end) != 1 || end != n || target[6] < '0' || target[6] > '9')
+		return false;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+		return false;
+	return S_ISREG(stx.stx_mode);
+}
+
+/* Logged once: which way devnsd learns of writes to mapped frames. */
+static void log_kind(bool async) {
+	static bool logged_async, logged_faults;
+
+	if (async && !logged_async)
+		log_info("Tracking writes to mapped framebuffers with PAGEMAP_SCAN (asynchronous userfaultfd "
+			 "write-protection): no wakeup per write, only written rows are copied");
+	else if (!async && !logged_faults)
+		log_info("Tracking writes to mapped framebuffers with userfaultfd write faults: one wakeup at the "
+			 "first write, the whole frame is hashed");
+	if (async)
+		logged_async = true;
+	else
+		logged_faults = true;
+}
+
 /* Tracking is over: the worker closes the userfaultfd, which releases the mapping. */
 static void track_end(struct display_track *t) {
 	t->source = sd_event_source_disable_unref(t->source);
@@ -237,10 +400,13 @@ static void track_end(struct display_track *t) {
 	t->armed = false;
 }
 
-static int protect(struct display_track *t, bool wp) {
-	struct uffdio_writeprotect w = {
-		.range = { .start = t->addr, .len = t->len },
-		.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+static int call(struct display_track *t, enum track_op op, bool wp) {
+	struct track_request w = {
+		.op = op,
+		.protect = {
+			.range = { .start = t->addr, .len = t->len },
+			.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+		},
 	};
 	int r;
 
@@ -257,6 +423,25 @@ static int protect(struct display_track *t, bool wp) {
 	return r;
 }
 
+static int protect(struct display_track *t, bool wp) {
+	return call(t, TRACK_PROTECT, wp);
+}
+
+/*
+ * The range goes back to the asynchronous userfaultfd. The synchronous
+ * one is not watched until the range is parked again: the write its
+ * unregistering answered stays queued there until the writer runs.
+ */
+static int unpark(struct display_track *t) {
+	int r;
+
+	t->parked = false;
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(t->source, SD_EVENT_OFF);
+	r = call(t, TRACK_UNPARK, false);
+	return r;
+}
+
 static int on_fault(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct display_track *t = userdata;
 
@@ -264,23 +449,39 @@ static int on_fault(sd_event_source *s, int fd, uint32_t revents, void *userdata
 	(void)fd;
 	(void)revents;
 	t->armed = false;
+	if (t->async) {
+		/* A parked range faulted: back to the asynchronous userfaultfd, which answers the write. */
+		if (++t->wakeups > TRACK_MAX_WAKEUPS || (t->parked && unpark(t) < 0))
+			track_end(t);
+		display_node_mapped_written(t->node);
+		return 0;
+	}
 	if (++t->wakeups > TRACK_MAX_WAKEUPS || protect(t, false) < 0)
 		track_end(t);
 	display_node_mapped_written(t->node);
 	return 0;
 }
 
-int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, int fd,
+int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, const int fds_in[3],
 		      struct display_track **ret) {
+	bool async = msg->flags & DEVNS_FB_TRACK_ASYNC;
+	int fds[TRACK_FDS] = { fds_in[0], async ? fds_in[1] : -1, async ? fds_in[2] : -1 };
 	struct display_track *t;
 	long page = sysconf(_SC_PAGESIZE);
+	bool ok;
 	int r;
 
-	if (fd < 0)
-		return -EBADF;
-	/* Whatever it is, closing it might wait for the program. */
-	if (!is_userfaultfd(fd)) {
-		fd_closer_close_for(dn->closer_quota, fd);
+	/* Whatever they are, closing them might wait for the program. */
+	for (int i = 1; i < TRACK_FDS && !async; i++)
+		if (fds_in[i] >= 0)
+			fd_closer_close_for(dn->closer_quota, fds_in[i]);
+	ok = fds[TRACK_FD_UFFD] >= 0 && is_userfaultfd(fds[TRACK_FD_UFFD]) && !(msg->flags & ~DEVNS_FB_TRACK_ASYNC) &&
+	     (!async || (fds[TRACK_FD_PAGEMAP] >= 0 && is_pagemap(fds[TRACK_FD_PAGEMAP]) && fds[TRACK_FD_FAULT] >= 0 &&
+			 is_userfaultfd(fds[TRACK_FD_FAULT])));
+	if (!ok) {
+		for (int i = 0; i < TRACK_FDS; i++)
+			if (fds[i] >= 0)
+				fd_closer_close_for(dn->closer_quota, fds[i]);
 		return -EBADF;
 	}
 	r = dn->track_refused ? -ETIMEDOUT :
@@ -297,11 +498,15 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 		r = -EBUSY;
 	t = r >= 0 ? calloc(1, sizeof(*t)) : NULL;
 	if (!t) {
-		fd_closer_close(fd);
+		close_fds(fds);
 		return r < 0 ? r : -ENOMEM;
 	}
-	*t = (struct display_track){ .node = dn, .uffd = fd, .addr = msg->addr, .len = msg->len };
-	r = worker_new(fd, dn->track_budget, &t->worker);
+	/* The loop watches the userfaultfd whose faults wait: the synchronous one. */
+	*t = (struct display_track){
+		.node = dn, .uffd = fds[async ? TRACK_FD_FAULT : TRACK_FD_UFFD], .addr = msg->addr, .len = msg->len,
+		.offset = msg->offset, .async = async
+	};
+	r = worker_new(fds, dn->track_budget, &t->worker);
 	if (r < 0) {
 		free(t);
 		return r;
@@ -312,10 +517,14 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 		r = -EINVAL;
 	if (r >= 0)
 		r = sd_event_add_io(dn->class->base.manager->event, &t->source, t->uffd, EPOLLIN, on_fault, t);
+	/* Watched while parked only. */
+	if (r >= 0 && async)
+		r = sd_event_source_set_enabled(t->source, SD_EVENT_OFF);
 	if (r < 0) {
 		display_track_free(t);
 		return r;
 	}
+	log_kind(async);
 	*ret = t;
 	return 0;
 }
@@ -333,11 +542,95 @@ bool display_track_live(const struct display_track *t) {
 }
 
 bool display_track_armed(const struct display_track *t) {
-	return t && t->armed;
+	/* No write to an asynchronously tracked mapping wakes devnsd unless it is parked: else it is scanned. */
+	return t && (t->async ? t->parked : t->armed);
+}
+
+bool display_track_async(const struct display_track *t) {
+	return display_track_live(t) && t->async;
+}
+
+int display_track_written(struct display_track *t, uint64_t frame_offset, uint32_t line, uint32_t height,
+			  struct fb_rows *ret_rows, size_t max, size_t *ret_n) {
+	struct track_worker *w = t->worker;
+	size_t n = 0;
+	bool complete;
+	int r;
+
+	if (!display_track_async(t))
+		return -EOPNOTSUPP;
+	/* Nothing was written: the first write would have unparked it. */
+	if (t->parked) {
+		*ret_n = 0;
+		return 0;
+	}
+	r = call(t, TRACK_SCAN, false);
+	if (r < 0) {
+		if (r != -ETIMEDOUT)
+			log_notice("%s: a program's mapping cannot be scanned for written pages (%s); its persona's "
+				   "mappings are scanned every refresh", t->node->path, strerror(-r));
+		track_end(t);
+		return r;
+	}
+	/* Answered, so the worker waits for the next request: what it returned stays as it is. */
+	pthread_mutex_lock(&w->lock);
+	complete = w->complete;
+	for (size_t i = 0; complete && i < w->n_ranges; i++) {
+		uint32_t y0, y1;
+
+		if (!fb_track_page_rows(w->ranges[i].start, w->ranges[i].end, t->addr, t->len, t->offset, frame_offset,
+					line, height, &y0, &y1))
+			continue;
+		/* Ranges come in address order: a row shared with the last one extends it. */
+		if (n > 0 && y0 <= ret_rows[n - 1].y1)
+			ret_rows[n - 1].y1 = MAX(ret_rows[n - 1].y1, y1);
+		else if (n < max)
+			ret_rows[n++] = (struct fb_rows){ y0, y1 };
+		else
+			complete = false;
+	}
+	pthread_mutex_unlock(&w->lock);
+	t->armed = true;
+	if (complete) {
+		*ret_n = n;
+		return 0;
+	}
+	/* Some written pages may be left unprotected and unreported: protect the whole range, then take it all. */
+	r = protect(t, true);
+	if (r < 0) {
+		track_end(t);
+		return r;
+	}
+	return -E2BIG;
+}
+
+void display_track_park(struct display_track *t) {
+	if (!display_track_async(t) || t->parked)
+		return;
+	if (call(t, TRACK_PARK, false) < 0) {
+		track_end(t);
+		return;
+	}
+	t->parked = true;
+	t->wakeups = 0;
+	/* Cannot fail while the loop runs: turning an io source on makes no system call. */
+	(void)sd_event_source_set_enabled(t->source, SD_EVENT_ON);
 }
 
 void display_track_arm(struct display_track *t, bool arm) {
-	if (!display_track_live(t) || t->armed == arm)
+	if (!display_track_live(t))
+		return;
+	/*
+	 * Asynchronous tracking protects what it scans, at each scan, and
+	 * parks on its own; while the frame is scanned every refresh anyway,
+	 * a parked range goes back, so that no write waits.
+	 */
+	if (t->async) {
+		if (!arm && t->parked && unpark(t) < 0)
+			track_end(t);
+		return;
+	}
+	if (t->armed == arm)
 		return;
 	if (protect(t, arm) < 0) {
 		track_end(t);

@@ -29,6 +29,7 @@ PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 ANIM_ROWS = 64
 TRACK = struct.Struct("=IIQQQ")  # struct devns_fb_track
 TRACK_MAGIC = 0x64667477
+TRACK_ASYNC = 1  # DEVNS_FB_TRACK_ASYNC
 REPLY = struct.Struct("=Ii")  # struct devns_fb_track_reply
 NR_USERFAULTFD = 323
 UFFD_API = 0xAA
@@ -337,6 +338,26 @@ class FramebufferTracking(rig.PersonaTestCase):
         time.sleep(1.0)
         now = len(os.listdir("/proc/%d/fd" % self.daemon.proc.pid))
         self.assertLessEqual(now, held + 2, "devnsd holds %d descriptors more after 8 refused messages" % (now - held))
+        self.assert_responsive()
+
+    def test_asynchronous_request_with_a_pipe_for_the_pagemap(self):
+        """A track message that says asynchronous (DEVNS_FB_TRACK_ASYNC) but brings a pipe for the pagemap
+        and the second userfaultfd: refused, on any kernel, and the frame of an honest program is shown
+        after it."""
+        sock, m, addr, size = self.map_by_hand()
+        libc = ctypes.CDLL(None, use_errno=True)
+        uffd = libc.syscall(NR_USERFAULTFD, os.O_CLOEXEC | os.O_NONBLOCK)
+        self.assertGreaterEqual(uffd, 0, "userfaultfd: errno %d" % ctypes.get_errno())
+        r, w = os.pipe()
+        try:
+            msg = TRACK.pack(TRACK_MAGIC, TRACK_ASYNC, addr, size, 0)
+            sock.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [uffd, r, w]).tobytes())])
+            sock.settimeout(10)
+            magic, status = REPLY.unpack(sock.recv(REPLY.size))
+        finally:
+            for fd in (uffd, r, w):
+                os.close(fd)
+        self.assertEqual((magic, status), (TRACK_MAGIC, -errno.EBADF))
         self.assert_responsive()
 
     def test_kernel_facts_for_unprivileged_programs(self):
