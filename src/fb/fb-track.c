@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
+#include <string.h>
 
 #include "fb-track.h"
 
@@ -69,4 +70,36 @@ bool fb_track_page_rows(uint64_t start, uint64_t end, uint64_t map_addr, uint64_
 
 bool fb_track_scan_complete(uint64_t n, uint64_t vec_len, uint64_t walk_end, uint64_t end) {
 	return n < vec_len && walk_end == end;
+}
+
+bool fb_track_pagemap_name(const char *link) {
+	static const char suffix[] = "/pagemap";
+	size_t n = strlen(link), k = sizeof(suffix) - 1, digits = 0;
+
+	if (link[0] != '/' || n < k + 2 || strcmp(link + n - k, suffix) != 0)
+		return false;
+	n -= k;
+	while (n > 0 && link[n - 1] >= '0' && link[n - 1] <= '9') {
+		n--;
+		digits++;
+	}
+	return digits > 0 && digits <= 10 && n > 0 && link[n - 1] == '/';
+}
+
+bool fb_track_frame_span(uint64_t map_addr, uint64_t map_len, uint64_t map_offset, uint64_t frame_offset,
+			 uint64_t frame_bytes, uint64_t page, uint64_t *ret_start, uint64_t *ret_end) {
+	uint64_t lo, hi;
+
+	if (page == 0 || (page & (page - 1)) || frame_bytes == 0 || frame_offset + frame_bytes < frame_offset ||
+	    map_offset + map_len < map_offset || map_addr + map_len < map_addr)
+		return false;
+	lo = frame_offset > map_offset ? frame_offset : map_offset;
+	hi = frame_offset + frame_bytes < map_offset + map_len ? frame_offset + frame_bytes : map_offset + map_len;
+	if (lo >= hi)
+		return false;
+	lo = (lo - map_offset) & ~(page - 1);
+	hi = (hi - map_offset + page - 1) & ~(page - 1);
+	*ret_start = map_addr + lo;
+	*ret_end = map_addr + (hi < map_len ? hi : map_len);
+	return true;
 }

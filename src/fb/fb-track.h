@@ -69,6 +69,17 @@ bool fb_track_page_rows(uint64_t start, uint64_t end, uint64_t map_addr, uint64_
 bool fb_track_scan_complete(uint64_t n, uint64_t vec_len, uint64_t walk_end, uint64_t end);
 
 /*
+ * The part of the mapping [map_addr, map_addr + map_len) (showing the
+ * framebuffer from map_offset) that shows the frame at frame_offset,
+ * frame_bytes long, widened to whole pages: false if none does.
+ */
+bool fb_track_frame_span(uint64_t map_addr, uint64_t map_len, uint64_t map_offset, uint64_t frame_offset,
+			 uint64_t frame_bytes, uint64_t page, uint64_t *ret_start, uint64_t *ret_end);
+
+/* Whether a descriptor's link names a process's pagemap: an absolute path ending in /PID/pagemap. */
+bool fb_track_pagemap_name(const char *link);
+
+/*
  * With asynchronous write-protection nothing wakes devnsd at a write: a
  * tracked frame is scanned for written pages every refresh while it
  * changes. After FB_TRACK_POLL_QUIET_SCANS scans in a row that found

@@ -196,6 +196,47 @@ static void test_scan_complete(void **state) {
 	assert_false(fb_track_scan_complete(3, 16, MAP + FB + PAGE, MAP + FB));
 }
 
+/* The part of a mapping that shows the visible frame, in whole pages. */
+static void test_frame_span(void **state) {
+	uint64_t start = 0, end = 0;
+
+	(void)state;
+	/* A mapping of both frames, the first one visible: its first half. */
+	assert_true(fb_track_frame_span(MAP, 2 * FB, 0, 0, FB, PAGE, &start, &end));
+	assert_true(start == MAP && end == MAP + FB);
+	/* Panned to the second frame. */
+	assert_true(fb_track_frame_span(MAP, 2 * FB, 0, FB, FB, PAGE, &start, &end));
+	assert_true(start == MAP + FB && end == MAP + 2 * FB);
+	/* A frame starting inside a page: the page is scanned whole. */
+	assert_true(fb_track_frame_span(MAP, 2 * FB, 0, 100 * LINE, FB, PAGE, &start, &end));
+	assert_true(start == MAP + 100 * LINE / PAGE * PAGE && end == MAP + (100 * LINE + FB + PAGE - 1) / PAGE * PAGE);
+	/* A mapping of the second frame only, the first visible: nothing. */
+	assert_false(fb_track_frame_span(MAP, FB, FB, 0, FB, PAGE, &start, &end));
+	/* Wrapping or empty. */
+	assert_false(fb_track_frame_span(MAP, FB, 0, UINT64_MAX - 10, FB, PAGE, &start, &end));
+	assert_false(fb_track_frame_span(MAP, FB, 0, 0, 0, PAGE, &start, &end));
+	assert_false(fb_track_frame_span(MAP, FB, 0, 0, FB, 3000, &start, &end));
+}
+
+/* A pagemap's name, wherever procfs is mounted; nothing else. */
+static void test_pagemap_name(void **state) {
+	(void)state;
+	assert_true(fb_track_pagemap_name("/proc/1/pagemap"));
+	assert_true(fb_track_pagemap_name("/proc/4194304/pagemap"));
+	assert_true(fb_track_pagemap_name("/var/lib/machines/c1/proc/17/pagemap"));
+	assert_false(fb_track_pagemap_name("/proc/self/pagemap"));
+	assert_false(fb_track_pagemap_name("/proc//pagemap"));
+	assert_false(fb_track_pagemap_name("/proc/1/pagemapx"));
+	assert_false(fb_track_pagemap_name("/proc/1/maps"));
+	assert_false(fb_track_pagemap_name("/proc/12345678901/pagemap"));
+	assert_false(fb_track_pagemap_name("1/pagemap"));
+	assert_true(fb_track_pagemap_name("/1/pagemap"));
+	assert_false(fb_track_pagemap_name("pipe:[1234]"));
+	assert_false(fb_track_pagemap_name("anon_inode:[userfaultfd]"));
+	assert_false(fb_track_pagemap_name(""));
+	assert_false(fb_track_pagemap_name("/pagemap"));
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full_rate_goes_to_scanning),
@@ -209,6 +250,8 @@ int main(void) {
 		cmocka_unit_test(test_page_rows),
 		cmocka_unit_test(test_page_rows_clipped),
 		cmocka_unit_test(test_scan_complete),
+		cmocka_unit_test(test_pagemap_name),
+		cmocka_unit_test(test_frame_span),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

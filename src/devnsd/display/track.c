@@ -347,27 +347,26 @@ static bool is_userfaultfd(int fd) {
 }
 
 /*
- * Whether fd looks like a process's pagemap: a regular file named
- * /proc/PID/pagemap, asked of nothing but the kernel's own records (the
- * link and the cached attributes: statx() with AT_STATX_DONT_SYNC does
- * not ask a FUSE server). A file of another file system mounted so that
- * it bears that name passes; its PAGEMAP_SCAN fails (a FUSE server's
- * answer can only name ranges, which are clipped) or takes too long, and
- * either ends the tracking in the worker.
+ * Whether fd looks like a process's pagemap: a regular file whose name
+ * ends in /PID/pagemap (procfs mounted anywhere, in any mount namespace),
+ * asked of nothing but the kernel's own records (the link and the cached
+ * attributes: statx() with AT_STATX_DONT_SYNC does not ask a FUSE
+ * server). A file of another file system named so passes; its
+ * PAGEMAP_SCAN fails (a FUSE server's answer can only name ranges, which
+ * are clipped) or takes too long, and either ends the tracking in the
+ * worker.
  */
 static bool is_pagemap(int fd) {
-	char link[64], target[64];
+	char link[64], target[256];
 	struct statx stx;
-	unsigned int pid;
-	int end = 0;
 	ssize_t n;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	n = readlink(link, target, sizeof(target) - 1);
-	if (n < 0)
+	n = readlink(link, target, sizeof(target));
+	if (n < 0 || (size_t)n >= sizeof(target))
 		return false;
 	target[n] = '\0';
-	if (sscanf(target, "/proc/%u/pagemap%n", &pid, &end) != 1 || end != n || target[6] < '0' || target[6] > '9')
+	if (!fb_track_pagemap_name(target))
 		return false;
 	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
 		return false;
@@ -400,11 +399,12 @@ static void track_end(struct display_track *t) {
 	t->armed = false;
 }
 
-static int call(struct display_track *t, enum track_op op, bool wp) {
+/* Has the worker do op on [start, start + len) of the mapping. */
+static int call_range(struct display_track *t, enum track_op op, bool wp, uint64_t start, uint64_t len) {
 	struct track_request w = {
 		.op = op,
 		.protect = {
-			.range = { .start = t->addr, .len = t->len },
+			.range = { .start = start, .len = len },
 			.mode = wp ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
 		},
 	};
@@ -421,6 +421,10 @@ static int call(struct display_track *t, enum track_op op, bool wp) {
 			    t->node->path, TRACK_WAIT_USEC / 1000);
 	}
 	return r;
+}
+
+static int call(struct display_track *t, enum track_op op, bool wp) {
+	return call_range(t, op, wp, t->addr, t->len);
 }
 
 static int protect(struct display_track *t, bool wp) {
@@ -553,18 +557,30 @@ bool display_track_async(const struct display_track *t) {
 int display_track_written(struct display_track *t, uint64_t frame_offset, uint32_t line, uint32_t height,
 			  struct fb_rows *ret_rows, size_t max, size_t *ret_n) {
 	struct track_worker *w = t->worker;
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t start, end;
 	size_t n = 0;
 	bool complete;
 	int r;
 
 	if (!display_track_async(t))
 		return -EOPNOTSUPP;
-	/* Nothing was written: the first write would have unparked it. */
-	if (t->parked) {
+	/*
+	 * Nothing was written: the first write would have unparked it. Or
+	 * the mapping does not show the visible frame: its pages, unscanned,
+	 * stay as written, and the first scan once it does takes them all.
+	 */
+	if (t->parked || !fb_track_frame_span(t->addr, t->len, t->offset, frame_offset, (uint64_t)line * height,
+					       page > 0 ? (uint64_t)page : 4096, &start, &end)) {
 		*ret_n = 0;
 		return 0;
 	}
-	r = call(t, TRACK_SCAN, false);
+	r = call_range(t, TRACK_SCAN, false, start, end - start);
+	/* The program is gone, its mapping with it: nothing to say. */
+	if (r == -ESRCH) {
+		track_end(t);
+		return r;
+	}
 	if (r < 0) {
 		if (r != -ETIMEDOUT)
 			log_notice("%s: a program's mapping cannot be scanned for written pages (%s); its persona's "
