@@ -80,8 +80,8 @@ fail:
 	return r;
 }
 
-bool fd_closer_has_room(struct fd_closer_quota *q) {
-	return atomic_load(&pending) < FD_CLOSER_MAX && (!q || atomic_load(&q->pending) < q->max);
+bool fd_closer_has_room(struct fd_closer_quota *q, unsigned int n) {
+	return atomic_load(&pending) + n <= FD_CLOSER_MAX && (!q || atomic_load(&q->pending) + n <= q->max);
 }
 
 void fd_closer_close_for(struct fd_closer_quota *q, int fd) {

@@ -25,8 +25,8 @@ struct fd_closer_quota *fd_closer_quota_new(unsigned int max);
 /* Drops the owner's reference (NULL is fine); always returns NULL. */
 struct fd_closer_quota *fd_closer_quota_unref(struct fd_closer_quota *q);
 
-/* Whether fd_closer_close_for(q, ...) can take one more descriptor now (q NULL: only the closer's own limit). */
-bool fd_closer_has_room(struct fd_closer_quota *q);
+/* Whether fd_closer_close_for(q, ...) can take n more descriptors now (q NULL: only the closer's own limit). */
+bool fd_closer_has_room(struct fd_closer_quota *q, unsigned int n);
 
 /*
  * Closes fd on the closer thread (started on first use), counted against

@@ -31,7 +31,7 @@ static void test_closes(void **state) {
 
 	(void)state;
 	assert_int_equal(pipe2(p, O_CLOEXEC), 0);
-	assert_true(fd_closer_has_room(NULL));
+	assert_true(fd_closer_has_room(NULL, 1));
 	fd_closer_close(p[0]);
 	assert_true(closed_soon(p[0]));
 	/* The other end sees the pipe's reader gone. */
@@ -39,7 +39,7 @@ static void test_closes(void **state) {
 	assert_int_equal(errno, EPIPE);
 	close(p[1]);
 	fd_closer_close(-1);
-	assert_true(fd_closer_has_room(NULL));
+	assert_true(fd_closer_has_room(NULL, 1));
 }
 
 static void test_many(void **state) {
@@ -48,11 +48,11 @@ static void test_many(void **state) {
 		int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 		assert_true(fd >= 0);
-		assert_true(fd_closer_has_room(NULL));
+		assert_true(fd_closer_has_room(NULL, 1));
 		fd_closer_close(fd);
 		assert_true(closed_soon(fd));
 	}
-	assert_true(fd_closer_has_room(NULL));
+	assert_true(fd_closer_has_room(NULL, 1));
 }
 
 /* An owner's share: full at its max, and free again once its descriptors are closed, even after the owner went. */
@@ -63,8 +63,12 @@ static void test_quota(void **state) {
 	(void)state;
 	assert_non_null(none);
 	assert_non_null(q);
-	assert_false(fd_closer_has_room(none));
-	assert_true(fd_closer_has_room(q));
+	assert_false(fd_closer_has_room(none, 1));
+	assert_true(fd_closer_has_room(q, 1));
+	/* Room for a message's worth of descriptors, all of them, or none. */
+	assert_true(fd_closer_has_room(q, FD_CLOSER_PER_OWNER));
+	assert_false(fd_closer_has_room(q, FD_CLOSER_PER_OWNER + 1));
+	assert_false(fd_closer_has_room(NULL, FD_CLOSER_MAX + 1));
 	for (int i = 0; i < FD_CLOSER_PER_OWNER; i++) {
 		fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 		assert_true(fds[i] >= 0);
@@ -72,7 +76,7 @@ static void test_quota(void **state) {
 	}
 	for (int i = 0; i < FD_CLOSER_PER_OWNER; i++)
 		assert_true(closed_soon(fds[i]));
-	assert_true(fd_closer_has_room(q));
+	assert_true(fd_closer_has_room(q, 1));
 	/* The closer holds its own reference: the owner may drop the share while one waits. */
 	fds[0] = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	assert_true(fds[0] >= 0);
@@ -80,7 +84,7 @@ static void test_quota(void **state) {
 	fd_closer_quota_unref(q);
 	assert_true(closed_soon(fds[0]));
 	fd_closer_quota_unref(none);
-	assert_true(fd_closer_has_room(NULL));
+	assert_true(fd_closer_has_room(NULL, 1));
 }
 
 int main(void) {

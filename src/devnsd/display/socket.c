@@ -300,11 +300,12 @@ static void received_fds(struct msghdr *msg, struct fd_closer_quota *quota, int 
  * The first message of a mapping: a request to track it, with its
  * userfaultfd (and its pagemap and second userfaultfd, with
  * DEVNS_FB_TRACK_ASYNC). Descriptors are taken only while tracking is on
- * (TrackWrites=) and the closer has room for one that turns out to be
- * something else. Otherwise no control buffer is given and the kernel
- * discards them: that drops the last reference without a flush (a close()
- * of a FUSE file would wait for its server), though the release of a
- * userfaultfd still takes its maker's memory-map lock, on this thread.
+ * (TrackWrites=) and the closer has room for as many as a message can
+ * carry, in case they turn out to be something else. Otherwise no
+ * control buffer is given and the kernel discards them: that drops the
+ * last reference without a flush (a close() of a FUSE file would wait
+ * for its server), though the release of a userfaultfd still takes its
+ * maker's memory-map lock, on this thread.
  */
 static void handle_track(struct conn *c) {
 	struct display_node *dn = c->socket->node;
@@ -324,7 +325,7 @@ static void handle_track(struct conn *c) {
 
 	if (tracking && !dn->closer_quota)
 		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
-	room = tracking && dn->closer_quota && fd_closer_has_room(dn->closer_quota);
+	room = tracking && dn->closer_quota && fd_closer_has_room(dn->closer_quota, 3);
 
 	if (room) {
 		mh.msg_control = control.buf;

@@ -445,8 +445,9 @@ class HeldDescriptors(rig.PersonaTestCase):
         self.assertTrue(wait_for(lambda: os.path.exists(os.path.join(mnt, "file")), timeout=10), "fuse-stall did not mount")
         return os.path.join(mnt, "file")
 
-    def send_held(self, persona, path):
-        """One mapping of persona's fb0 and its track message, with path's descriptor in place of a userfaultfd."""
+    def send_held(self, persona, path, count=1, status=-errno.EBADF):
+        """One mapping of persona's fb0 and its track message, with count descriptors of path in place of its
+        userfaultfds; the answer's status."""
         node = os.open(fbrig.fb_node(persona), os.O_RDWR)
         self.addCleanup(os.close, node)
         sock, memfd = fbrig.redeem(fbrig.socket_path(persona),
@@ -460,17 +461,21 @@ class HeldDescriptors(rig.PersonaTestCase):
         fd = os.open(path, os.O_RDONLY)
         try:
             sock.sendmsg([TRACK.pack(TRACK_MAGIC, 0, addr, self.fix["smem_len"], 0)],
-                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("i", fd))])
+                         [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack("%di" % count, *[fd] * count))])
             sock.settimeout(10)
-            magic, status = REPLY.unpack(sock.recv(REPLY.size))
+            reply = REPLY.unpack(sock.recv(REPLY.size))
         finally:
             os.close(fd)
-        self.assertEqual((magic, status), (TRACK_MAGIC, -errno.EBADF))
+        self.assertEqual(reply, (TRACK_MAGIC, status))
 
     def test_descriptors_waiting_to_close_hold_no_helper(self):
         path = self.stall_server()
-        for _ in range(CLOSER_PER_PERSONA):
+        # The persona's share of the closer, and never more: once a message's descriptors (up to three) could
+        # take it past its share, tracking is refused and none of them is taken.
+        for _ in range(CLOSER_PER_PERSONA - 2):
             self.send_held("work", path)
+        self.send_held("work", path, 3, -errno.EBUSY)
+        self.send_held("work", path, 1, -errno.EBUSY)
         c = rig.Container(private_dev=True)
         self.addCleanup(c.stop)
         p = subprocess.run([rig.DEVNSCTL, "attach", "personal", "--pid", str(c.pid)],
