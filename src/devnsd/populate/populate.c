@@ -267,9 +267,8 @@ static int spawn(struct populate *pop, struct plan *plan, int target, enum zygot
 	mnt_fd = openat(proc_fd, "ns/mnt", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (root_fd < 0 || mnt_fd < 0)
 		return -errno;
-	/* devnsd's own mount table, read once: its peer groups, and the superblocks the host has. */
-	if (mountinfo_read(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &own, &own_cut) < 0)
-		own = NULL;
+	/* devnsd's own mount table, read once: its peer groups, and the superblocks the host has (NULL unread). */
+	(void)mountinfo_read(AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &own, &own_cut);
 	populate_plan_outside(plan, own_cut ? NULL : own);
 	populate_plan_mountinfo(plan, proc_fd, own);
 	if (pidfd_exited(target))
