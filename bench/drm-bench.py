@@ -52,18 +52,18 @@ def guest(flips, runs):
     env = dict(os.environ, LD_PRELOAD=os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so"))
     try:
         pid = daemon.proc.pid
-        idle_pss = fbbench.pss_kib(pid)
+        idle_pss = rig.pss_kib(pid)
         active, cpu, frames = [], [], []
         for _ in range(runs):
-            cpu0, shown0 = fbbench.cpu_ms(pid), fbbench.frames_shown(rig)
+            cpu0, shown0 = rig.cpu_ms(pid), fbbench.frames_shown(rig)
             active.append(draw("/dev/devns/work/card0", flips, env=env))
-            cpu.append(fbbench.cpu_ms(pid) - cpu0)
+            cpu.append(rig.cpu_ms(pid) - cpu0)
             frames.append(fbbench.frames_shown(rig) - shown0)
         background, bg_cpu = [], []
         for _ in range(runs):
-            cpu0 = fbbench.cpu_ms(pid)
+            cpu0 = rig.cpu_ms(pid)
             background.append(draw("/dev/devns/personal/card0", flips, env=env))
-            bg_cpu.append(fbbench.cpu_ms(pid) - cpu0)
+            bg_cpu.append(rig.cpu_ms(pid) - cpu0)
         # A client that shows a frame and then idles: devnsd's wakeups meanwhile.
         holder = subprocess.Popen([os.path.join(BUILD, "tests", "vm", "drm-dumb-draw"), "/dev/devns/work/card0",
                                    "0x102030", "--hold", "12000"], stdout=subprocess.PIPE, text=True, env=env)
@@ -72,10 +72,10 @@ def guest(flips, runs):
                 break
         # Past what a change sets off (keeping the frame for a restart, a second later; the state's save).
         time.sleep(2.5)
-        pss_shown = fbbench.pss_kib(pid)
-        w0 = fbbench.wakeups(pid)
+        pss_shown = rig.pss_kib(pid)
+        w0 = rig.sleeps(pid)
         time.sleep(5)
-        res["idle_wakeups_per_s"] = (fbbench.wakeups(pid) - w0) / 5
+        res["idle_wakeups_per_s"] = (rig.sleeps(pid) - w0) / 5
         holder.wait(60)
     finally:
         daemon.stop()

@@ -35,18 +35,6 @@ def run(*args):
     return {k: float(v) for k, v in (line.split() for line in out.splitlines())}
 
 
-def pss_kib(pid):
-    with open("/proc/%d/smaps_rollup" % pid) as f:
-        return int(re.search(r"^Pss:\s+(\d+)", f.read(), re.M).group(1))
-
-
-def cpu_ms(pid):
-    """User and system CPU time of a process so far, in ms."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
-
-
 def guest(frames, switches):
     sys.path.insert(0, os.path.join(TOP, "tests", "vm", "guest"))
     import devnsrig as rig
@@ -81,7 +69,7 @@ def guest(frames, switches):
     for count in (2, 32):
         daemon = rig.Daemon(fbrig.conf_display(personas=personas[:count], active="p00", track=True))
         try:
-            idle = pss_kib(daemon.proc.pid)
+            idle = rig.pss_kib(daemon.proc.pid)
             m = re.search(r"(\d+) buffers", daemon.output())
             res["buffers_%d" % count] = float(m.group(1)) if m else 0.0
             if count == 2:
@@ -113,7 +101,7 @@ def guest(frames, switches):
                 fbrig.write_all(fd, bytes([1]) * int(res["frame_bytes"]))
                 os.close(fd)
             res["pss_idle_%d" % count] = idle
-            res["pss_drawn_%d" % count] = pss_kib(daemon.proc.pid)
+            res["pss_drawn_%d" % count] = rig.pss_kib(daemon.proc.pid)
             if count == 2:
                 # A mapped frame, unchanged and with 40 rows changed every 16 ms: devnsd's CPU time and
                 # the frames the display shows, over 3 s.
@@ -126,9 +114,9 @@ def guest(frames, switches):
                     time.sleep(1.0)
                     # The frame counter is asked over D-Bus outside the window that counts wakeups and CPU.
                     shown0, ts0 = frames_shown_at(rig)
-                    wake0, cpu0, t0 = wakeups(daemon.proc.pid), cpu_ms(daemon.proc.pid), time.monotonic()
+                    wake0, cpu0, t0 = rig.sleeps(daemon.proc.pid), rig.cpu_ms(daemon.proc.pid), time.monotonic()
                     time.sleep(3.0)
-                    wake1, cpu1, t1 = wakeups(daemon.proc.pid), cpu_ms(daemon.proc.pid), time.monotonic()
+                    wake1, cpu1, t1 = rig.sleeps(daemon.proc.pid), rig.cpu_ms(daemon.proc.pid), time.monotonic()
                     shown1, ts1 = frames_shown_at(rig)
                     out = holder.communicate()[0]
                     m = re.search(r"drawn_per_s ([\d.]+)", out)
@@ -180,15 +168,6 @@ def frames_shown_at(rig):
     before = time.monotonic()
     shown = frames_shown(rig)
     return shown, (before + time.monotonic()) / 2
-
-
-def wakeups(pid):
-    """Times devnsd's main thread went to sleep and was woken (its voluntary context switches)."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split(":")[1])
-    return 0
 
 
 def frames_shown(rig):

@@ -1,10 +1,10 @@
 """Helpers for tests that run inside the VM: uinput devices, a private
 system bus, the built devnsd, and raw evdev ioctls on persona nodes."""
 
-import array
 import ctypes
 import fcntl
 import os
+import re
 import select
 import signal
 import socket
@@ -385,6 +385,29 @@ def rss_kib(pid):
         for line in f:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
+    return 0
+
+
+def pss_kib(pid):
+    """A process's proportional share of the memory it maps, in KiB."""
+    with open("/proc/%d/smaps_rollup" % pid) as f:
+        return int(re.search(r"^Pss:\s+(\d+)", f.read(), re.M).group(1))
+
+
+def cpu_ms(pid):
+    """User and system CPU time of a process so far, in ms."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def sleeps(pid):
+    """How often a process's main thread went to sleep so far (its voluntary context switches): for devnsd,
+    how often its loop waited and was woken."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("voluntary_ctxt_switches:"):
+                return int(line.split(":")[1])
     return 0
 
 

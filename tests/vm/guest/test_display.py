@@ -17,7 +17,7 @@ import unittest
 
 import devnsrig as rig
 import fbrig
-from test_fb_track import Program, hexrgb, wakeups
+from test_fb_track import Program, hexrgb
 
 BUILD = rig.BUILD
 FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
@@ -314,9 +314,9 @@ class DisplayGoesAndComesBack(WithBus):
                            "what the program drew while the display was gone")
         time.sleep(0.5)
         pid = self.daemon.proc.pid
-        before = wakeups(pid)
+        before = rig.sleeps(pid)
         time.sleep(3)
-        n = wakeups(pid) - before
+        n = rig.sleeps(pid) - before
         self.assertLessEqual(n, 3, "devnsd woke %d times in 3 s for an idle mapping once the display was back" % n)
         self.assertIsNone(p.proc.poll(), "fbanim stopped holding its mapping early")
 

@@ -9,7 +9,6 @@ import ctypes
 import errno
 import mmap
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -42,24 +41,6 @@ def anim_color(i):
 
 def hexrgb(rgb):
     return "%02x%02x%02x" % rgb
-
-
-def wakeups(pid):
-    """Context switches of devnsd's main thread so far: each is a sleep or a preemption of its loop."""
-    counts = {}
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            key, _, value = line.partition(":")
-            if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
-                counts[key] = int(value)
-    return counts["voluntary_ctxt_switches"]
-
-
-def cpu_ms(pid):
-    """devnsd's CPU time so far (user and system), in ms."""
-    with open("/proc/%d/stat" % pid) as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 // os.sysconf("SC_CLK_TCK")
 
 
 class Program:
@@ -119,10 +100,10 @@ class FramebufferTracking(rig.PersonaTestCase):
     def idle_wakeups(self, seconds=3.0):
         """devnsd's wakeups over the next seconds; prints its CPU time meanwhile too."""
         pid = self.daemon.proc.pid
-        before, cpu = wakeups(pid), cpu_ms(pid)
+        before, cpu = rig.sleeps(pid), rig.cpu_ms(pid)
         time.sleep(seconds)
-        print("devnsd over %.0f s: CPU %d ms" % (seconds, cpu_ms(pid) - cpu), flush=True)
-        return wakeups(pid) - before
+        print("devnsd over %.0f s: CPU %d ms" % (seconds, rig.cpu_ms(pid) - cpu), flush=True)
+        return rig.sleeps(pid) - before
 
     def test_idle_mapped_program_costs_no_wakeups(self):
         """A program that drew its mapped frame and sleeps with it mapped: devnsd does not wake."""
@@ -146,10 +127,10 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.assert_screen(fbrig.frame(self.w, self.h, base), "the first frame")
         time.sleep(0.3)
         before = self.frames_shown()
-        cpu = cpu_ms(self.daemon.proc.pid)
+        cpu = rig.cpu_ms(self.daemon.proc.pid)
         p.go()
         disturbed, longest = (int(v) for v in p.wait_for("anim ok").split()[3::2])
-        cpu = cpu_ms(self.daemon.proc.pid) - cpu
+        cpu = rig.cpu_ms(self.daemon.proc.pid) - cpu
         time.sleep(0.5)
         shown = self.frames_shown() - before
         print("60 fps through the mapping: %d frames drawn (%d disturbed, longest drawing %d us), %d shown (%.3f), "

@@ -29,15 +29,6 @@ def userfaultfds(pid):
     return found
 
 
-def sleeps(pid):
-    """How often pid's main thread went to sleep so far (a write that faults sleeps until devnsd answers)."""
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("voluntary_ctxt_switches:"):
-                return int(line.split(":")[1])
-    return 0
-
-
 class AsynchronousTracking(rig.PersonaTestCase):
     track = None
     setUpClass = classmethod(base.FramebufferTracking.setUpClass.__func__)
@@ -60,10 +51,10 @@ class AsynchronousTracking(rig.PersonaTestCase):
         self.assertNotIn("with userfaultfd write faults", self.daemon.output())
         time.sleep(0.5)
         before = self.frames_shown()
-        slept = sleeps(p.proc.pid)
+        slept = rig.sleeps(p.proc.pid)
         p.go()
         p.wait_for("anim ok")
-        slept = sleeps(p.proc.pid) - slept
+        slept = rig.sleeps(p.proc.pid) - slept
         time.sleep(0.5)
         shown = self.frames_shown() - before
         self.assert_screen(fbrig.frame(self.w, self.h, color, band=(0, base.ANIM_ROWS),
