@@ -4,7 +4,7 @@
 # Safe to run repeatedly: it installs only what is missing.
 set -eu
 
-PKGS="build-essential meson ninja-build pkg-config scdoc
+PKGS="build-essential meson ninja-build pkg-config scdoc pyflakes3
 clang libclang-rt-14-dev
 libfuse3-dev fuse3 libevdev-dev libsystemd-dev libinih-dev libcmocka-dev
 libdrm-dev libpng-dev libxxhash-dev libdbus-1-dev libmount-dev libseccomp-dev

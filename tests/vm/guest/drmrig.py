@@ -10,7 +10,6 @@ import subprocess
 
 import devnsrig as rig
 import fbrig
-from fbrig import solid  # noqa: F401 (the DRM tests take it from here)
 
 BUILD = rig.BUILD
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")

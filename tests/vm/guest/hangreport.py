@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 import unittest
 
 # Set by the meson tests, under vm-run's 900 s there: the boot and the

@@ -6,7 +6,6 @@ and the switch hotkey, through devnsctl, D-Bus and real client programs."""
 import errno
 import json
 import os
-import re
 import signal
 import stat
 import subprocess

@@ -13,7 +13,8 @@ import tempfile
 import devnsrig as rig
 import drmrig
 import fbrig
-from drmrig import CARD, DRAW, shows_bars, solid
+from drmrig import CARD, DRAW, shows_bars
+from fbrig import solid
 
 
 class CardPersonas(drmrig.CardTestCase):

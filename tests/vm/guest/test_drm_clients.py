@@ -104,7 +104,7 @@ class DisplayStacks(drmrig.CardTestCase):
                 return x.client("xsetroot", "-solid", "#%02x%02x%02x" % rgb).returncode == 0
             self.assertTrue(rig.eventually(lambda: painted(color), timeout=180, step=1),
                             "Xorg did not answer:\n" + x.log_text())
-            self.assertTrue(self.wait_screen("xorg-root", lambda s: drmrig.solid(s, color), 60),
+            self.assertTrue(self.wait_screen("xorg-root", lambda s: fbrig.solid(s, color), 60),
                             "the screen (xorg-root.png) is not X's root (%.3f of it is):\n%s" % (
                                 share(self.screen("xorg-root"), color), x.log_text()))
             rig.devnsctl("switch", "personal")
@@ -112,7 +112,7 @@ class DisplayStacks(drmrig.CardTestCase):
             self.assertTrue(painted(later))
             self.assert_stays_off("xorg-background", lambda: x.proc.poll() is None)
             rig.devnsctl("switch", "work")
-            self.assertTrue(self.wait_screen("xorg-back", lambda s: drmrig.solid(s, later), 30),
+            self.assertTrue(self.wait_screen("xorg-back", lambda s: fbrig.solid(s, later), 30),
                             "the switch back does not show X's root painted in the background (%.3f of it)" %
                             share(self.screen("xorg-back"), later))
         finally:

@@ -386,7 +386,7 @@ class InputPersonas(rig.PersonaTestCase):
         self.assertIn("nosuch", bad.stderr)
         self.assertEqual(len(bad.stderr.strip().splitlines()), 1)
 
-        fd = self.node("personal", self.kbd_hw)
+        self.node("personal", self.kbd_hw)  # held open: status counts it
         status = rig.devnsctl("status").stdout
         self.assertIn("Active persona: work", status)
         line = [l for l in status.splitlines() if rig.persona_node("personal", self.kbd_hw) in l][0]

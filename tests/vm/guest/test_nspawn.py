@@ -25,7 +25,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import unittest
 
 from evdev import ecodes as e

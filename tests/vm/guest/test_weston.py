@@ -24,7 +24,6 @@ sets master again as it comes back; Weston takes the keyboard anew and draws aga
 
 import glob
 import os
-import subprocess
 import time
 import unittest
 
