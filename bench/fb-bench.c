@@ -195,16 +195,17 @@ static int redraw(const char *p, int value) {
 }
 
 /*
- * SwitchTo calls going round the personas, timed until the answer (devnsd
- * answers once the new frame is on screen); prints the median. With
- * redraw, the persona switched to draws a new whole frame first (untimed),
- * so every switch shows a frame the screen has not shown. With other set,
- * that persona draws one instead: the same work before each switch, and
- * frames unchanged.
+ * Bus calls timed until their answer; prints the median as key. With
+ * names, SwitchTo calls going round those personas (devnsd answers once
+ * the new frame is on screen): with redraw_first, the persona switched to
+ * draws a new whole frame first (untimed), so every switch shows a frame
+ * the screen has not shown; with other set, that persona draws one
+ * instead, the same work before each switch with frames unchanged.
+ * Without names, a method devnsd answers without doing anything (Ping).
  */
-static int bench_switch(char **names, int count, int n, bool redraw_first, const char *other) {
+static int bench_calls(const char *key, char **names, int count, int n, bool redraw_first, const char *other) {
 	sd_bus *bus = NULL;
-	double *t = calloc((size_t)n, sizeof(double));
+	double *t = n > 0 ? calloc((size_t)n, sizeof(double)) : NULL;
 	int r;
 
 	r = sd_bus_open_system(&bus);
@@ -212,18 +213,22 @@ static int bench_switch(char **names, int count, int n, bool redraw_first, const
 		return die("bus");
 	for (int i = 0; i < n + 2; i++) {
 		sd_bus_error error = SD_BUS_ERROR_NULL;
-		const char *to = names[(i + 1) % count];
+		const char *to = names ? names[(i + 1) % count] : NULL;
 		double t0;
 
-		if (redraw_first && redraw(to, i * 37 + 1) < 0)
+		if (to && redraw_first && redraw(to, i * 37 + 1) < 0)
 			return die("redraw");
 		if (other && redraw(other, i * 37 + 1) < 0)
 			return die("redraw");
 		t0 = now_us();
-		r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.devns1.Manager", "SwitchTo", &error, NULL,
-				       "s", to);
+		if (to)
+			r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.devns1.Manager", "SwitchTo", &error,
+					       NULL, "s", to);
+		else
+			r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.freedesktop.DBus.Peer", "Ping", &error,
+					       NULL, "");
 		if (r < 0) {
-			fprintf(stderr, "SwitchTo: %s\n", error.message);
+			fprintf(stderr, "%s: %s\n", to ? "SwitchTo" : "Ping", error.message);
 			return 1;
 		}
 		/* The first two warm the path up. */
@@ -232,37 +237,7 @@ static int bench_switch(char **names, int count, int n, bool redraw_first, const
 		sd_bus_error_free(&error);
 	}
 	qsort(t, (size_t)n, sizeof(double), cmp_double);
-	printf("switch_us %.1f\n", t[n / 2]);
-	sd_bus_flush_close_unref(bus);
-	free(t);
-	return 0;
-}
-
-/* A method devnsd answers without doing anything, timed until the answer; prints the median. */
-static int bench_ping(int n) {
-	sd_bus *bus = NULL;
-	double *t = calloc((size_t)n, sizeof(double));
-	int r;
-
-	r = sd_bus_open_system(&bus);
-	if (r < 0 || !t || n <= 0)
-		return die("bus");
-	for (int i = 0; i < n + 2; i++) {
-		sd_bus_error error = SD_BUS_ERROR_NULL;
-		double t0 = now_us();
-
-		r = sd_bus_call_method(bus, "org.devns1", "/org/devns1", "org.freedesktop.DBus.Peer", "Ping", &error, NULL,
-				       "");
-		if (r < 0) {
-			fprintf(stderr, "Ping: %s\n", error.message);
-			return 1;
-		}
-		if (i >= 2)
-			t[i - 2] = now_us() - t0;
-		sd_bus_error_free(&error);
-	}
-	qsort(t, (size_t)n, sizeof(double), cmp_double);
-	printf("ping_us %.1f\n", t[n / 2]);
+	printf("%s %.1f\n", key, t[n / 2]);
 	sd_bus_flush_close_unref(bus);
 	free(t);
 	return 0;
@@ -276,13 +251,13 @@ int main(int argc, char *argv[]) {
 	if (argc == 4 && strcmp(argv[1], "ioctl") == 0)
 		return bench_ioctl(argv[2], atoi(argv[3]));
 	if (argc == 3 && strcmp(argv[1], "ping") == 0)
-		return bench_ping(atoi(argv[2]));
+		return bench_calls("ping_us", NULL, 0, atoi(argv[2]), false, NULL);
 	if (argc == 5 && strcmp(argv[1], "hold") == 0)
 		return bench_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 6 && strcmp(argv[1], "switch") == 0 && strcmp(argv[3], "busy") != 0)
-		return bench_switch(argv + 4, argc - 4, atoi(argv[2]), strcmp(argv[3], "redraw") == 0, NULL);
+		return bench_calls("switch_us", argv + 4, argc - 4, atoi(argv[2]), strcmp(argv[3], "redraw") == 0, NULL);
 	if (argc >= 7 && strcmp(argv[1], "switch") == 0)
-		return bench_switch(argv + 4, argc - 5, atoi(argv[2]), false, argv[argc - 1]);
+		return bench_calls("switch_us", argv + 4, argc - 5, atoi(argv[2]), false, argv[argc - 1]);
 	fprintf(stderr, "usage: fb-bench write|mmap DEV N | hold DEV MS ROWS | switch N static|redraw|busy P1 P2 [P3...] "
 			"| ping N\n");
 	return 2;
