@@ -249,13 +249,15 @@ int display_socket_set_owner(struct display_socket *s, uid_t uid, gid_t gid);
 
 /*
  * display/track.c: one mapping's userfaultfd (devns-fb.h). new
- * takes fd in any case and checks it: -EBADF when it is no userfaultfd,
- * -EINVAL when msg's range is not inside dn's framebuffer or not
- * registered for write-protection in it. A live track has its
- * userfaultfd still; a fault, or any failure, leaves it unarmed (a
- * failure for good), and tells display_node_mapped_written().
+ * takes fds in any case and checks them: -EBADF when one is no
+ * userfaultfd, or, for asynchronous tracking, no pagemap the program at
+ * the socket's other end (peer_pidfd, -1 if unknown) can open; -EINVAL
+ * when msg's range is not inside dn's framebuffer or not registered for
+ * write-protection in it. A live track has its userfaultfd still; a
+ * fault, or any failure, leaves it unarmed (a failure for good), and
+ * tells display_node_mapped_written().
  */
-int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, const int fds[3],
+int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, const int fds[3], int peer_pidfd,
 		      struct display_track **ret);
 struct display_track *display_track_free(struct display_track *t);
 /* dn is going: its tracking threads still alive count on their own. */

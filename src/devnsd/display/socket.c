@@ -29,6 +29,9 @@
 #ifndef SO_PASSRIGHTS
 #define SO_PASSRIGHTS 83
 #endif
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
 
 /* Programs of one persona that may map the framebuffer at once, and how many of them one uid may run. */
 #define DISPLAY_SOCKET_MAX_MAPPERS 64
@@ -296,6 +299,16 @@ static void received_fds(struct msghdr *msg, struct fd_closer_quota *quota, int 
 	}
 }
 
+/* The program at the other end of fd, as a pidfd (Linux 6.5 and later); -1 if the kernel gives none. */
+static int peer_pidfd(int fd) {
+	socklen_t len = sizeof(int);
+	int pidfd = -1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0 || len != sizeof(int))
+		return -1;
+	return pidfd;
+}
+
 /*
  * The first message of a mapping: a request to track it, with its
  * userfaultfd (and its pagemap and second userfaultfd, with
@@ -351,7 +364,9 @@ static void handle_track(struct conn *c) {
 	else if (c->read_only)
 		r = -EBADF;
 	else {
-		r = display_track_new(dn, &msg, fds, &c->track);
+		_cleanup_(closep) int peer = msg.flags & DEVNS_FB_TRACK_ASYNC ? peer_pidfd(c->fd) : -1;
+
+		r = display_track_new(dn, &msg, fds, peer, &c->track);
 		fds[0] = fds[1] = fds[2] = -1;
 	}
 	for (int i = 0; i < 3; i++)

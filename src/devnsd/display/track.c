@@ -65,6 +65,7 @@
 #include "fd-closer.h"
 #include "log.h"
 #include "pagemap-scan.h"
+#include "populate/mountinfo.h"
 #include "util.h"
 
 /* Wakeups without a write-protection in between before the userfaultfd is given up. */
@@ -347,18 +348,26 @@ static bool is_userfaultfd(int fd) {
 }
 
 /*
- * Whether fd looks like a process's pagemap: a regular file whose name
- * ends in /PID/pagemap (procfs mounted anywhere, in any mount namespace),
- * asked of nothing but the kernel's own records (the link and the cached
- * attributes: statx() with AT_STATX_DONT_SYNC does not ask a FUSE
- * server). A file of another file system named so passes; its
- * PAGEMAP_SCAN fails (a FUSE server's answer can only name ranges, which
- * are clipped) or takes too long, and either ends the tracking in the
- * worker.
+ * Whether fd is a process's pagemap that the program at the other end of
+ * the socket could open: a regular file whose name ends in /PID/pagemap
+ * (procfs mounted anywhere), on a mount that is a "proc" in that
+ * program's own mount table. Nothing is asked of the file's file system:
+ * the link, the cached attributes (statx() with AT_STATX_DONT_SYNC does
+ * not ask a FUSE server) and the mount's id are the kernel's records, and
+ * the table is /proc/PID/mountinfo of devnsd's own procfs, found through
+ * the program's pidfd (peer_pidfd, SO_PEERPIDFD: every kernel with
+ * asynchronous write-protection gives it). A file named like a pagemap on
+ * any other file system (a FUSE mount whose server never answers the
+ * scan) is not one, nor a file of a mount the program does not have.
  */
-static bool is_pagemap(int fd) {
+static bool is_pagemap(int fd, int peer_pidfd) {
+	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
+	_cleanup_(closep) int proc_fd = -1;
+	struct libmnt_iter *it;
+	struct libmnt_fs *fs;
 	char link[64], target[256];
 	struct statx stx;
+	bool found = false;
 	ssize_t n;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -368,9 +377,23 @@ static bool is_pagemap(int fd) {
 	target[n] = '\0';
 	if (!fb_track_pagemap_name(target))
 		return false;
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE, &stx) < 0)
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID, &stx) < 0 ||
+	    !S_ISREG(stx.stx_mode) || !(stx.stx_mask & STATX_MNT_ID))
 		return false;
-	return S_ISREG(stx.stx_mode);
+	if (peer_pidfd < 0 || pidfd_open_proc(peer_pidfd, &proc_fd, NULL) < 0 ||
+	    mountinfo_read(proc_fd, "mountinfo", MOUNTINFO_MAX, &tb, NULL) < 0)
+		return false;
+	it = mnt_new_iter(MNT_ITER_FORWARD);
+	if (!it)
+		return false;
+	while (!found && mnt_table_next_fs(tb, it, &fs) == 0) {
+		const char *type = mnt_fs_get_fstype(fs);
+
+		found = mnt_fs_get_id(fs) >= 0 && (uint64_t)mnt_fs_get_id(fs) == stx.stx_mnt_id && type &&
+			streq(type, "proc");
+	}
+	mnt_free_iter(it);
+	return found;
 }
 
 /* Logged once: which way devnsd learns of writes to mapped frames. */
@@ -467,7 +490,7 @@ static int on_fault(sd_event_source *s, int fd, uint32_t revents, void *userdata
 }
 
 int display_track_new(struct display_node *dn, const struct devns_fb_track *msg, const int fds_in[3],
-		      struct display_track **ret) {
+		      int peer_pidfd, struct display_track **ret) {
 	bool async = msg->flags & DEVNS_FB_TRACK_ASYNC;
 	int fds[TRACK_FDS] = { fds_in[0], async ? fds_in[1] : -1, async ? fds_in[2] : -1 };
 	struct display_track *t;
@@ -480,8 +503,8 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 		if (fds_in[i] >= 0)
 			fd_closer_close_for(dn->closer_quota, fds_in[i]);
 	ok = fds[TRACK_FD_UFFD] >= 0 && is_userfaultfd(fds[TRACK_FD_UFFD]) && !(msg->flags & ~DEVNS_FB_TRACK_ASYNC) &&
-	     (!async || (fds[TRACK_FD_PAGEMAP] >= 0 && is_pagemap(fds[TRACK_FD_PAGEMAP]) && fds[TRACK_FD_FAULT] >= 0 &&
-			 is_userfaultfd(fds[TRACK_FD_FAULT])));
+	     (!async || (fds[TRACK_FD_FAULT] >= 0 && is_userfaultfd(fds[TRACK_FD_FAULT]) && fds[TRACK_FD_PAGEMAP] >= 0 &&
+			 is_pagemap(fds[TRACK_FD_PAGEMAP], peer_pidfd)));
 	if (!ok) {
 		for (int i = 0; i < TRACK_FDS; i++)
 			if (fds[i] >= 0)

@@ -17,6 +17,9 @@
  */
 int mountinfo_parse(const char *text, size_t len, struct libmnt_table **ret);
 
+/* What of a mount table is read: a container with a larger one keeps its /sys as it is. */
+#define MOUNTINFO_MAX (256 * 1024)
+
 /*
  * Reads at most max - 1 bytes of the mount table at path (relative to
  * dir_fd, opened read-only and non-blocking: a file of the kernel's under

@@ -22,8 +22,6 @@ struct libmnt_table;
 
 #define POPULATE_MAX 128
 #define POPULATE_SHARES 16
-/* A container with a larger mount table keeps its /sys as it is. */
-#define MOUNTINFO_MAX (256 * 1024)
 /* Mounts of the container that pass nothing on, looked at; past these, a mount is taken to pass mounts on. */
 #define PLAN_PRIVATE_MOUNTS_MAX 4096
 /* Peer groups of the host's and devnsd's mounts looked at; past these, every shared mount reaches them. */

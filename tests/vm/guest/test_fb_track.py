@@ -9,6 +9,7 @@ import ctypes
 import errno
 import mmap
 import os
+import shutil
 import socket
 import struct
 import subprocess
@@ -338,6 +339,35 @@ class FramebufferTracking(rig.PersonaTestCase):
         finally:
             for fd in (uffd, r, w):
                 os.close(fd)
+        self.assertEqual((magic, status), (TRACK_MAGIC, -errno.EBADF))
+        self.assert_responsive()
+
+    def test_asynchronous_request_with_a_file_named_like_a_pagemap(self):
+        """A track message that says asynchronous and brings, for the pagemap, a regular file named like one
+        (DIR/12/pagemap on a tmpfs; on a FUSE mount its server could hold the scan for as long as it likes):
+        refused as no pagemap, on any kernel, before its range is looked at."""
+        d = tempfile.mkdtemp(prefix="pagemap-")
+        os.mkdir(os.path.join(d, "12"))
+        fake = os.open(os.path.join(d, "12", "pagemap"), os.O_RDWR | os.O_CREAT, 0o600)
+        sock, m, addr, size = self.map_by_hand()
+        libc = ctypes.CDLL(None, use_errno=True)
+        uffds = [libc.syscall(NR_USERFAULTFD, os.O_CLOEXEC | os.O_NONBLOCK) for _ in range(2)]
+        try:
+            for uffd in uffds:
+                self.assertGreaterEqual(uffd, 0, "userfaultfd: errno %d" % ctypes.get_errno())
+                api = ctypes.create_string_buffer(struct.pack("QQQ", UFFD_API, 0, 0), 24)
+                self.assertEqual(libc.ioctl(uffd, UFFDIO_API, api), 0)
+            msg = TRACK.pack(TRACK_MAGIC, TRACK_ASYNC, addr, size, 0)
+            sock.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                  array.array("i", [uffds[0], fake, uffds[1]]).tobytes())])
+            sock.settimeout(10)
+            magic, status = REPLY.unpack(sock.recv(REPLY.size))
+        finally:
+            for fd in uffds + [fake]:
+                if fd >= 0:
+                    os.close(fd)
+            shutil.rmtree(d)
+        # With the file taken for a pagemap, the unregistered range would be the refusal (EINVAL).
         self.assertEqual((magic, status), (TRACK_MAGIC, -errno.EBADF))
         self.assert_responsive()
 
