@@ -229,6 +229,48 @@ void manager_rebind(struct manager *m, struct persona *p, bool revoke) {
 		dc->ops->rebind(dc, p, revoke);
 }
 
+int manager_attach(struct manager *m, struct persona *p, int pidfd) {
+	struct pidns ns = PIDNS_NULL;
+	struct persona *other;
+	pid_t pid;
+	int r;
+
+	r = pidfd_get_pid(pidfd, &pid);
+	if (r >= 0)
+		r = pidns_of_pidfd(pidfd, &ns);
+	if (r < 0)
+		return r;
+	if (pidns_equal(&ns, &m->self_ns)) {
+		pidns_close(&ns);
+		return -EINVAL;
+	}
+	LIST_FOREACH(other, &m->personas, link)
+		if (other != p && pidns_equal(&other->ns, &ns)) {
+			pidns_close(&ns);
+			return -EBUSY;
+		}
+	if (p->ns.fd >= 0 && !pidns_equal(&p->ns, &ns)) {
+		pidns_close(&p->ns);
+		manager_rebind(m, p, true);
+	}
+	pidns_close(&p->ns);
+	p->ns = ns;
+	signal_emit(&m->events.attached, &(struct persona_attached){ .persona = p, .pid = pid, .pidfd = pidfd });
+	return 0;
+}
+
+int manager_detach(struct manager *m, struct persona *p) {
+	if (p->ns.fd < 0)
+		return -ENOENT;
+	signal_emit(&m->events.leaving, p);
+	pidns_close(&p->ns);
+	p->owner = (struct persona_owner){ 0 };
+	manager_rebind(m, p, true);
+	signal_emit(&m->events.detached, p);
+	log_info("persona %s detached from its container", p->name);
+	return 0;
+}
+
 void manager_foreach_node(struct manager *m, struct persona *p, node_desc_fn fn, void *userdata) {
 	struct device_class *dc;
 
