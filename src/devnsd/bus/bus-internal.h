@@ -1,7 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* What the bus's files share: the callers' records (peer.c) and attaching (bus.c, machine.c). */
+/*
+ * What the bus's files share. They call one way: bus.c (the Manager
+ * interface) calls endpoint.c and machine.c, which follow the personas'
+ * endpoints and machines; all three call request.c (attaching, requests to
+ * come forward); below them all are peer.c (the callers' records) and
+ * errors.c.
+ */
 
 #include <stdbool.h>
 #include <sys/types.h>
@@ -120,9 +126,12 @@ void bus_machines_free(struct bus *b);
 int bus_machine_leader(sd_bus *bus, const char *machine, int *ret_pidfd, sd_bus_error *error);
 
 /*
- * bus.c: binds p to the container of the process behind pidfd and makes
- * its nodes there, working from the pidfd alone; msg (if any) is answered
- * once that is done. The caller keeps pidfd.
+ * request.c: what the bus does for a persona, whoever asks for it (bus.c,
+ * machine.c, endpoint.c).
+ *
+ * Binds p to the container of the process behind pidfd and makes its nodes
+ * there, working from the pidfd alone; msg (if any) is answered once that
+ * is done. The caller keeps pidfd.
  */
 int bus_attach(struct bus *b, struct persona *p, int pidfd, sd_bus_message *msg, sd_bus_error *error);
 /* bus_attach() of process pid: its pidfd opened once, the one lookup by number. */
@@ -136,6 +145,9 @@ int bus_check_request_uid(struct bus *b, struct persona *p, uint32_t uid, uid_t 
  * logged. 0 with *ret_granted, or a negative errno with error set.
  */
 int bus_request_active(struct bus *b, struct persona *p, bool *ret_granted, sd_bus_error *error);
+
+/* The time sd-event last woke at, for rate limits. */
+uint64_t bus_now_usec(struct manager *m);
 
 /*
  * endpoint.c: every persona's endpoint socket (devns-endpoint.h), following

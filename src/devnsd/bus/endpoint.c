@@ -77,15 +77,8 @@ static void conn_free(struct endpoint_conn *c) {
 	free(c);
 }
 
-static uint64_t now_usec(struct bus_endpoints *e) {
-	uint64_t now = 0;
-
-	(void)sd_event_now(e->bus->manager->event, CLOCK_MONOTONIC, &now);
-	return now;
-}
-
 static void log_refused(struct endpoint *ep, uid_t uid, const char *why) {
-	if (ratelimit_take(&ep->server->refusal_log, now_usec(ep->server)))
+	if (ratelimit_take(&ep->server->refusal_log, bus_now_usec(ep->server->bus->manager)))
 		log_notice("persona %s: endpoint refused host uid %u: %s", ep->persona->name, (unsigned int)uid, why);
 }
 
