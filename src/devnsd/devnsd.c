@@ -58,6 +58,7 @@ static int add_classes(struct manager *m, const struct conf *conf, struct input_
 	if (r < 0)
 		return r;
 	if (leds) {
+		leds_watch_lights(leds);
 		r = manager_add_class(m, leds_class_base(leds));
 		if (r < 0)
 			return r;

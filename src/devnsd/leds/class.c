@@ -2,8 +2,9 @@
 /*
  * The LED and backlight class: the configured lights, each persona's set
  * of views, switching, rebinding and revoking. The views are served by
- * serve.c, lights that come and go are watched by hotplug.c, and state.c
- * keeps each persona's state for a restart.
+ * serve.c and state.c keeps each persona's state for a restart, both below
+ * this file; hotplug.c, above it, opens and closes the lights that come and
+ * go, once whoever built the class starts the watch (leds_watch_lights()).
  */
 #include <fcntl.h>
 #include <glob.h>
@@ -31,15 +32,6 @@ const char *const leds_kind_dir[LED_KIND_BACKLIGHT + 1] = {
 
 static struct leds_class *to_leds(struct device_class *dc) {
 	return container_of(dc, struct leds_class, base);
-}
-
-struct leds_persona *leds_persona_of(struct leds_class *lc, struct persona *p) {
-	struct leds_persona *lp;
-
-	LIST_FOREACH(lp, &lc->personas, link)
-		if (lp->persona == p)
-			return lp;
-	return NULL;
 }
 
 static void leds_remove_persona(struct device_class *dc, struct persona *p) {
@@ -454,12 +446,6 @@ int leds_class_new(struct manager *m, const struct conf *conf, struct input_clas
 		r = leds_state_register(lc);
 		if (r < 0)
 			log_error_errno(r, "cannot keep the LEDs' state for a restart: %m");
-	}
-	if (r >= 0) {
-		r = leds_watch_lights(lc);
-		if (r < 0)
-			log_warning_errno(r, "cannot watch for lights that come and go: %m");
-		r = 0;
 	}
 	if (r >= 0)
 		leds_publish_views(lc);

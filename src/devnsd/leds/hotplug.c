@@ -145,7 +145,7 @@ static const struct hotplug_ops light_hotplug_ops = {
  * sections were opened and before the watch began are opened now; patterns
  * that name no sysfs class (plain files standing in for it) get nothing.
  */
-int leds_watch_lights(struct leds_class *lc) {
+static int watch_lights(struct leds_class *lc) {
 	const char *subsystems[4] = { 0 };
 	size_t n = 0;
 	int r;
@@ -185,4 +185,11 @@ int leds_watch_lights(struct leds_class *lc) {
 		}
 	}
 	return 0;
+}
+
+void leds_watch_lights(struct leds_class *lc) {
+	int r = watch_lights(lc);
+
+	if (r < 0)
+		log_warning_errno(r, "cannot watch for lights that come and go: %m");
 }

@@ -5,6 +5,9 @@
  * What the LED class's files share: the class (class.c: lights, personas,
  * switching), the persona views it serves (serve.c), lights that come and
  * go (hotplug.c) and each persona's state for a restart (state.c).
+ *
+ * They call one way: hotplug.c calls class.c, which calls serve.c and
+ * state.c, and evdev.c for an input LED's source.
  */
 #include <limits.h>
 #include <stdbool.h>
@@ -98,8 +101,16 @@ static inline uint32_t brightness_of(const struct leds_view *v) {
 	return src->ops->brightness(src, v->persona);
 }
 
-/* class.c: persona p's views, or NULL. */
-struct leds_persona *leds_persona_of(struct leds_class *lc, struct persona *p);
+/* Persona p's views, or NULL. */
+static inline struct leds_persona *leds_persona_of(struct leds_class *lc, struct persona *p) {
+	struct leds_persona *lp;
+
+	LIST_FOREACH(lp, &lc->personas, link)
+		if (lp->persona == p)
+			return lp;
+	return NULL;
+}
+
 /* class.c: whether a light of that kind is configured already, by its resolved directory or its name. */
 bool leds_light_known(struct leds_class *lc, const char *real, const char *name, enum led_kind kind);
 /* class.c: whether an LED of an input device that has no evdev device yet waits for it. */
@@ -117,9 +128,6 @@ int leds_serve_views(struct leds_class *lc);
 void leds_publish_views(struct leds_class *lc);
 /* serve.c: where the views are mounted: $DEVNS_VIEW_DIR when set to an absolute path, else DEVNS_VIEW_DIR. */
 char *leds_view_dir(void);
-
-/* hotplug.c: watches the classes the configuration names for lights that come and go. */
-int leds_watch_lights(struct leds_class *lc);
 
 /* state.c: registers the class's part of the state record. */
 int leds_state_register(struct leds_class *lc);

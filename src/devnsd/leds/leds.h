@@ -38,6 +38,12 @@ struct input_class;
  */
 int leds_class_new(struct manager *m, const struct conf *conf, struct input_class *input, struct leds_class **ret);
 struct device_class *leds_class_base(struct leds_class *lc);
+/*
+ * leds/hotplug.c: watches the classes the configuration names for lights
+ * that come and go, from the class's creation on; a class without the
+ * watch keeps the lights found at its creation. Logs what fails.
+ */
+void leds_watch_lights(struct leds_class *lc);
 
 struct light;
 struct light_source;
