@@ -3,7 +3,9 @@
  * The display class's core: each persona's framebuffer memory, switching,
  * rebinding and revoking, without a transport (display/serve.c
  * serves the nodes and sockets). Presenting is in
- * display/present.c.
+ * display/present.c. What fb0's transport and card0 (display/drm.c, by
+ * its scanout events) tell of a persona's node comes here, and goes on
+ * to the present path and the restart (display/state.c).
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -22,25 +24,6 @@ static struct display_class *to_display(struct device_class *dc) {
 	return container_of(dc, struct display_class, base);
 }
 
-unsigned int display_node_mappers(struct display_node *dn) {
-	const struct display_transport_ops *t = dn->class->transport;
-
-	return t && t->n_mappers ? t->n_mappers(dn) : 0;
-}
-
-unsigned int display_node_vsync_waiters(struct display_node *dn) {
-	const struct display_transport_ops *t = dn->class->transport;
-
-	return t && t->vsync_waiters ? t->vsync_waiters(dn) : 0;
-}
-
-void display_node_vsync(struct display_node *dn) {
-	const struct display_transport_ops *t = dn->class->transport;
-
-	if (t && t->vsync)
-		t->vsync(dn);
-}
-
 static void set_owner(struct display_node *dn) {
 	const struct display_transport_ops *t = dn->class->transport;
 
@@ -48,41 +31,33 @@ static void set_owner(struct display_node *dn) {
 		t->set_owner(dn);
 }
 
-const uint8_t *display_node_frame(const struct display_node *dn, uint32_t *ret_stride) {
-	if (display_drm_owns(dn))
-		return display_drm_frame(dn, ret_stride);
-	if (dn->fb->state.blank != FB_BLANK_UNBLANK)
-		return NULL;
-	*ret_stride = dn->fb->state.fix.line_length;
-	return fb_node_visible(dn->fb);
+/* fb0 changed or dn was revoked: the last run's card0 frame is no longer shown, nor kept. */
+static void end_ghost(struct display_node *dn) {
+	if (!display_drm_end_ghost(dn))
+		return;
+	display_state_card_keep(dn);
+	display_node_changed(dn, &(struct fb_rows){ 0, dn->fb->mode.height }, true);
 }
 
-bool display_node_dark(const struct display_node *dn) {
-	return display_drm_owns(dn) ? display_drm_dark(dn) : dn->fb->state.blank != FB_BLANK_UNBLANK;
-}
-
-void display_node_changed(struct display_node *dn, const struct fb_rows *visible, bool whole) {
+/* card0's scanout changed (drm-node.h): dn shows it from now on, or fb0's frame again. */
+static void on_scanout(struct listener *l, void *data) {
+	struct display_node *dn = container_of(l, struct display_node, drm_scanout_listener);
+	const struct drm_scanout_news *news = data;
+	const struct drm_scanout *s = news->scanout;
 	struct display_class *dc = dn->class;
-	unsigned int staged = DISPLAY_NO_BUFFER;
+	bool was_owned = dn->drm_shown.enabled, was_active = dn->drm_shown.active;
+	bool whole = display_drm_moves(dn, s);
+	struct fb_rows rows;
 
-	dn->gen++;
-	if (dn != dc->active) {
-		staged = whole ? DISPLAY_NO_BUFFER : display_stage_written(dc, dn, visible);
-		if (staged != DISPLAY_NO_BUFFER)
-			dc->backend->buffers[staged].owner_gen = dn->gen;
-		display_update_tick(dc);
-		return;
-	}
-	if (whole) {
-		dc->scan_valid = false;
-		display_damage_all(dc);
-		display_flush(dc);
-		display_update_tick(dc);
-		return;
-	}
-	display_add_damage(dc, visible->y0, visible->y1);
-	display_flush(dc);
-	display_update_tick(dc);
+	/* The copy under way reads the buffer shown until now: it completes before that buffer may go. */
+	if (dn == dc->active && dc->backend->copying && whole)
+		display_complete_copy(dc, false);
+	display_state_card_changed(dn, s->mem_serial);
+	rows = display_drm_show(dn, news, &whole);
+	if (was_owned != s->enabled || was_active != s->active)
+		/* What is shown, fb0 or card0, is part of what a restart keeps. */
+		state_changed(dc->base.manager);
+	display_node_changed(dn, &rows, whole);
 }
 
 void display_node_written(struct display_node *dn, const struct fb_rows *rows) {
@@ -90,7 +65,7 @@ void display_node_written(struct display_node *dn, const struct fb_rows *rows) {
 	struct fb_rows visible;
 	unsigned int staged;
 
-	display_drm_end_ghost(dn);
+	end_ghost(dn);
 	/* card0's scanout is shown: fb0's writes wait in its memory until it is shown again. */
 	if (display_drm_owns(dn))
 		return;
@@ -116,7 +91,7 @@ void display_node_effect(struct display_node *dn, enum fb_effect effect) {
 
 	if (effect != FB_EFFECT_VSYNC) {
 		dn->gen++;
-		display_drm_end_ghost(dn);
+		end_ghost(dn);
 	}
 	if (effect == FB_EFFECT_VIEW || effect == FB_EFFECT_BLANK)
 		state_changed(dc->base.manager);
@@ -166,20 +141,13 @@ static void display_node_free(struct display_node *dn) {
 	/* Files routed to the node answer ENODEV from now on. */
 	if (t && t->node_removed)
 		t->node_removed(dn);
+	listener_remove(&dn->drm_scanout_listener);
+	display_state_card_free(dn);
 	display_drm_free(dn);
 	fb_node_free(dn->fb);
 	display_track_budget_drop(dn);
 	fd_closer_quota_unref(dn->closer_quota);
 	free(dn);
-}
-
-static struct display_node *node_of(struct display_class *dc, struct persona *p) {
-	struct display_node *dn;
-
-	LIST_FOREACH(dn, &dc->nodes, link)
-		if (dn->persona == p)
-			return dn;
-	return NULL;
 }
 
 static int display_add_persona(struct device_class *base, struct persona *p) {
@@ -206,6 +174,11 @@ static int display_add_persona(struct device_class *base, struct persona *p) {
 	}
 	snprintf(dn->drm_path, sizeof(dn->drm_path), "/dev/%s/%s/card0", DEVNS_DEV_DIR, p->name);
 	r = display_drm_new(dn);
+	if (r >= 0) {
+		dn->drm_scanout_listener.notify = on_scanout;
+		signal_add(&drm_node_events(dn->drm)->scanout, &dn->drm_scanout_listener);
+		r = display_state_card_new(dn);
+	}
 	if (r < 0) {
 		log_error_errno(r, "%s: cannot set up the card: %m", dn->drm_path);
 		goto fail;
@@ -227,7 +200,7 @@ fail:
 }
 
 static void display_remove_persona(struct device_class *base, struct persona *p) {
-	struct display_node *dn = node_of(to_display(base), p);
+	struct display_node *dn = display_node_of(to_display(base), p);
 
 	if (dn)
 		display_node_free(dn);
@@ -242,9 +215,9 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 	/* A flip under way shows an older frame: this switch is shown by the flip after it. */
 	switch_hold(&dc->switch_copy, op);
 	switch_release(&dc->switch_flip);
-	dc->active = node_of(dc, to);
-	if (from && node_of(dc, from))
-		display_drm_released(node_of(dc, from));
+	dc->active = display_node_of(dc, to);
+	if (from && display_node_of(dc, from))
+		display_drm_released(display_node_of(dc, from));
 	dc->scan_valid = false;
 	dc->presented_whole = false;
 	fb_track_policy_reset(&dc->track);
@@ -257,7 +230,7 @@ static void display_switch_to(struct device_class *base, struct persona *from, s
 
 static void display_foreach_node(struct device_class *base, struct persona *p, node_desc_fn fn, void *userdata) {
 	struct display_class *dc = to_display(base);
-	struct display_node *dn = node_of(dc, p);
+	struct display_node *dn = display_node_of(dc, p);
 
 	const struct display_transport_ops *t = dc->transport;
 
@@ -315,7 +288,7 @@ static void revoke_node(struct display_class *dc, struct display_node *dn) {
 	if (dc->transport && dc->transport->revoke)
 		dc->transport->revoke(dn);
 	/* The old container's frame is not the new one's. */
-	display_drm_end_ghost(dn);
+	end_ghost(dn);
 	/* A copy under way reads memory about to go. */
 	if (dc->backend->copying && dc->copy_owner == dn->serial)
 		display_abort_copy(dc);
@@ -344,7 +317,7 @@ static void revoke_node(struct display_class *dc, struct display_node *dn) {
 
 static void display_rebind(struct device_class *base, struct persona *p, bool revoke) {
 	struct display_class *dc = to_display(base);
-	struct display_node *dn = node_of(dc, p);
+	struct display_node *dn = display_node_of(dc, p);
 
 	if (!dn)
 		return;
@@ -469,10 +442,6 @@ bool display_lost(const struct display_class *dc) {
 	return dc && dc->lost;
 }
 
-struct display_node *display_node_of(struct display_class *dc, struct persona *p) {
-	return node_of(dc, p);
-}
-
 bool display_powered_down(const struct display_class *dc) {
 	return dc && dc->backend->powered_down;
 }
@@ -517,7 +486,7 @@ static int drm_snapshot(struct display_node *dn, int *ret_fd, uint32_t *ret_widt
 
 int display_snapshot(struct display_class *dc, struct persona *p, int *ret_fd, uint32_t *ret_width,
 		     uint32_t *ret_height, uint32_t *ret_stride) {
-	struct display_node *dn = dc ? node_of(dc, p) : NULL;
+	struct display_node *dn = dc ? display_node_of(dc, p) : NULL;
 	int r;
 
 	if (!dn)

@@ -5,7 +5,14 @@
  * What the display class's files share: the class (class.c), presenting
  * (present.c), the CUSE nodes (serve.c), the mmap sockets (socket.c),
  * tracking mappings (track.c), restart (state.c), the display device going
- * and coming (hotplug.c) and the hardware behind it (hardware.c).
+ * and coming (hotplug.c), the outputs (output.c) and the hardware behind
+ * them (hardware.c), a persona's node (node.c) and its card0 (drm.c).
+ *
+ * A file calls only files after it in this order: serve.c, hotplug.c,
+ * socket.c, class.c, track.c, state.c, present.c, node.c, drm.c,
+ * output.c, hardware.c. News goes up without calls: the core reaches the
+ * transport through struct display_transport_ops, and card0's scanout
+ * reaches class.c through drm-node.h's events.
  */
 #include <sys/queue.h>
 
@@ -177,6 +184,13 @@ struct display_class {
 	bool lost;
 	/* Follows the display device going and coming back (display/hotplug.c); NULL in unit tests. */
 	struct display_hotplug *hotplug;
+	/*
+	 * What display/hotplug.c knows of the display (display/hardware.c),
+	 * from when it was opened or from the last run's record: the sysfs
+	 * directory of the hardware behind it and the kind of its node, for
+	 * the state record (display/state.c). NULL while not known.
+	 */
+	char *hardware, *hardware_kind;
 	/* Powering the display down failed once, or cannot be done: it stays up. */
 	bool stays_up;
 	/* Power-downs let through, and the timer that tries again once one is due. */
@@ -326,9 +340,19 @@ void display_node_mapped_written(struct display_node *dn);
 int display_state_fb_new(struct display_class *dc, struct display_node *dn);
 void display_state_fb_renewed(struct display_node *dn);
 void display_state_fb_removed(struct display_class *dc, struct persona *p);
-/* Registers the part that keeps each persona's mode, pan and blanking. */
+/*
+ * Registers the part that keeps each persona's mode, pan and blanking,
+ * card0's frame, and the hardware the display is on (dc->hardware).
+ */
 int display_state_register(struct display_class *dc);
 
+/*
+ * display/output.c: the display's outputs.
+ *
+ * The device the configuration names, or the backend's default; NULL for
+ * the headless display.
+ */
+const char *display_device_of(const struct conf *conf);
 /*
  * Opens the configured display (DRM or fbdev), or device with the
  * configured backend when device is not NULL, showing width x height, or
@@ -354,8 +378,6 @@ int display_stand_in_new(uint32_t width, uint32_t height, struct display_output 
 int display_hotplug_new(struct display_class *dc, const struct conf *conf, const char *node,
 			struct display_hotplug **ret);
 struct display_hotplug *display_hotplug_free(struct display_hotplug *h);
-/* The hardware and kind of the display (display/hardware.c), once known; NULL before. */
-const char *display_hotplug_hardware(const struct display_hotplug *h, const char **ret_kind);
 
 /*
  * display/hardware.c: the hardware behind a display's node, what
@@ -378,17 +400,22 @@ int display_hardware_find(const char *hardware, const char *kind, char **ret_nod
  */
 int display_hardware_last(struct manager *m, const struct conf *conf, char **ret_hardware, char **ret_kind);
 
-/* Persona p's node, or NULL. */
-struct display_node *display_node_of(struct display_class *dc, struct persona *p);
-
-/* What the transport tells the core: rows written to dn's framebuffer; a pan, blank or vsync wait. */
-void display_node_written(struct display_node *dn, const struct fb_rows *rows);
 /*
- * Rows of what dn shows changed (whole: all of it, or which of fb0 and
- * card0 shows changed): presented when dn is active, staged in the spare
- * that keeps its frame when not.
+ * display/class.c, what the transport tells the core: rows written to dn's
+ * framebuffer; a pan, blank or vsync wait.
+ */
+void display_node_written(struct display_node *dn, const struct fb_rows *rows);
+void display_node_effect(struct display_node *dn, enum fb_effect effect);
+
+/*
+ * display/present.c: rows of what dn shows changed (whole: all of it, or
+ * which of fb0 and card0 shows changed): presented when dn is active,
+ * staged in the spare that keeps its frame when not.
  */
 void display_node_changed(struct display_node *dn, const struct fb_rows *visible, bool whole);
+
+/* display/node.c: persona p's node, or NULL. */
+struct display_node *display_node_of(struct display_class *dc, struct persona *p);
 /*
  * What dn shows: the first byte of its visible frame, and its line length
  * in *ret_stride; NULL when it shows black. Dark: powered down (fb0
@@ -396,6 +423,11 @@ void display_node_changed(struct display_node *dn, const struct fb_rows *visible
  */
 const uint8_t *display_node_frame(const struct display_node *dn, uint32_t *ret_stride);
 bool display_node_dark(const struct display_node *dn);
+/* The transport's counts for dn (0 without a transport). */
+unsigned int display_node_mappers(struct display_node *dn);
+unsigned int display_node_vsync_waiters(struct display_node *dn);
+/* Wakes dn's vsync waiters. */
+void display_node_vsync(struct display_node *dn);
 
 /*
  * display/drm.c: card0 in the core. new makes dn's KMS state (of dn's
@@ -412,32 +444,39 @@ bool display_drm_dark(const struct display_node *dn);
 void display_drm_presented(struct display_class *dc);
 void display_drm_released(struct display_node *dn);
 /*
- * The last run's kept frame of dn's card0 (memfd, taken over; where the
- * frame is in it): shown as dn's until card0's state or fb0 changes.
- * -ESTALE when it does not fit the display's mode.
+ * card0's scanout news (drm-node.h), as display/class.c hears it. moves:
+ * whether scanout s changes more of what dn shows than its damage says
+ * (card0 or fb0 shown, another buffer, another place in it). show: dn
+ * shows s from now on, its buffer mapped; returns the rows of the visible
+ * frame that changed, all of them when *whole, which is set when the last
+ * run's frame was shown until now.
  */
-int display_drm_adopt_kept(struct display_node *dn, int memfd, const struct display_card_kept *kept);
-/* fb0 changed or dn was revoked: the last run's card0 frame is no longer shown. */
-void display_drm_end_ghost(struct display_node *dn);
+bool display_drm_moves(const struct display_node *dn, const struct drm_scanout *s);
+struct fb_rows display_drm_show(struct display_node *dn, const struct drm_scanout_news *news, bool *whole);
+/*
+ * The last run's kept frame of dn's card0 (fd, which the caller keeps;
+ * where the frame is in it): shown as dn's until card0's state or fb0
+ * changes. -ESTALE when it does not fit the display's mode.
+ */
+int display_drm_adopt_kept(struct display_node *dn, int fd, const struct display_card_kept *kept);
+/* fb0 changed or dn was revoked: the last run's card0 frame is no longer shown. Whether it was. */
+bool display_drm_end_ghost(struct display_node *dn);
 
 /* How often card0's shown buffer is kept for a restart while it changes. */
 #define DISPLAY_CARD_KEEP_USEC (1000 * 1000ull)
 
 /*
- * display/state.c: keep keeps dn's card0 frame for a restart (the buffer
+ * display/state.c: card0's frame for a restart. new makes dn's timer
+ * that keeps it, free ends it; changed: card0 shows buffer mem_serial now,
+ * kept once DISPLAY_CARD_KEEP_USEC has passed (not at every flip) unless
+ * it is the one kept. keep keeps dn's card0 frame at once (the buffer
  * card0 shows, in the fd store, and where the frame is in it, in the
- * record), or forgets it when card0 shows nothing; keep_fd keeps fd as the
- * frame dn->drm_kept describes.
+ * record), or forgets it when card0 shows nothing.
  */
+int display_state_card_new(struct display_node *dn);
+void display_state_card_free(struct display_node *dn);
+void display_state_card_changed(struct display_node *dn, uint64_t mem_serial);
 void display_state_card_keep(struct display_node *dn);
-void display_state_card_keep_fd(struct display_node *dn, int fd);
-void display_node_effect(struct display_node *dn, enum fb_effect effect);
-
-/* The transport's counts for dn (0 without a transport). */
-unsigned int display_node_mappers(struct display_node *dn);
-unsigned int display_node_vsync_waiters(struct display_node *dn);
-/* Wakes dn's vsync waiters. */
-void display_node_vsync(struct display_node *dn);
 
 /*
  * display/class.c: the display class's core over backend b (taken over,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A persona's card0 in the display core: its KMS state (drm-node.h), what
- * its scanout shows, and its vblanks.
+ * its scanout shows, and its vblanks. It calls no other file of the class:
+ * display/class.c hears of card0's scanout (drm-node.h's events) and
+ * hands the news to this file, to the present path and to the restart.
  *
  * While card0's CRTC has a mode, the persona shows card0's scanout, as a
  * DRM master's scanout wins over the kernel's fbdev emulation; once it has
@@ -26,7 +28,6 @@
 
 #include "display/display-internal.h"
 #include "display-backend.h"
-#include "restart/state.h"
 #include "log.h"
 #include "util.h"
 
@@ -145,45 +146,19 @@ static struct fb_rows damage_rows(const struct display_node *dn, const struct dr
 	return y0 < y1 ? (struct fb_rows){ y0, y1 } : (struct fb_rows){ 0, 0 };
 }
 
-static int on_keep(sd_event_source *s, uint64_t usec, void *userdata) {
-	(void)s;
-	(void)usec;
-	display_state_card_keep(userdata);
-	return 0;
+bool display_drm_moves(const struct display_node *dn, const struct drm_scanout *s) {
+	return !dn->drm_shown.enabled || !s->enabled || dn->drm_shown.active != s->active ||
+	       dn->drm_shown.mem_serial != s->mem_serial || dn->drm_shown.fb_id != s->fb_id ||
+	       dn->drm_shown.src_x != s->src_x || dn->drm_shown.src_y != s->src_y;
 }
 
-/* What card0 shows changed: kept for a restart once DISPLAY_CARD_KEEP_USEC has passed, not at every flip. */
-static void arm_keep(struct display_node *dn) {
-	int enabled = SD_EVENT_OFF;
-
-	(void)sd_event_source_get_enabled(dn->drm_keep, &enabled);
-	if (enabled != SD_EVENT_OFF)
-		return;
-	(void)sd_event_source_set_time_relative(dn->drm_keep, DISPLAY_CARD_KEEP_USEC);
-	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
-	(void)sd_event_source_set_enabled(dn->drm_keep, SD_EVENT_ONESHOT);
-}
-
-static void on_scanout(struct listener *l, void *data) {
-	struct display_node *dn = container_of(l, struct display_node, drm_scanout_listener);
-	const struct drm_scanout_news *news = data;
+struct fb_rows display_drm_show(struct display_node *dn, const struct drm_scanout_news *news, bool *whole) {
 	const struct drm_scanout *s = news->scanout;
-	struct display_class *dc = dn->class;
-	bool was_owned = dn->drm_shown.enabled, was_active = dn->drm_shown.active;
-	bool whole = !was_owned || !s->enabled || was_active != s->active ||
-		     dn->drm_shown.mem_serial != s->mem_serial || dn->drm_shown.fb_id != s->fb_id ||
-		     dn->drm_shown.src_x != s->src_x || dn->drm_shown.src_y != s->src_y;
-	struct fb_rows rows;
 
-	/* The copy under way reads the buffer shown until now: it completes before that buffer may go. */
-	if (dn == dc->active && dc->backend->copying && whole)
-		display_complete_copy(dc, false);
 	if (dn->drm_ghost) {
 		dn->drm_ghost = false;
-		whole = true;
+		*whole = true;
 	}
-	if (s->mem_serial != dn->drm_kept.serial)
-		arm_keep(dn);
 	dn->drm_shown = *s;
 	dn->drm_shown.memfd = -1;
 	if (s->enabled && s->active && s->fb_id)
@@ -191,11 +166,7 @@ static void on_scanout(struct listener *l, void *data) {
 	else
 		unmap_scanout(dn);
 	unmap_gone(dn);
-	rows = whole ? (struct fb_rows){ 0, dc->backend->mode.height } : damage_rows(dn, news);
-	if (was_owned != s->enabled || was_active != s->active)
-		/* What is shown, fb0 or card0, is part of what a restart keeps. */
-		state_changed(dc->base.manager);
-	display_node_changed(dn, &rows, whole);
+	return *whole ? (struct fb_rows){ 0, dn->class->backend->mode.height } : damage_rows(dn, news);
 }
 
 /* The active persona's present is under way: its vblank waits until the screen shows it. */
@@ -291,24 +262,17 @@ int display_drm_new(struct display_node *dn) {
 	if (r < 0)
 		return r;
 	dn->drm_shown.memfd = -1;
-	dn->drm_scanout_listener.notify = on_scanout;
-	signal_add(&drm_node_events(dn->drm)->scanout, &dn->drm_scanout_listener);
 	dn->drm_vblank_listener.notify = on_wants_vblank;
 	signal_add(&drm_node_events(dn->drm)->vblank, &dn->drm_vblank_listener);
 	r = sd_event_add_time(dc->base.manager->event, &dn->drm_vblank, CLOCK_MONOTONIC, 0, 1, on_vblank, dn);
 	if (r < 0)
 		return r;
-	r = sd_event_add_time(dc->base.manager->event, &dn->drm_keep, CLOCK_MONOTONIC, 0, 0, on_keep, dn);
-	if (r < 0)
-		return r;
 	/* Cannot fail: sd-event reports no failure turning a source off. */
 	(void)sd_event_source_set_enabled(dn->drm_vblank, SD_EVENT_OFF);
-	(void)sd_event_source_set_enabled(dn->drm_keep, SD_EVENT_OFF);
 	return 0;
 }
 
-int display_drm_adopt_kept(struct display_node *dn, int memfd, const struct display_card_kept *kept) {
-	_cleanup_(closep) int fd = memfd;
+int display_drm_adopt_kept(struct display_node *dn, int fd, const struct display_card_kept *kept) {
 	const struct fb_mode *mode = &dn->fb->mode;
 	struct stat st;
 
@@ -341,27 +305,21 @@ int display_drm_adopt_kept(struct display_node *dn, int memfd, const struct disp
 	dn->drm_ghost = true;
 	dn->drm_kept = *kept;
 	dn->drm_kept.serial = UINT64_MAX;
-	/* Kept again under this run, for the next. */
-	display_state_card_keep_fd(dn, fd);
-	display_node_changed(dn, &(struct fb_rows){ 0, mode->height }, true);
 	return 0;
 }
 
-void display_drm_end_ghost(struct display_node *dn) {
+bool display_drm_end_ghost(struct display_node *dn) {
 	if (!dn->drm_ghost)
-		return;
+		return false;
 	dn->drm_ghost = false;
 	dn->drm_shown = (struct drm_scanout){ .memfd = -1 };
 	unmap_all(dn);
-	display_state_card_keep(dn);
-	display_node_changed(dn, &(struct fb_rows){ 0, dn->fb->mode.height }, true);
+	return true;
 }
 
 void display_drm_free(struct display_node *dn) {
-	listener_remove(&dn->drm_scanout_listener);
 	listener_remove(&dn->drm_vblank_listener);
 	dn->drm_vblank = sd_event_source_disable_unref(dn->drm_vblank);
-	dn->drm_keep = sd_event_source_disable_unref(dn->drm_keep);
 	dn->drm = drm_node_free(dn->drm);
 	unmap_all(dn);
 }

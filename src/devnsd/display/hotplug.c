@@ -34,13 +34,6 @@ struct display_hotplug {
 	struct hotplug *watch;
 	/* The node the display was opened through, resolved: what a "remove" names. */
 	char *devnode;
-	/*
-	 * Known once the display was opened, or from the last run's record:
-	 * the sysfs directory of the hardware behind it, and the kind of its
-	 * node (display/hardware.c).
-	 */
-	char *hardware;
-	char *kind;
 	/* The hardware is the framebuffer the firmware set up. */
 	bool firmware;
 	/* While it is gone: the node an event named, tried in place of the configured path. */
@@ -63,11 +56,11 @@ static void know_hardware(struct display_hotplug *h, const char *node) {
 
 	/* Not known: the configured name is taken again, whatever comes under it. */
 	(void)display_hardware_of(node, &hardware, &kind);
-	same = hardware && h->hardware && streq(hardware, h->hardware);
-	free(h->hardware);
-	free(h->kind);
-	h->hardware = hardware;
-	h->kind = kind;
+	same = hardware && h->class->hardware && streq(hardware, h->class->hardware);
+	free(h->class->hardware);
+	free(h->class->hardware_kind);
+	h->class->hardware = hardware;
+	h->class->hardware_kind = kind;
 	/* Asked now: its driver is gone with it. */
 	h->firmware = hardware && display_hardware_is_firmware(hardware);
 	if (!same)
@@ -85,11 +78,11 @@ static bool is_configured(struct display_hotplug *h, const char *node) {
 static bool is_successor(struct display_hotplug *h, const char *node) {
 	_cleanup_(freep) char *hardware = NULL, *kind = NULL;
 
-	if (!h->hardware)
+	if (!h->class->hardware)
 		return is_configured(h, node);
-	if (display_hardware_of(node, &hardware, &kind) < 0 || !streq(kind, h->kind))
+	if (display_hardware_of(node, &hardware, &kind) < 0 || !streq(kind, h->class->hardware_kind))
 		return false;
-	return streq(hardware, h->hardware) || h->firmware;
+	return streq(hardware, h->class->hardware) || h->firmware;
 }
 
 static void lose(struct display_hotplug *h) {
@@ -252,11 +245,6 @@ static const struct hotplug_ops display_hotplug_ops = {
 	.removed = on_removed,
 };
 
-const char *display_hotplug_hardware(const struct display_hotplug *h, const char **ret_kind) {
-	*ret_kind = h->kind;
-	return h->hardware;
-}
-
 int display_hotplug_new(struct display_class *dc, const struct conf *conf, const char *node,
 			struct display_hotplug **ret) {
 	struct display_hotplug *h;
@@ -272,11 +260,11 @@ int display_hotplug_new(struct display_class *dc, const struct conf *conf, const
 	r = h->devnode ? 0 : -ENOMEM;
 	if (r >= 0 && !dc->lost)
 		know_hardware(h, h->devnode);
-	else if (r >= 0 && display_hardware_last(dc->base.manager, conf, &h->hardware, &h->kind) >= 0) {
+	else if (r >= 0 && display_hardware_last(dc->base.manager, conf, &dc->hardware, &dc->hardware_kind) >= 0) {
 		/* Not there now: the last run's display is taken under whatever name it comes with. */
-		h->firmware = display_hardware_is_firmware(h->hardware);
+		h->firmware = display_hardware_is_firmware(dc->hardware);
 		/* Or has already, and could not be taken at start (another master): tried below. */
-		(void)display_hardware_find(h->hardware, h->kind, &h->candidate);
+		(void)display_hardware_find(dc->hardware, dc->hardware_kind, &h->candidate);
 	}
 	if (r >= 0)
 		r = sd_event_add_time_relative(dc->base.manager->event, &h->retry, CLOCK_MONOTONIC,
@@ -303,8 +291,8 @@ struct display_hotplug *display_hotplug_free(struct display_hotplug *h) {
 	hotplug_free(h->watch);
 	sd_event_source_disable_unref(h->retry);
 	free(h->devnode);
-	free(h->hardware);
-	free(h->kind);
+	h->class->hardware = mfree(h->class->hardware);
+	h->class->hardware_kind = mfree(h->class->hardware_kind);
 	free(h->candidate);
 	free(h);
 	return NULL;

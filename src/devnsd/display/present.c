@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Presenting: what of the active persona's frame reaches the screen, and
- * when. display/class.c tells it what changed.
+ * when. The files above tell it what changed: display/class.c (fb0's
+ * writes and pans, card0's scanout), display/state.c (what a restart took
+ * back) and the mmap sockets (display/socket.c, display/track.c).
  *
  * Every persona draws into its own shadow framebuffer (a memfd); only the
  * active persona's changes are presented. Presenting copies the changed
@@ -631,4 +633,28 @@ unsigned int display_stage_written(struct display_class *dc, struct display_node
 	if (display_output_stage(dc->backend, i, src, stride, visible->y0, visible->y1) < 0)
 		return DISPLAY_NO_BUFFER;
 	return i;
+}
+
+void display_node_changed(struct display_node *dn, const struct fb_rows *visible, bool whole) {
+	struct display_class *dc = dn->class;
+	unsigned int staged = DISPLAY_NO_BUFFER;
+
+	dn->gen++;
+	if (dn != dc->active) {
+		staged = whole ? DISPLAY_NO_BUFFER : display_stage_written(dc, dn, visible);
+		if (staged != DISPLAY_NO_BUFFER)
+			dc->backend->buffers[staged].owner_gen = dn->gen;
+		display_update_tick(dc);
+		return;
+	}
+	if (whole) {
+		dc->scan_valid = false;
+		display_damage_all(dc);
+		display_flush(dc);
+		display_update_tick(dc);
+		return;
+	}
+	display_add_damage(dc, visible->y0, visible->y1);
+	display_flush(dc);
+	display_update_tick(dc);
 }

@@ -260,18 +260,6 @@ static int add_routed(struct display_class *dc) {
 
 _Static_assert(CONF_MAX_SPARE_FRAMES <= DISPLAY_MAX_SPARES, "SpareFrames= asks for more spares than a display keeps");
 
-/* The device the configuration names, or the backend's default; NULL for the headless display. */
-static const char *device_of(const struct conf *conf) {
-	switch (conf->display) {
-	case DISPLAY_DRM:
-		return conf->display_device ?: "/dev/dri/card0";
-	case DISPLAY_FBDEV:
-		return conf->display_device ?: "/dev/fb0";
-	default:
-		return NULL;
-	}
-}
-
 /*
  * The personas' mode when a DRM device is not there, so that devnsd can
  * start without it: Mode=, or the mode of the last run when devnsd starts
@@ -312,7 +300,7 @@ static char *last_run_node(struct manager *m, const struct conf *conf) {
 int display_wait_device(struct manager *m, const struct conf *conf) {
 	uint32_t width, height;
 	const char *known;
-	const char *device = device_of(conf);
+	const char *device = display_device_of(conf);
 	_cleanup_(freep) char *last = NULL;
 	int r;
 
@@ -342,43 +330,6 @@ int display_wait_device(struct manager *m, const struct conf *conf) {
 	return r;
 }
 
-int display_open_output(const struct conf *conf, const char *device, uint32_t width, uint32_t height,
-			struct display_output **ret) {
-	const struct display_spares spares = { conf->display_spares, conf->display_spare_bytes };
-	_cleanup_(freep) char *node = NULL;
-	struct display_output *b = NULL;
-	int r;
-
-	device = device ?: device_of(conf);
-	if (device) {
-		/* The backends open the node itself: a udev link (/dev/dri/by-path/...) leads there first. */
-		node = realpath(device, NULL);
-		if (!node)
-			return -errno;
-		device = node;
-	}
-	switch (conf->display) {
-	case DISPLAY_DRM:
-		return display_drm_open(device, width ?: conf->display_width, width ? height : conf->display_height,
-					&spares, ret);
-	case DISPLAY_FBDEV:
-		r = display_fbdev_open(device, &b);
-		if (r >= 0 && width && (b->mode.width != width || b->mode.height != height)) {
-			display_output_free(b);
-			return -EMEDIUMTYPE;
-		}
-		if (r >= 0)
-			*ret = b;
-		return r;
-	default:
-		return display_headless_new(conf->display_width, conf->display_height, &spares, ret);
-	}
-}
-
-int display_stand_in_new(uint32_t width, uint32_t height, struct display_output **ret) {
-	return display_headless_new(width, height, &(struct display_spares){ 0, 0 }, ret);
-}
-
 /* At start a DRM device that has just come may not show its connectors yet (DISPLAY_OUTPUT_RETRY_USEC). */
 static int open_output(const struct conf *conf, const char *device, struct display_output **ret) {
 	for (uint64_t waited = 0;; waited += DISPLAY_OUTPUT_RETRY_USEC) {
@@ -399,7 +350,7 @@ static int open_output(const struct conf *conf, const char *device, struct displ
  * not the configured device but the last run's display under a new name.
  */
 static int open_backend(struct manager *m, const struct conf *conf, struct display_output **ret, char **ret_node) {
-	const char *device = device_of(conf);
+	const char *device = display_device_of(conf);
 	_cleanup_(freep) char *last = NULL;
 	uint32_t width, height;
 	int r;
@@ -441,7 +392,7 @@ static int open_backend(struct manager *m, const struct conf *conf, struct displ
 
 int display_class_new(struct manager *m, const struct conf *conf, struct display_class **ret) {
 	struct display_class *dc;
-	const char *device = device_of(conf) ?: "headless";
+	const char *device = display_device_of(conf) ?: "headless";
 	_cleanup_(freep) char *node = NULL;
 	struct display_output *b;
 	unsigned int want;
@@ -462,7 +413,7 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 		display_class_free(dc);
 		return log_error_errno(r, "cannot keep the display's state for a restart: %m");
 	}
-	if (device_of(conf)) {
+	if (display_device_of(conf)) {
 		r = display_hotplug_new(dc, conf, node, &dc->hotplug);
 		if (r < 0 && lost) {
 			/* Nothing would ever bring the display. */

@@ -29,7 +29,7 @@ static void card_fd_name(const struct persona *p, char *buf, size_t size) {
 	snprintf(buf, size, "card-%s", p->name);
 }
 
-void display_state_card_keep_fd(struct display_node *dn, int fd) {
+static void card_keep_fd(struct display_node *dn, int fd) {
 	char name[16 + NAME_MAX_LEN];
 
 	card_fd_name(dn->persona, name, sizeof(name));
@@ -58,7 +58,7 @@ void display_state_card_keep(struct display_node *dn) {
 			.pitch = s.pitch,
 			.offset = s.offset + s.src_y * s.pitch + s.src_x * 4,
 		};
-		display_state_card_keep_fd(dn, s.memfd);
+		card_keep_fd(dn, s.memfd);
 		return;
 	}
 	if (dn->drm_kept.serial == 0)
@@ -67,6 +67,41 @@ void display_state_card_keep(struct display_node *dn) {
 	card_fd_name(dn->persona, name, sizeof(name));
 	state_forget_fd(m, name);
 	state_changed(m);
+}
+
+static int on_card_keep(sd_event_source *s, uint64_t usec, void *userdata) {
+	(void)s;
+	(void)usec;
+	display_state_card_keep(userdata);
+	return 0;
+}
+
+int display_state_card_new(struct display_node *dn) {
+	int r;
+
+	r = sd_event_add_time(dn->class->base.manager->event, &dn->drm_keep, CLOCK_MONOTONIC, 0, 0, on_card_keep, dn);
+	if (r < 0)
+		return r;
+	/* Cannot fail: sd-event reports no failure turning a source off. */
+	(void)sd_event_source_set_enabled(dn->drm_keep, SD_EVENT_OFF);
+	return 0;
+}
+
+void display_state_card_changed(struct display_node *dn, uint64_t mem_serial) {
+	int enabled = SD_EVENT_OFF;
+
+	if (mem_serial == dn->drm_kept.serial)
+		return;
+	(void)sd_event_source_get_enabled(dn->drm_keep, &enabled);
+	if (enabled != SD_EVENT_OFF)
+		return;
+	(void)sd_event_source_set_time_relative(dn->drm_keep, DISPLAY_CARD_KEEP_USEC);
+	/* Cannot fail while the loop runs: turning a timer on makes no system call. */
+	(void)sd_event_source_set_enabled(dn->drm_keep, SD_EVENT_ONESHOT);
+}
+
+void display_state_card_free(struct display_node *dn) {
+	dn->drm_keep = sd_event_source_disable_unref(dn->drm_keep);
 }
 
 int display_state_fb_new(struct display_class *dc, struct display_node *dn) {
@@ -111,10 +146,10 @@ void display_state_fb_removed(struct display_class *dc, struct persona *p) {
 }
 
 static void save_hardware(struct display_class *dc, struct persona *p, struct state_record *rec) {
-	const char *kind, *hardware = dc->hotplug ? display_hotplug_hardware(dc->hotplug, &kind) : NULL;
 	char value[STATE_VALUE_MAX + 1];
 
-	if (!hardware || (size_t)snprintf(value, sizeof(value), "%s %s", kind, hardware) >= sizeof(value))
+	if (!dc->hardware ||
+	    (size_t)snprintf(value, sizeof(value), "%s %s", dc->hardware_kind, dc->hardware) >= sizeof(value))
 		return;
 	(void)state_record_add_item(rec, p->name, PART, "hardware", value);
 }
@@ -163,7 +198,8 @@ static void save(void *userdata, struct persona *p, struct state_record *rec) {
 static int load_card(struct display_node *dn, const char *value) {
 	struct display_card_kept kept = { 0 };
 	char name[16 + NAME_MAX_LEN], tail;
-	int fd, r;
+	_cleanup_(closep) int fd = -1;
+	int r;
 
 	if (sscanf(value, "%" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu32 " %" SCNu64 "%c", &kept.width, &kept.height,
 		   &kept.pitch, &kept.offset, &kept.size, &tail) != 5)
@@ -173,9 +209,13 @@ static int load_card(struct display_node *dn, const char *value) {
 	if (r < 0)
 		return r;
 	r = display_drm_adopt_kept(dn, fd, &kept);
-	if (r >= 0)
-		log_info("%s: the frame card0 showed in the last run is back", dn->drm_path);
-	return r;
+	if (r < 0)
+		return r;
+	/* Kept again under this run, for the next. */
+	card_keep_fd(dn, fd);
+	display_node_changed(dn, &(struct fb_rows){ 0, dn->fb->mode.height }, true);
+	log_info("%s: the frame card0 showed in the last run is back", dn->drm_path);
+	return 0;
 }
 
 static int load(void *userdata, struct persona *p, const char *key, const char *value) {
