@@ -111,30 +111,6 @@ static void refuse(struct plan *plan, const char *path) {
 		snprintf(plan->result.first_refused, sizeof(plan->result.first_refused), "%s", path);
 }
 
-/* A directory for path's last component, on none of devnsd's own file systems. */
-int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,
-			 const char **ret_name) {
-	_cleanup_(closep) int fd = -1;
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	struct stat st;
-	int r;
-
-	if (!slash)
-		return -EINVAL;
-	snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	r = cfs_open_dir(root_fd, dir, create, 0755, &fd);
-	if (r < 0)
-		return r;
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (on_devnsd_fs(plan, &st))
-		return -EXDEV;
-	*ret_fd = take_fd(&fd);
-	*ret_name = slash + 1;
-	return 0;
-}
-
 /* Removes name in dir only if it is an empty regular file: the kind of place made for a node's mount. */
 static void remove_empty_file(int dir, const char *name) {
 	struct stat st;

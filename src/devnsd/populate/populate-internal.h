@@ -209,7 +209,7 @@ enum zygote_fn {
 int zygote_spawn(struct zygote *z, enum zygote_fn fn, const struct plan *plan, int result_fd, int root_fd,
 		 int mnt_fd, int *ret_pidfd);
 
-/* A directory for path's last component, on none of devnsd's own file systems. */
+/* populate/places.c: a directory for path's last component, on none of devnsd's own file systems. */
 int populate_open_dir_of(struct plan *plan, int root_fd, const char *path, int create, int *ret_fd,
 			 const char **ret_name);
 
