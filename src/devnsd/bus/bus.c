@@ -288,7 +288,6 @@ static int method_list_lights(sd_bus_message *msg, void *userdata, sd_bus_error 
 #define CREATE_WAIT_USEC (10 * 1000 * 1000)
 
 struct create_wait {
-	struct bus *bus;
 	struct persona *persona;
 	sd_bus_message *msg;
 	sd_event_source *timeout;
@@ -363,7 +362,6 @@ static int create_wait_new(struct bus *b, sd_bus_message *msg, struct persona *p
 		free(w);
 		return r;
 	}
-	w->bus = b;
 	w->persona = p;
 	w->msg = sd_bus_message_ref(msg);
 	LIST_INSERT_HEAD(&b->create_waits, w, link);
