@@ -342,7 +342,8 @@ static void handle_track(struct conn *c) {
 
 	if (room) {
 		mh.msg_control = control.buf;
-		mh.msg_controllen = sizeof(control.buf);
+		/* Room for 3 descriptors and no more: CMSG_SPACE's padding would take a fourth. */
+		mh.msg_controllen = CMSG_LEN(3 * sizeof(int));
 	}
 	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -373,7 +374,8 @@ static void handle_track(struct conn *c) {
 		if (fds[i] >= 0)
 			fd_closer_close_for(dn->closer_quota, fds[i]);
 	if (r < 0) {
-		why = r == -EBADF  ? "sent no userfaultfd to track its mapping with" :
+		why = r == -EBADF  ? "sent no userfaultfd (or, asking for asynchronous tracking, no pagemap of its own) "
+				     "to track its mapping with" :
 		      r == -EBUSY  ? "asked for tracking while too many of its persona's descriptors wait to be closed, "
 				     "or too many of its persona's are tracked" :
 		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
