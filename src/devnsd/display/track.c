@@ -348,26 +348,15 @@ static bool is_userfaultfd(int fd) {
 }
 
 /*
- * Whether fd is a process's pagemap that the program at the other end of
- * the socket could open: a regular file whose name ends in /PID/pagemap
- * (procfs mounted anywhere), on a mount that is a "proc" in that
- * program's own mount table. Nothing is asked of the file's file system:
- * the link, the cached attributes (statx() with AT_STATX_DONT_SYNC does
- * not ask a FUSE server) and the mount's id are the kernel's records, and
- * the table is /proc/PID/mountinfo of devnsd's own procfs, found through
- * the program's pidfd (peer_pidfd, SO_PEERPIDFD: every kernel with
- * asynchronous write-protection gives it). A file named like a pagemap on
- * any other file system (a FUSE mount whose server never answers the
- * scan) is not one, nor a file of a mount the program does not have.
+ * Whether fd looks like a process's pagemap, asked of nothing but the
+ * kernel's own records (the link, and the cached attributes: statx() with
+ * AT_STATX_DONT_SYNC does not ask a FUSE server): a regular file whose
+ * name ends in /PID/pagemap (procfs mounted anywhere), and the id of its
+ * mount in *ret_mnt_id, for pagemap_mount_is_procfs().
  */
-static bool is_pagemap(int fd, int peer_pidfd) {
-	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
-	_cleanup_(closep) int proc_fd = -1;
-	struct libmnt_iter *it;
-	struct libmnt_fs *fs;
+static bool looks_like_pagemap(int fd, uint64_t *ret_mnt_id) {
 	char link[64], target[256];
 	struct statx stx;
-	bool found = false;
 	ssize_t n;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
@@ -380,6 +369,28 @@ static bool is_pagemap(int fd, int peer_pidfd) {
 	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_TYPE | STATX_MNT_ID, &stx) < 0 ||
 	    !S_ISREG(stx.stx_mode) || !(stx.stx_mask & STATX_MNT_ID))
 		return false;
+	*ret_mnt_id = stx.stx_mnt_id;
+	return true;
+}
+
+/*
+ * Whether mount mnt_id is a whole procfs (its root is procfs's root) in
+ * the mount table of the program at the socket's other end: then a file
+ * of it named /PID/pagemap is a pagemap, one the program could open. The
+ * table is /proc/PID/mountinfo of devnsd's own procfs, found through the
+ * program's pidfd (peer_pidfd, SO_PEERPIDFD: every kernel with
+ * asynchronous write-protection gives it), at most MOUNTINFO_MAX of it. A
+ * file named like a pagemap on any other file system (a FUSE mount whose
+ * server never answers the scan), another procfs file bound there, or a
+ * file of a mount the program does not have, is not one.
+ */
+static bool pagemap_mount_is_procfs(uint64_t mnt_id, int peer_pidfd) {
+	_cleanup_(mnt_free_tablep) struct libmnt_table *tb = NULL;
+	_cleanup_(closep) int proc_fd = -1;
+	struct libmnt_iter *it;
+	struct libmnt_fs *fs;
+	bool found = false;
+
 	if (peer_pidfd < 0 || pidfd_open_proc(peer_pidfd, &proc_fd, NULL) < 0 ||
 	    mountinfo_read(proc_fd, "mountinfo", MOUNTINFO_MAX, &tb, NULL) < 0)
 		return false;
@@ -387,10 +398,10 @@ static bool is_pagemap(int fd, int peer_pidfd) {
 	if (!it)
 		return false;
 	while (!found && mnt_table_next_fs(tb, it, &fs) == 0) {
-		const char *type = mnt_fs_get_fstype(fs);
+		const char *type = mnt_fs_get_fstype(fs), *root = mnt_fs_get_root(fs);
 
-		found = mnt_fs_get_id(fs) >= 0 && (uint64_t)mnt_fs_get_id(fs) == stx.stx_mnt_id && type &&
-			streq(type, "proc");
+		found = mnt_fs_get_id(fs) >= 0 && (uint64_t)mnt_fs_get_id(fs) == mnt_id && type && streq(type, "proc") &&
+			root && streq(root, "/");
 	}
 	mnt_free_iter(it);
 	return found;
@@ -495,6 +506,7 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 	int fds[TRACK_FDS] = { fds_in[0], async ? fds_in[1] : -1, async ? fds_in[2] : -1 };
 	struct display_track *t;
 	long page = sysconf(_SC_PAGESIZE);
+	uint64_t mnt_id = 0;
 	bool ok;
 	int r;
 
@@ -504,25 +516,28 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 			fd_closer_close_for(dn->closer_quota, fds_in[i]);
 	ok = fds[TRACK_FD_UFFD] >= 0 && is_userfaultfd(fds[TRACK_FD_UFFD]) && !(msg->flags & ~DEVNS_FB_TRACK_ASYNC) &&
 	     (!async || (fds[TRACK_FD_FAULT] >= 0 && is_userfaultfd(fds[TRACK_FD_FAULT]) && fds[TRACK_FD_PAGEMAP] >= 0 &&
-			 is_pagemap(fds[TRACK_FD_PAGEMAP], peer_pidfd)));
-	if (!ok) {
-		for (int i = 0; i < TRACK_FDS; i++)
-			if (fds[i] >= 0)
-				fd_closer_close_for(dn->closer_quota, fds[i]);
-		return -EBADF;
-	}
+			 looks_like_pagemap(fds[TRACK_FD_PAGEMAP], &mnt_id)));
 	r = dn->track_refused ? -ETIMEDOUT :
 	    fb_track_check_range(msg->addr, msg->len, msg->offset, dn->fb->size, page > 0 ? (uint64_t)page : 4096);
-	if (r >= 0 && !dn->track_budget) {
+	if (ok && r >= 0 && !dn->track_budget) {
 		dn->track_budget = calloc(1, sizeof(*dn->track_budget));
 		if (dn->track_budget)
 			atomic_init(&dn->track_budget->refs, 1);
 		else
 			r = -ENOMEM;
 	}
-	if (r >= 0 && (atomic_load(&workers_alive) >= TRACK_MAX_WORKERS ||
-		       atomic_load(&dn->track_budget->workers) >= TRACK_MAX_WORKERS_PER_PERSONA))
+	if (ok && r >= 0 && (atomic_load(&workers_alive) >= TRACK_MAX_WORKERS ||
+			     atomic_load(&dn->track_budget->workers) >= TRACK_MAX_WORKERS_PER_PERSONA))
 		r = -EBUSY;
+	/* Last, the one check that reads a table whose size the program's container chose. */
+	if (ok && r >= 0 && async)
+		ok = pagemap_mount_is_procfs(mnt_id, peer_pidfd);
+	if (!ok) {
+		for (int i = 0; i < TRACK_FDS; i++)
+			if (fds[i] >= 0)
+				fd_closer_close_for(dn->closer_quota, fds[i]);
+		return -EBADF;
+	}
 	t = r >= 0 ? calloc(1, sizeof(*t)) : NULL;
 	if (!t) {
 		close_fds(fds);

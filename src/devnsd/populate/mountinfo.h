@@ -17,7 +17,11 @@
  */
 int mountinfo_parse(const char *text, size_t len, struct libmnt_table **ret);
 
-/* What of a mount table is read: a container with a larger one keeps its /sys as it is. */
+/*
+ * What of a mount table is read (its size is the container's choice):
+ * populate leaves a container with a larger one its /sys as it is, and
+ * asynchronous tracking is refused to a program whose table is larger.
+ */
 #define MOUNTINFO_MAX (256 * 1024)
 
 /*
