@@ -345,6 +345,12 @@ void display_state_fb_removed(struct display_class *dc, struct persona *p);
  * card0's frame, and the hardware the display is on (dc->hardware).
  */
 int display_state_register(struct display_class *dc);
+/*
+ * The hardware the last run's display was on ("KIND PATH" in the state
+ * record), when that was a node of the kind the configured backend drives
+ * ("card", "fb"); -ENOENT or -EINVAL otherwise.
+ */
+int display_hardware_last(struct manager *m, const struct conf *conf, char **ret_hardware, char **ret_kind);
 
 /*
  * display/output.c: the display's outputs.
@@ -393,12 +399,6 @@ int display_hardware_of(const char *node, char **ret_hardware, char **ret_kind);
 bool display_hardware_is_firmware(const char *hardware);
 /* The node in /dev of the given kind ("card", "fb") that hardware has now; -ENOENT if none. */
 int display_hardware_find(const char *hardware, const char *kind, char **ret_node);
-/*
- * The hardware the last run's display was on ("KIND PATH" in the state
- * record), when that was a node of the kind the configured backend drives
- * ("card", "fb"); -ENOENT or -EINVAL otherwise.
- */
-int display_hardware_last(struct manager *m, const struct conf *conf, char **ret_hardware, char **ret_kind);
 
 /*
  * display/class.c, what the transport tells the core: rows written to dn's

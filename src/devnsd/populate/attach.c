@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Attaching a persona to a container: the manager binds it to the
- * container's pid namespace (core/access.c), then populate makes its nodes
+ * container's pid namespace (core/manager.c), then populate makes its nodes
  * there and the classes give them the container's ids. A restart attaches
  * the last run's containers again the same way (restart/state.c decides
  * which).
