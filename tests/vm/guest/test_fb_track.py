@@ -342,13 +342,9 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.assertEqual((magic, status), (TRACK_MAGIC, -errno.EBADF))
         self.assert_responsive()
 
-    def test_asynchronous_request_with_a_file_named_like_a_pagemap(self):
-        """A track message that says asynchronous and brings, for the pagemap, a regular file named like one
-        (DIR/12/pagemap on a tmpfs; on a FUSE mount its server could hold the scan for as long as it likes):
-        refused as no pagemap, on any kernel, before its range is looked at."""
-        d = tempfile.mkdtemp(prefix="pagemap-")
-        os.mkdir(os.path.join(d, "12"))
-        fake = os.open(os.path.join(d, "12", "pagemap"), os.O_RDWR | os.O_CREAT, 0o600)
+    def send_async_track(self, pagemap_fd):
+        """A track message that says asynchronous, with two userfaultfds of nothing registered and pagemap_fd
+        for the pagemap: its status."""
         sock, m, addr, size = self.map_by_hand()
         libc = ctypes.CDLL(None, use_errno=True)
         uffds = [libc.syscall(NR_USERFAULTFD, os.O_CLOEXEC | os.O_NONBLOCK) for _ in range(2)]
@@ -359,16 +355,48 @@ class FramebufferTracking(rig.PersonaTestCase):
                 self.assertEqual(libc.ioctl(uffd, UFFDIO_API, api), 0)
             msg = TRACK.pack(TRACK_MAGIC, TRACK_ASYNC, addr, size, 0)
             sock.sendmsg([msg], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                  array.array("i", [uffds[0], fake, uffds[1]]).tobytes())])
+                                  array.array("i", [uffds[0], pagemap_fd, uffds[1]]).tobytes())])
             sock.settimeout(10)
             magic, status = REPLY.unpack(sock.recv(REPLY.size))
         finally:
-            for fd in uffds + [fake]:
+            for fd in uffds:
                 if fd >= 0:
                     os.close(fd)
-            shutil.rmtree(d)
+        self.assertEqual(magic, TRACK_MAGIC)
+        return status
+
+    def test_asynchronous_request_with_a_file_named_like_a_pagemap(self):
+        """A track message that says asynchronous and brings, for the pagemap, a regular file named like one
+        (DIR/12/pagemap on a tmpfs; on a FUSE mount its server could hold the scan for as long as it likes):
+        refused as no pagemap, on any kernel."""
+        d = tempfile.mkdtemp(prefix="pagemap-")
+        self.addCleanup(shutil.rmtree, d)
+        os.mkdir(os.path.join(d, "12"))
+        fake = os.open(os.path.join(d, "12", "pagemap"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            status = self.send_async_track(fake)
+        finally:
+            os.close(fake)
         # With the file taken for a pagemap, the unregistered range would be the refusal (EINVAL).
-        self.assertEqual((magic, status), (TRACK_MAGIC, -errno.EBADF))
+        self.assertEqual(status, -errno.EBADF)
+        self.assert_responsive()
+
+    def test_asynchronous_request_with_another_procfs_file_bound_as_a_pagemap(self):
+        """The same with a procfs file that is not a pagemap (the program's status) bound to DIR/12/pagemap:
+        its mount is a procfs, but not a whole one, and it is refused as no pagemap."""
+        d = tempfile.mkdtemp(prefix="pagemap-")
+        self.addCleanup(shutil.rmtree, d)
+        os.mkdir(os.path.join(d, "12"))
+        target = os.path.join(d, "12", "pagemap")
+        open(target, "w").close()
+        subprocess.run(["mount", "--bind", "/proc/%d/status" % os.getpid(), target], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", target], check=False)
+        fd = os.open(target, os.O_RDONLY)
+        try:
+            status = self.send_async_track(fd)
+        finally:
+            os.close(fd)
+        self.assertEqual(status, -errno.EBADF)
         self.assert_responsive()
 
     def test_kernel_facts_for_unprivileged_programs(self):
