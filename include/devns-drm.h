@@ -25,6 +25,20 @@
  *    opened, then closes the connection. The program maps the memfd from
  *    its start: the buffer's offset 0 is the MAP_DUMB offset.
  *
+ * PRIME. Where devnsd can make dma-bufs (udmabuf: DRM_CAP_PRIME answers
+ * DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT), the library does
+ * DRM_IOCTL_PRIME_HANDLE_TO_FD itself: MAP_DUMB for the handle's offset, a
+ * ticket for it as above, and a request with DEVNS_FB_INTENT_DMABUF. devnsd
+ * answers with the grant and the buffer's dma-buf, the same one each time
+ * (a program maps it writable: only a file open for reading and writing
+ * gets it), or with a grant that carries no fd and says why in error
+ * (EACCES, EOPNOTSUPP, udmabuf's ENOMEM or EINVAL for a buffer over its
+ * size limit). DRM_IOCTL_PRIME_FD_TO_HANDLE needs no library: devnsd sees
+ * which dma-buf the caller's fd is in the caller's /proc/PID/fdinfo and
+ * takes the card's own dma-bufs, of any open file of the persona's card0.
+ * A buffer whose dma-buf a program still holds stays, and counts against
+ * the persona's budget, after its last handle and framebuffer went.
+ *
  * A DRM client tells the display what it drew (SETCRTC, PAGE_FLIP,
  * DIRTYFB, an atomic commit), so a mapping needs no connection of its own.
  *

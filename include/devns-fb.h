@@ -102,11 +102,13 @@ struct devns_fb_ticket {
 
 #define DEVNS_FB_INTENT_MAP 'm'
 #define DEVNS_FB_INTENT_WRITE 'w'
+/* A card0 buffer's dma-buf instead of its memfd (PRIME export, devns-drm.h). */
+#define DEVNS_FB_INTENT_DMABUF 'd'
 
 /* What the program sends after connecting. */
 struct devns_fb_request {
 	__u32 magic; /* DEVNS_FB_REQUEST_MAGIC */
-	__u8 intent; /* DEVNS_FB_INTENT_MAP or DEVNS_FB_INTENT_WRITE */
+	__u8 intent; /* DEVNS_FB_INTENT_MAP, DEVNS_FB_INTENT_WRITE or (card0) DEVNS_FB_INTENT_DMABUF */
 	__u8 reserved[3];
 	struct devns_fb_ticket ticket;
 };
@@ -115,7 +117,7 @@ struct devns_fb_request {
 /* The header the socket sends with the memfd. */
 struct devns_fb_grant {
 	__u32 magic; /* DEVNS_FB_GRANT_MAGIC */
-	__u32 reserved;
+	__u32 error; /* 0; for DEVNS_FB_INTENT_DMABUF, why no fd came with it (an errno) */
 	__u64 size;   /* bytes of the memfd, the framebuffer's smem_len */
 	__u64 serial; /* this memory's serial, never 0, never reused (DEVNS_FBIO_TELL) */
 };

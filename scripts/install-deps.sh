@@ -15,7 +15,7 @@ lxc podman crun
 drm-info libdrm-tests
 qtbase5-examples fonts-dejavu-core xkb-data
 xserver-xorg-core xserver-xorg-video-fbdev xserver-xorg-input-libinput x11-xserver-utils xinput
-mpv weston"
+mpv weston cage xwayland"
 
 missing=""
 for p in $PKGS; do

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -455,12 +456,35 @@ static void get_ticket(fuse_req_t req, struct open_file *f, void *arg, const voi
 		fuse_reply_ioctl(req, 0, &t, sizeof(t));
 }
 
+/*
+ * PRIME_FD_TO_HANDLE: which dma-buf the caller's fd is, from the caller's
+ * /proc/PID/fdinfo (PID: the thread blocked in this ioctl). The file itself
+ * is never touched: it may be one whose every call waits on its owner.
+ */
+static int caller_dmabuf(const struct drm_ioctl_ctx *ctx, int fd, struct drm_dmabuf_id *ret) {
+	_cleanup_(closep) int dir = -1;
+	char path[64];
+
+	if (ctx->pid <= 0)
+		return -EBADF;
+	snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)ctx->pid);
+	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return errno == ENOENT ? -EBADF : -errno;
+	return drm_dmabuf_identify(dir, fd, ret, NULL);
+}
+
 static void cd_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
 		     const void *in, size_t in_size, size_t out_size) {
 	struct open_file *f = file_of(fi);
 	struct cuse_drm *cd = f->cd;
 	const struct fuse_ctx *fctx = fuse_req_ctx(req);
-	struct drm_ioctl_ctx ctx = { .now_usec = monotonic_usec(), .pid = fctx->pid, .privileged = fctx->uid == 0 };
+	struct drm_ioctl_ctx ctx = {
+		.now_usec = monotonic_usec(),
+		.pid = fctx->pid,
+		.privileged = fctx->uid == 0,
+		.dmabuf_of = caller_dmabuf,
+	};
 	unsigned int c = (unsigned int)cmd, round;
 
 	(void)flags;
@@ -585,7 +609,8 @@ int cuse_drm_set_owner(struct cuse_drm *cd, uid_t uid, gid_t gid, mode_t mode) {
 	return cuse_device_set_owner(cd->dev, uid, gid, mode);
 }
 
-int cuse_drm_redeem(struct cuse_drm *cd, const struct devns_fb_ticket *ticket, struct cuse_drm_grant *ret) {
+int cuse_drm_redeem(struct cuse_drm *cd, const struct devns_fb_ticket *ticket, bool dmabuf,
+		    struct cuse_drm_grant *ret) {
 	const struct ticket_binding *b;
 	const void *bound;
 	struct drm_dumb_map map;
@@ -601,6 +626,13 @@ int cuse_drm_redeem(struct cuse_drm *cd, const struct devns_fb_ticket *ticket, s
 	r = drm_node_map_find(cd->node, b->file->drm, b->offset, &map);
 	if (r < 0)
 		return r;
+	if (dmabuf) {
+		if (b->file->access_mode != O_RDWR)
+			return -EACCES;
+		r = drm_node_export(cd->node, b->file->drm, b->offset, &map.fd);
+		if (r < 0)
+			return r;
+	}
 	*ret = (struct cuse_drm_grant){
 		.memfd = map.fd,
 		.size = map.size,

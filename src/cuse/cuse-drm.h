@@ -70,7 +70,11 @@ unsigned int cuse_drm_n_waiting(const struct cuse_drm *cd);
 /* The node's owner and mode in /dev; see cuse_device_set_owner(). */
 int cuse_drm_set_owner(struct cuse_drm *cd, uid_t uid, gid_t gid, mode_t mode);
 
-/* What a redeemed ticket gives: the buffer's memory (the node's fd: dup or reopen it), and whom it was issued to. */
+/*
+ * What a redeemed ticket gives: the buffer's memory (the node's fd: dup or
+ * reopen it) or, asked for, its dma-buf (the node's: send it as it is),
+ * and whom it was issued to.
+ */
 struct cuse_drm_grant {
 	int memfd;
 	uint64_t size;
@@ -82,6 +86,10 @@ struct cuse_drm_grant {
 /*
  * Takes a ticket DEVNS_DRM_IOCTL_GET_TICKET issued: 0 with the grant,
  * -ENOENT for a ticket unknown, used, expired, of a file since closed or
- * revoked, or whose buffer is gone.
+ * revoked, or whose buffer is gone. With dmabuf, the grant's memfd is the
+ * buffer's dma-buf (PRIME export): -EACCES for a file not open for reading
+ * and writing (a dma-buf maps writable), -EOPNOTSUPP without PRIME, or
+ * udmabuf's error.
  */
-int cuse_drm_redeem(struct cuse_drm *cd, const struct devns_fb_ticket *ticket, struct cuse_drm_grant *ret);
+int cuse_drm_redeem(struct cuse_drm *cd, const struct devns_fb_ticket *ticket, bool dmabuf,
+		    struct cuse_drm_grant *ret);

@@ -41,6 +41,11 @@ struct drm_buffer {
 	uint32_t width, height, bpp, pitch;
 	uint64_t map_offset; /* MAP_DUMB's answer */
 	uint64_t serial;
+	/* PRIME: the dma-buf of the memory (-1 until exported), and which it is. */
+	int dmabuf;
+	struct drm_dmabuf_id dmabuf_id;
+	/* In the node's held list: no handle or framebuffer left, a program still holds the dma-buf. */
+	bool held;
 	LIST_ENTRY(drm_buffer) link;
 };
 
@@ -129,7 +134,9 @@ struct drm_node {
 	uint32_t next_magic;
 
 	LIST_HEAD(, drm_buffer) buffers;
-	unsigned int n_buffers;
+	/* Counted in n_buffers and mem_used until the node finds their dma-buf let go. */
+	LIST_HEAD(, drm_buffer) held;
+	unsigned int n_buffers, n_held;
 	LIST_HEAD(, drm_fb) fbs;
 	unsigned int n_fbs;
 	LIST_HEAD(, drm_blob) blobs;
@@ -176,6 +183,10 @@ struct drm_blob *drm_blob_find(const struct drm_node *n, uint32_t id);
 void drm_blob_ref(struct drm_blob *b);
 void drm_blob_unref(struct drm_node *n, struct drm_blob *b);
 void drm_buffer_unref(struct drm_node *n, struct drm_buffer *b);
+/* Frees the held buffers whose dma-buf no program holds any more. */
+void drm_buffer_sweep_held(struct drm_node *n);
+/* Frees every held buffer (the node goes). */
+void drm_buffer_free_held(struct drm_node *n);
 struct drm_fb *drm_fb_find(const struct drm_node *n, uint32_t id);
 /* Frees fb, turning the CRTC off first when the plane shows it (RMFB). */
 void drm_fb_remove(struct drm_node *n, struct drm_fb *fb);

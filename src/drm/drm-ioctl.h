@@ -42,6 +42,14 @@
  * (the type is ignored), and the struct's size comes from the command:
  * shorter structs are zero-extended, longer ones written back with zeros.
  * Unknown numbers get -EINVAL, as the kernel answers them.
+ *
+ * PRIME_HANDLE_TO_FD cannot hand an fd over a transport: it checks its
+ * arguments as the kernel does and fails with -EOPNOTSUPP. A program's
+ * library trades the buffer's MAP_DUMB ticket for the dma-buf instead
+ * (drm_node_export(), devns-drm.h). PRIME_FD_TO_HANDLE takes dma-bufs the
+ * node exported (also of buffers gone from every file, while a program
+ * holds their dma-buf): the file's handle to that buffer, the one it has
+ * or a new one; -EINVAL for any other dma-buf.
  */
 
 #define DRM_IOCTL_ROUNDS 4
@@ -64,6 +72,13 @@ struct drm_ioctl_ctx {
 	uint64_t now_usec; /* CLOCK_MONOTONIC: for events a commit sends at once */
 	pid_t pid;         /* the caller's process (SET_MASTER lets the file's last master back in) */
 	bool privileged;   /* the caller may take master without having had it (CAP_SYS_ADMIN) */
+	/*
+	 * PRIME_FD_TO_HANDLE: which dma-buf the caller's fd is (see
+	 * drm_dmabuf_identify()). NULL: the transport cannot tell, and import
+	 * fails with -EOPNOTSUPP.
+	 */
+	int (*dmabuf_of)(const struct drm_ioctl_ctx *ctx, int fd, struct drm_dmabuf_id *ret);
+	void *userdata;
 };
 
 struct drm_ioctl_step {

@@ -131,6 +131,7 @@ int drm_node_new(struct drm_node **ret, const struct drm_node_config *cfg) {
 	signal_init(&n->events.vblank);
 	LIST_INIT(&n->files);
 	LIST_INIT(&n->buffers);
+	LIST_INIT(&n->held);
 	LIST_INIT(&n->fbs);
 	LIST_INIT(&n->blobs);
 	TAILQ_INIT(&n->pending);
@@ -177,6 +178,7 @@ struct drm_node *drm_node_free(struct drm_node *n) {
 		return NULL;
 	while ((f = LIST_FIRST(&n->files)))
 		drm_file_close(f);
+	drm_buffer_free_held(n);
 	if (n->state.mode_blob)
 		drm_blob_unref(n, n->state.mode_blob);
 	if (n->edid)

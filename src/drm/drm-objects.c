@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Dumb buffers, GEM handles, framebuffers and property blobs, with their limits. */
+#include <fcntl.h>
 #include <sys/random.h>
 
 #include "drm-internal.h"
@@ -79,6 +80,8 @@ static int map_offset_new(const struct drm_node *n, uint64_t *ret) {
 		used = false;
 		LIST_FOREACH(b, &n->buffers, link)
 			used |= b->map_offset == off;
+		LIST_FOREACH(b, &n->held, link)
+			used |= b->map_offset == off;
 	} while (used);
 	*ret = off;
 	return 0;
@@ -90,14 +93,50 @@ static uint64_t next_serial(void) {
 	return ++serial;
 }
 
+static void buffer_free(struct drm_node *n, struct drm_buffer *b) {
+	LIST_REMOVE(b, link);
+	n->n_buffers--;
+	n->n_held -= b->held;
+	n->mem_used -= b->size;
+	if (b->dmabuf >= 0)
+		close(b->dmabuf);
+	n->memory->release(n->memory_userdata, b->fd, b->size);
+	free(b);
+}
+
+static bool dmabuf_held(const struct drm_node *n, const struct drm_buffer *b) {
+	return b->dmabuf >= 0 && n->memory->exported_held && n->memory->exported_held(n->memory_userdata, b->dmabuf);
+}
+
 void drm_buffer_unref(struct drm_node *n, struct drm_buffer *b) {
 	if (--b->refs > 0)
 		return;
-	LIST_REMOVE(b, link);
-	n->n_buffers--;
-	n->mem_used -= b->size;
-	n->memory->release(n->memory_userdata, b->fd, b->size);
-	free(b);
+	/* The kernel's dma-buf keeps its GEM object: this one keeps its memory counted while a program has it. */
+	if (dmabuf_held(n, b)) {
+		LIST_REMOVE(b, link);
+		LIST_INSERT_HEAD(&n->held, b, link);
+		b->held = true;
+		n->n_held++;
+		return;
+	}
+	buffer_free(n, b);
+}
+
+void drm_buffer_sweep_held(struct drm_node *n) {
+	struct drm_buffer *b, *next;
+
+	for (b = LIST_FIRST(&n->held); b; b = next) {
+		next = LIST_NEXT(b, link);
+		if (!dmabuf_held(n, b))
+			buffer_free(n, b);
+	}
+}
+
+void drm_buffer_free_held(struct drm_node *n) {
+	struct drm_buffer *b;
+
+	while ((b = LIST_FIRST(&n->held)))
+		buffer_free(n, b);
 }
 
 static int free_handle(const struct drm_file *f) {
@@ -128,6 +167,8 @@ static int create_dumb(struct drm_call *c) {
 	pitch = (uint64_t)a->width * (a->bpp / 8);
 	size = (pitch * a->height + PAGE - 1) / PAGE * PAGE;
 	slot = free_handle(c->f);
+	if (n->n_held > 0 && (n->n_buffers >= DRM_NODE_MAX_BUFFERS || size > n->budget - MIN(n->mem_used, n->budget)))
+		drm_buffer_sweep_held(n);
 	if (slot < 0 || n->n_buffers >= DRM_NODE_MAX_BUFFERS)
 		return -ENOSPC;
 	if (size > n->budget - MIN(n->mem_used, n->budget))
@@ -142,6 +183,7 @@ static int create_dumb(struct drm_call *c) {
 	if (r < 0)
 		return r;
 	b->refs = 1;
+	b->dmabuf = -1;
 	b->size = size;
 	b->width = a->width;
 	b->height = a->height;
@@ -295,6 +337,99 @@ static int getfb(struct drm_call *c) {
 	return 0;
 }
 
+/* The file's handle to b: the one it has, or a new one (-ENOSPC past the file's limit). */
+static int handle_of(struct drm_file *f, struct drm_buffer *b, uint32_t *ret) {
+	int slot;
+
+	for (size_t i = 0; i < DRM_FILE_MAX_HANDLES; i++)
+		if (f->handles[i] == b) {
+			*ret = (uint32_t)i + 1;
+			return 0;
+		}
+	slot = free_handle(f);
+	if (slot < 0)
+		return slot;
+	f->handles[slot] = b;
+	b->refs++;
+	*ret = (uint32_t)slot + 1;
+	return 0;
+}
+
+static bool is_dmabuf(const struct drm_buffer *b, const struct drm_dmabuf_id *id) {
+	return b->dmabuf >= 0 && b->dmabuf_id.mnt_id == id->mnt_id && b->dmabuf_id.ino == id->ino;
+}
+
+/* drm_gem_prime_fd_to_handle(): only the node's own dma-bufs, as a device without a GPU can take no other. */
+static int prime_fd_to_handle(struct drm_call *c) {
+	struct drm_prime_handle *a = c->arg;
+	struct drm_node *n = c->n;
+	struct drm_dmabuf_id id;
+	struct drm_buffer *b;
+	int r;
+
+	if (!(n->prime_caps & DRM_PRIME_CAP_IMPORT) || !c->ctx->dmabuf_of)
+		return -EOPNOTSUPP;
+	if (a->fd < 0)
+		return -EBADF;
+	r = c->ctx->dmabuf_of(c->ctx, a->fd, &id);
+	if (r < 0)
+		return r;
+	LIST_FOREACH(b, &n->buffers, link)
+		if (is_dmabuf(b, &id))
+			return handle_of(c->f, b, &a->handle);
+	LIST_FOREACH(b, &n->held, link)
+		if (is_dmabuf(b, &id))
+			break;
+	if (!b)
+		return -EINVAL;
+	/* Its dma-buf kept it: it is a buffer again, with this handle. */
+	r = handle_of(c->f, b, &a->handle);
+	if (r < 0)
+		return r;
+	LIST_REMOVE(b, link);
+	LIST_INSERT_HEAD(&n->buffers, b, link);
+	b->held = false;
+	n->n_held--;
+	return 0;
+}
+
+/* drm_prime_handle_to_fd_ioctl()'s checks: the fd itself comes through the program's library. */
+static int prime_handle_to_fd(struct drm_call *c) {
+	const struct drm_prime_handle *a = c->arg;
+
+	if (a->flags & ~(uint32_t)(DRM_CLOEXEC | DRM_RDWR))
+		return -EINVAL;
+	if (!handle_find(c->f, a->handle))
+		return -ENOENT;
+	return -EOPNOTSUPP;
+}
+
+int drm_node_export(struct drm_node *n, const struct drm_file *file, uint64_t offset, int *ret_dmabuf) {
+	struct drm_buffer *b = NULL;
+	int r;
+
+	for (size_t i = 0; i < DRM_FILE_MAX_HANDLES && !b; i++)
+		if (file->handles[i] && file->handles[i]->map_offset == offset && offset != 0)
+			b = file->handles[i];
+	if (!b)
+		return -ENOENT;
+	if (b->dmabuf < 0) {
+		if (!n->memory->export)
+			return -EOPNOTSUPP;
+		r = n->memory->export(n->memory_userdata, b->fd, b->size, &b->dmabuf, &b->dmabuf_id);
+		if (r < 0) {
+			b->dmabuf = -1;
+			return r;
+		}
+	}
+	*ret_dmabuf = b->dmabuf;
+	return 0;
+}
+
+unsigned int drm_node_n_held(const struct drm_node *n) {
+	return n->n_held;
+}
+
 static int rmfb(struct drm_call *c) {
 	uint32_t id;
 	struct drm_fb *fb;
@@ -337,6 +472,10 @@ int drm_ioctl_buffers(struct drm_call *c, unsigned int nr) {
 		return rmfb(c);
 	case _IOC_NR(DRM_IOCTL_MODE_GETFB):
 		return getfb(c);
+	case _IOC_NR(DRM_IOCTL_PRIME_HANDLE_TO_FD):
+		return prime_handle_to_fd(c);
+	case _IOC_NR(DRM_IOCTL_PRIME_FD_TO_HANDLE):
+		return prime_fd_to_handle(c);
 	default:
 		return -EINVAL;
 	}

@@ -65,6 +65,10 @@
  * node, so that libdrm finds it) that is not the kernel's own (major 226)
  * and answers DEVNS_DRM_IOCTL_GET_SOCKET. That answer is remembered per
  * node, so a card that is not devns' costs one failed ioctl once.
+ *
+ * DRM_IOCTL_PRIME_HANDLE_TO_FD of such a card, where devnsd offers PRIME,
+ * trades the buffer's ticket for its dma-buf (DEVNS_FB_INTENT_DMABUF) and
+ * puts that fd in the struct, with FD_CLOEXEC as DRM_CLOEXEC asks.
  */
 /* Both mmap and mmap64 are defined below, so the headers must not rename one into the other. */
 #undef _FILE_OFFSET_BITS
@@ -89,6 +93,8 @@
 #include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <drm.h>
 
 #include "devns-drm.h"
 #include "devns-fb.h"
@@ -279,9 +285,14 @@ static int receive_memfd(int sock, struct devns_fb_grant *grant) {
 		close(memfd);
 		memfd = -1;
 	}
-	if (memfd < 0)
+	if (memfd >= 0)
+		return memfd;
+	if (n == (ssize_t)sizeof(*grant) && grant->magic == DEVNS_FB_GRANT_MAGIC && grant->error > 0 &&
+	    grant->error < 4096)
+		errno = (int)grant->error; /* a dma-buf devnsd could not give, and why */
+	else
 		errno = n == 0 ? EACCES : (n < 0 ? errno : EPROTO);
-	return memfd;
+	return -1;
 }
 
 /*
@@ -552,6 +563,72 @@ static void *map_devns_card(void *addr, size_t len, int prot, int flags, int fd,
 	close(memfd);
 	errno = saved;
 	return p;
+}
+
+/*
+ * DRM_IOCTL_PRIME_HANDLE_TO_FD of a devns card whose devnsd makes dma-bufs:
+ * 1 with the result in *ret, 0 to leave the ioctl to the node (any other
+ * fd, a card without PRIME, flags or a struct the node refuses as the
+ * kernel does). The handle's MAP_DUMB offset gets a ticket, which devnsd
+ * redeems for the buffer's dma-buf (devns-drm.h). The struct is read and
+ * written with process_vm_readv() and process_vm_writev(), so a bad pointer
+ * gets EFAULT, not a SIGSEGV.
+ */
+static int export_devns_card(int fd, void *arg, int *ret) {
+	struct devns_fb_request req = { .magic = DEVNS_FB_REQUEST_MAGIC, .intent = DEVNS_FB_INTENT_DMABUF };
+	struct drm_prime_handle args;
+	struct iovec local = { &args, sizeof(args) }, remote = { arg, sizeof(args) };
+	struct drm_get_cap cap = { .capability = DRM_CAP_PRIME };
+	struct drm_mode_map_dumb map = { 0 };
+	struct devns_drm_ticket ticket = { 0 };
+	struct devns_fb_socket path;
+	struct devns_fb_grant grant;
+	int saved = errno, kind, dmabuf, sock;
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode))
+		goto not_ours;
+	kind = node_cache_get(&card_nodes, &st);
+	if (kind < 0)
+		kind = node_kind(&st);
+	if (!(kind & NODE_CARD) || card_socket(fd, &st, kind, &path) <= 0)
+		goto not_ours;
+	if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(args) ||
+	    (args.flags & ~(uint32_t)(DRM_CLOEXEC | DRM_RDWR)))
+		goto not_ours;
+	if (REAL(ioctl)(fd, DRM_IOCTL_GET_CAP, &cap) < 0 || !(cap.value & DRM_PRIME_CAP_EXPORT))
+		goto not_ours;
+	/* From here on the answer is this library's, as the kernel's would be. */
+	*ret = -1;
+	map.handle = args.handle;
+	if (REAL(ioctl)(fd, DRM_IOCTL_MODE_MAP_DUMB, &map) < 0)
+		return 1;
+	ticket.offset = map.offset;
+	if (REAL(ioctl)(fd, DEVNS_DRM_IOCTL_GET_TICKET, &ticket) < 0)
+		return 1;
+	req.ticket = ticket.ticket;
+	sock = redeem(&path, &req, &dmabuf, &grant);
+	if (sock < 0)
+		return 1;
+	close(sock);
+	if (!(args.flags & DRM_CLOEXEC) && fcntl(dmabuf, F_SETFD, 0) < 0) {
+		saved = errno;
+		close(dmabuf);
+		errno = saved;
+		return 1;
+	}
+	args.fd = dmabuf;
+	if (process_vm_writev(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof(args)) {
+		close(dmabuf);
+		errno = EFAULT;
+		return 1;
+	}
+	errno = saved;
+	*ret = 0;
+	return 1;
+not_ours:
+	errno = saved;
+	return 0;
 }
 
 /* The mapping of a devns framebuffer or dumb buffer, MAP_FAILED with errno, or NULL (errno kept) for any other fd. */
@@ -922,6 +999,8 @@ EXPORT int ioctl(int fd, unsigned long request, ...) {
 	arg = va_arg(ap, void *);
 	va_end(ap);
 	if (request == FBIOPAN_DISPLAY && pan_devns_fb(fd, arg, &r))
+		return r;
+	if (request == DRM_IOCTL_PRIME_HANDLE_TO_FD && export_devns_card(fd, arg, &r))
 		return r;
 	return REAL(ioctl)(fd, request, arg);
 }

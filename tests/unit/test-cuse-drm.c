@@ -447,7 +447,7 @@ static void test_tickets(void **state) {
 	assert_int_equal(kernel_ioctl_rounds(a, DEVNS_DRM_IOCTL_GET_TICKET, &tk, &rounds), 0);
 	assert_int_equal(rounds, 2);
 	assert_int_equal(tk.offset, m.offset);
-	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, &g), 0);
+	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, false, &g), 0);
 	assert_true(g.memfd >= 0);
 	assert_int_equal(fstat(g.memfd, &st), 0);
 	assert_int_equal(st.st_size, c.size);
@@ -456,7 +456,7 @@ static void test_tickets(void **state) {
 	assert_int_equal(g.uid, UID);
 	assert_int_equal(g.access_mode, O_RDWR);
 	/* One use. */
-	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, &g), -ENOENT);
+	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, false, &g), -ENOENT);
 
 	/* Another file's buffer, and an offset of no buffer: as mmap() of them. */
 	other.offset = m.offset;
@@ -469,7 +469,7 @@ static void test_tickets(void **state) {
 	assert_int_equal(kernel_ioctl(a, DEVNS_DRM_IOCTL_GET_TICKET, &tk), 0);
 	d.handle = c.handle;
 	assert_int_equal(kernel_ioctl(a, DRM_IOCTL_MODE_DESTROY_DUMB, &d), 0);
-	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, &g), -ENOENT);
+	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, false, &g), -ENOENT);
 	release(a);
 	release(b);
 }
@@ -605,7 +605,7 @@ static void test_revoke(void **state) {
 	assert_int_equal(cuse_drm_n_open(t.cd), 0);
 	assert_int_equal(cuse_drm_n_waiting(t.cd), 0);
 	assert_false(drm_node_wants_vblank(t.node));
-	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, &g), -ENOENT);
+	assert_int_equal(cuse_drm_redeem(t.cd, &tk.ticket, false, &g), -ENOENT);
 
 	/* The old handle: ENODEV to everything, a hang-up to poll. */
 	assert_int_equal(kernel_ioctl(fh, DRM_IOCTL_MODE_GETRESOURCES, &r), -ENODEV);

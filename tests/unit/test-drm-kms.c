@@ -459,6 +459,175 @@ static void test_budget(void **state) {
 	rig_free(r);
 }
 
+static int prime_import(struct rig *r, struct drm_file *f, int fd, uint32_t *ret) {
+	struct drm_prime_handle p = { .fd = fd };
+	int k = io(r, f, DRM_IOCTL_PRIME_FD_TO_HANDLE, &p);
+
+	*ret = p.handle;
+	return k;
+}
+
+static int export_handle(struct rig *r, struct drm_file *f, uint32_t handle, int *ret) {
+	struct drm_mode_map_dumb map = { .handle = handle };
+	int k = io(r, f, DRM_IOCTL_MODE_MAP_DUMB, &map);
+
+	return k < 0 ? k : drm_node_export(r->node, f, map.offset, ret);
+}
+
+static void test_prime(void **state) {
+	struct rig *r = rig_new_with(2 * FRAME, true);
+	struct drm_get_cap cap = { .capability = DRM_CAP_PRIME };
+	struct drm_prime_handle p = { 0 };
+	uint32_t h1, h2, hb, hb2, ha;
+	int d1, d1again, d2, fds[2];
+
+	(void)state;
+	assert_int_equal(io(r, r->a, DRM_IOCTL_GET_CAP, &cap), 0);
+	assert_int_equal(cap.value, DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT);
+	h1 = dumb(r, r->a, W, H);
+	h2 = dumb(r, r->a, 64, 64);
+	/* One dma-buf per buffer, made at the first export; only the file's own buffers. */
+	assert_int_equal(export_handle(r, r->a, h1, &d1), 0);
+	assert_int_equal(export_handle(r, r->a, h1, &d1again), 0);
+	assert_int_equal(d1, d1again);
+	assert_int_equal(r->exports, 1);
+	assert_int_equal(export_handle(r, r->a, h2, &d2), 0);
+	assert_true(d2 != d1);
+	assert_int_equal(export_handle(r, r->b, h1, &d1again), -ENOENT);
+	/* The ioctl itself cannot hand an fd over: the kernel's checks, then EOPNOTSUPP. */
+	p = (struct drm_prime_handle){ .handle = h1, .flags = DRM_CLOEXEC | DRM_RDWR };
+	assert_int_equal(io(r, r->a, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p), -EOPNOTSUPP);
+	p.flags = 0x10;
+	assert_int_equal(io(r, r->a, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p), -EINVAL);
+	p = (struct drm_prime_handle){ .handle = 999 };
+	assert_int_equal(io(r, r->a, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p), -ENOENT);
+
+	/* Import: the other file gets its own handle to the same buffer, the same one each time. */
+	assert_int_equal(prime_import(r, r->b, d1, &hb), 0);
+	assert_true(hb != 0);
+	assert_int_equal(prime_import(r, r->b, d1, &hb2), 0);
+	assert_int_equal(hb, hb2);
+	assert_int_equal(prime_import(r, r->a, d1, &ha), 0);
+	assert_int_equal(ha, h1);
+	{
+		struct drm_mode_fb_cmd2 c = { .width = W, .height = H, .pixel_format = DRM_FORMAT_XRGB8888 };
+
+		c.handles[0] = hb;
+		c.pitches[0] = W * 4;
+		assert_int_equal(io(r, r->b, DRM_IOCTL_MODE_ADDFB2, &c), 0);
+		assert_int_equal(io(r, r->b, DRM_IOCTL_MODE_RMFB, &c.fb_id), 0);
+	}
+	/* Files that are no dma-buf of the node's, and fds that are none at all. */
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(prime_import(r, r->b, fds[0], &hb2), -EINVAL);
+	close(fds[0]);
+	close(fds[1]);
+	assert_int_equal(prime_import(r, r->b, -1, &hb2), -EBADF);
+	assert_int_equal(prime_import(r, r->b, 1000000, &hb2), -EBADF);
+
+	/* A buffer gone from every file while a program holds its dma-buf: still counted, and importable. */
+	r->dmabuf_held = true;
+	{
+		struct drm_mode_destroy_dumb d = { .handle = h1 };
+		struct drm_gem_close gc = { .handle = hb };
+
+		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_DESTROY_DUMB, &d), 0);
+		assert_int_equal(io(r, r->b, DRM_IOCTL_GEM_CLOSE, &gc), 0);
+	}
+	assert_int_equal(drm_node_n_held(r->node), 1);
+	assert_int_equal(r->releases, 0);
+	assert_int_equal(drm_node_memory_used(r->node), FRAME + 64 * 64 * 4);
+	/* The budget sees it: a second frame does not fit while the dma-buf is held. */
+	{
+		struct drm_mode_create_dumb c = { .width = W, .height = H, .bpp = 32 };
+
+		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_CREATE_DUMB, &c), -ENOMEM);
+	}
+	assert_int_equal(prime_import(r, r->b, d1, &hb), 0);
+	assert_int_equal(drm_node_n_held(r->node), 0);
+	{
+		struct drm_gem_close gc = { .handle = hb };
+
+		assert_int_equal(io(r, r->b, DRM_IOCTL_GEM_CLOSE, &gc), 0);
+	}
+	assert_int_equal(drm_node_n_held(r->node), 1);
+	/* Once the program let it go, the room is there again, at the next create that needs it. */
+	r->dmabuf_held = false;
+	dumb(r, r->a, W, H);
+	assert_int_equal(drm_node_n_held(r->node), 0);
+	assert_int_equal(r->releases, 1);
+	/* A buffer never exported, or whose dma-buf nobody holds, goes at its last handle. */
+	{
+		struct drm_gem_close gc = { .handle = h2 };
+
+		assert_int_equal(io(r, r->a, DRM_IOCTL_GEM_CLOSE, &gc), 0);
+	}
+	assert_int_equal(r->releases, 2);
+	assert_int_equal(drm_node_n_held(r->node), 0);
+	/* Held ones go with the node. */
+	r->dmabuf_held = true;
+	h1 = dumb(r, r->b, 64, 64);
+	assert_int_equal(export_handle(r, r->b, h1, &d1), 0);
+	drm_file_close(r->b);
+	r->b = NULL;
+	assert_int_equal(drm_node_n_held(r->node), 1);
+	rig_free(r);
+}
+
+static void test_prime_off(void **state) {
+	struct rig *r = rig_new();
+	struct drm_get_cap cap = { .capability = DRM_CAP_PRIME };
+	uint32_t h = dumb(r, r->a, 64, 64), hb;
+	int d;
+
+	(void)state;
+	assert_int_equal(io(r, r->a, DRM_IOCTL_GET_CAP, &cap), 0);
+	assert_int_equal(cap.value, 0);
+	assert_int_equal(export_handle(r, r->a, h, &d), -EOPNOTSUPP);
+	assert_int_equal(prime_import(r, r->a, 0, &hb), -EOPNOTSUPP);
+	rig_free(r);
+}
+
+static void test_dmabuf_identify(void **state) {
+	_cleanup_(closep) int dir = open("/proc/self/fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct drm_dmabuf_id id;
+	int fds[2];
+
+	(void)state;
+	assert_true(dir >= 0);
+	/* A pipe, a memfd: files, but no dma-buf. */
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(drm_dmabuf_identify(dir, fds[0], &id, NULL), -EINVAL);
+	close(fds[0]);
+	assert_int_equal(drm_dmabuf_identify(dir, fds[0], &id, NULL), -EBADF);
+	close(fds[1]);
+	assert_int_equal(drm_dmabuf_identify(dir, -3, &id, NULL), -EBADF);
+}
+
+static void test_dmabuf_parse(void **state) {
+	char plain[] = "pos:\t0\nflags:\t02000002\nmnt_id:\t12\nino:\t7\nsize:\t65536\ncount:\t3\n"
+		       "exp_name:\tudmabuf\n";
+	/* A name its holder set, made of lines that look like procfs's. */
+	char named[] = "pos:\t0\nflags:\t02000002\nmnt_id:\t12\nino:\t7\nsize:\t65536\ncount:\t3\n"
+		       "exp_name:\tudmabuf\nname:\tx\ncount:\t1\nino:\t9\nmnt_id:\t13\n";
+	char no_exporter[] = "pos:\t0\nflags:\t02\nmnt_id:\t12\nino:\t7\n";
+	char old_kernel[] = "pos:\t0\nflags:\t02\nmnt_id:\t12\nsize:\t4096\ncount:\t1\nexp_name:\tudmabuf\n";
+	struct drm_dmabuf_id id;
+	long count;
+
+	(void)state;
+	assert_int_equal(drm_dmabuf_parse(plain, &id, &count), 0);
+	assert_int_equal(id.mnt_id, 12);
+	assert_int_equal(id.ino, 7);
+	assert_int_equal(count, 3);
+	assert_int_equal(drm_dmabuf_parse(named, &id, &count), 0);
+	assert_int_equal(id.mnt_id, 12);
+	assert_int_equal(id.ino, 7);
+	assert_int_equal(count, 3);
+	assert_int_equal(drm_dmabuf_parse(no_exporter, &id, NULL), -EINVAL);
+	assert_int_equal(drm_dmabuf_parse(old_kernel, &id, &count), -EINVAL);
+}
+
 static void test_addfb_checks(void **state) {
 	struct rig *r = rig_new();
 	uint32_t h = dumb(r, r->a, 64, 64);
@@ -616,6 +785,8 @@ int main(void) {
 		cmocka_unit_test(test_legacy_flow),  cmocka_unit_test(test_setcrtc_checks),
 		cmocka_unit_test(test_master),       cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_addfb_checks), cmocka_unit_test(test_rounds),
+		cmocka_unit_test(test_prime),        cmocka_unit_test(test_prime_off),
+		cmocka_unit_test(test_dmabuf_identify), cmocka_unit_test(test_dmabuf_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,7 +10,10 @@
 #include <cmocka.h>
 #include <drm_fourcc.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "drm-ioctl.h"
@@ -23,7 +26,9 @@
 struct rig {
 	struct drm_node *node;
 	struct drm_file *a, *b;
-	unsigned int allocs, releases;
+	unsigned int allocs, releases, exports;
+	/* What the fake PRIME says of every exported dma-buf: a program still holds it. */
+	bool dmabuf_held;
 	unsigned int n_scanout, n_master, n_readable, n_vblank;
 	struct drm_scanout last;
 	struct drm_mode_rect damage[16];
@@ -51,7 +56,47 @@ static inline void counted_release(void *userdata, int fd, uint64_t size) {
 	drm_memfd_ops.release(NULL, fd, size);
 }
 
-static const struct drm_memory_ops counted_ops = { counted_alloc, counted_release };
+static const struct drm_memory_ops counted_ops = { .alloc = counted_alloc, .release = counted_release };
+
+/* PRIME stood in for: a "dma-buf" is a memfd of its own, told apart by its inode as the kernel's are. */
+static inline int fake_export(void *userdata, int fd, uint64_t size, int *ret_dmabuf, struct drm_dmabuf_id *ret_id) {
+	struct rig *r = userdata;
+	struct stat st;
+	int d;
+
+	(void)fd;
+	(void)size;
+	d = memfd_create("fake-dmabuf", MFD_CLOEXEC);
+	if (d < 0)
+		return -errno;
+	assert_int_equal(fstat(d, &st), 0);
+	*ret_dmabuf = d;
+	*ret_id = (struct drm_dmabuf_id){ .mnt_id = st.st_dev, .ino = st.st_ino };
+	r->exports++;
+	return 0;
+}
+
+static inline bool fake_exported_held(void *userdata, int dmabuf) {
+	(void)dmabuf;
+	return ((struct rig *)userdata)->dmabuf_held;
+}
+
+static const struct drm_memory_ops prime_ops = {
+	.alloc = counted_alloc,
+	.release = counted_release,
+	.export = fake_export,
+	.exported_held = fake_exported_held,
+};
+
+static inline int fake_dmabuf_of(const struct drm_ioctl_ctx *ctx, int fd, struct drm_dmabuf_id *ret) {
+	struct stat st;
+
+	(void)ctx;
+	if (fstat(fd, &st) < 0)
+		return -EBADF;
+	*ret = (struct drm_dmabuf_id){ .mnt_id = st.st_dev, .ino = st.st_ino };
+	return 0;
+}
 
 static inline void on_scanout(struct listener *l, void *data) {
 	struct rig *r = container_of(l, struct rig, on_scanout);
@@ -81,13 +126,14 @@ static inline void on_vblank(struct listener *l, void *data) {
 	container_of(l, struct rig, on_vblank)->n_vblank++;
 }
 
-static inline struct rig *rig_new_budget(uint64_t budget) {
+static inline struct rig *rig_new_with(uint64_t budget, bool prime) {
 	struct rig *r = calloc(1, sizeof(*r));
 	struct drm_node_config cfg = {
 		.mode = { .width = W, .height = H, .refresh_hz = 60 },
 		.name = "test",
 		.budget = budget,
-		.memory = &counted_ops,
+		.memory = prime ? &prime_ops : &counted_ops,
+		.prime_caps = prime ? DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT : 0,
 	};
 	struct drm_node_events *ev;
 
@@ -104,10 +150,16 @@ static inline struct rig *rig_new_budget(uint64_t budget) {
 	signal_add(&ev->readable, &r->on_readable);
 	signal_add(&ev->vblank, &r->on_vblank);
 	r->ctx = (struct drm_ioctl_ctx){ .now_usec = 1000000, .pid = 100, .privileged = false };
+	if (prime)
+		r->ctx.dmabuf_of = fake_dmabuf_of;
 	r->now = 1000000;
 	assert_int_equal(drm_file_open(r->node, 100, &r->a), 0);
 	assert_int_equal(drm_file_open(r->node, 200, &r->b), 0);
 	return r;
+}
+
+static inline struct rig *rig_new_budget(uint64_t budget) {
+	return rig_new_with(budget, false);
 }
 
 static inline struct rig *rig_new(void) {

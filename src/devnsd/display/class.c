@@ -267,6 +267,8 @@ void display_class_free(struct display_class *dc) {
 	sd_event_source_disable_unref(dc->copy);
 	sd_event_source_disable_unref(dc->backend_source);
 	display_output_free(dc->backend);
+	if (dc->udmabuf >= 0)
+		close(dc->udmabuf);
 	free(dc->scan);
 	free(dc->snap);
 	free(dc->device);
@@ -349,6 +351,7 @@ int display_class_new_core(struct manager *m, struct display_output *b, const ch
 	dc->base.manager = m;
 	dc->backend = b;
 	dc->transport = transport;
+	dc->udmabuf = -1;
 	LIST_INIT(&dc->nodes);
 	b->flip_done = display_on_flip_done;
 	b->userdata = dc;

@@ -232,6 +232,8 @@ struct display_class {
 	unsigned int poll_empty;
 	/* Bytes of dumb buffers each persona's card0 may hold; 0: drm-node.h's default. */
 	uint64_t drm_budget;
+	/* /dev/udmabuf, for card0's PRIME (dma-bufs of dumb buffers), or -1: DRM_CAP_PRIME answers 0. */
+	int udmabuf;
 };
 
 /*

@@ -258,6 +258,9 @@ int display_drm_new(struct display_node *dn) {
 					   .one_mode = true,
 					   .name = dn->persona->name,
 					   .budget = dc->drm_budget,
+					   .memory = dc->udmabuf >= 0 ? &drm_udmabuf_ops : NULL,
+					   .memory_userdata = &dc->udmabuf,
+					   .prime_caps = dc->udmabuf >= 0 ? DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT : 0,
 				   });
 	if (r < 0)
 		return r;

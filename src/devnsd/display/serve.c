@@ -4,6 +4,7 @@
  * persona's framebuffer served as an fb0 node over CUSE and an mmap
  * socket, and the routed /dev/devns/fb0. The core is display/class.c.
  */
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,6 +409,12 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 		return log_error_errno(r, "%s: cannot set up the display: %m", device);
 	dc->lost = lost;
 	dc->drm_budget = conf->display_card_bytes;
+	dc->udmabuf = open("/dev/udmabuf", O_RDWR | O_CLOEXEC | O_NOCTTY);
+	if (dc->udmabuf < 0)
+		log_info("card0: PRIME is off, no /dev/udmabuf (%m): programs that share dumb buffers as dma-bufs "
+			 "(wlroots) cannot run");
+	else
+		log_info("card0: PRIME through /dev/udmabuf: dumb buffers are exported and imported as dma-bufs");
 	r = display_state_register(dc);
 	if (r < 0) {
 		display_class_free(dc);

@@ -124,8 +124,11 @@ static void refuse(struct conn *c, const char *why) {
 	conn_free(c);
 }
 
-static int send_memfd(int fd, int memfd, uint64_t size, uint64_t serial) {
-	struct devns_fb_grant grant = { .magic = DEVNS_FB_GRANT_MAGIC, .size = size, .serial = serial };
+/* The grant, with memfd unless it is -1 (then error says why). */
+static int send_grant(int fd, int memfd, uint64_t size, uint64_t serial, int error) {
+	struct devns_fb_grant grant = {
+		.magic = DEVNS_FB_GRANT_MAGIC, .error = (uint32_t)error, .size = size, .serial = serial
+	};
 	struct iovec iov = { .iov_base = &grant, .iov_len = sizeof(grant) };
 	union {
 		struct cmsghdr align;
@@ -140,6 +143,10 @@ static int send_memfd(int fd, int memfd, uint64_t size, uint64_t serial) {
 	cmsg->cmsg_type = SCM_RIGHTS;
 	cmsg->cmsg_len = CMSG_LEN(sizeof(int));
 	memcpy(CMSG_DATA(cmsg), &memfd, sizeof(int));
+	if (memfd < 0) {
+		msg.msg_control = NULL;
+		msg.msg_controllen = 0;
+	}
 	if (sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(grant))
 		return errno ? -errno : -EIO;
 	return 0;
@@ -158,18 +165,23 @@ static int grant_memfd(struct conn *c, int access_mode) {
 	r = fb_node_reopen(fb, access_mode, &fd);
 	if (r < 0)
 		return r;
-	return send_memfd(c->fd, fd, fb->size, fb->serial);
+	return send_grant(c->fd, fd, fb->size, fb->serial, 0);
 }
 
-/* A card0 dumb buffer's memory, likewise in a description of the program's own. */
-static int grant_buffer(struct conn *c, const struct cuse_drm_grant *grant) {
+/*
+ * A card0 dumb buffer's memory, likewise in a description of the program's
+ * own; its dma-buf as it is (nothing of devnsd's reads or locks it).
+ */
+static int grant_buffer(struct conn *c, const struct cuse_drm_grant *grant, bool dmabuf) {
 	_cleanup_(closep) int fd = -1;
 	int r;
 
+	if (dmabuf)
+		return send_grant(c->fd, grant->memfd, grant->size, grant->serial, 0);
 	r = memfd_reopen(grant->memfd, grant->access_mode, &fd);
 	if (r < 0)
 		return r;
-	return send_memfd(c->fd, fd, grant->size, grant->serial);
+	return send_grant(c->fd, fd, grant->size, grant->serial, 0);
 }
 
 /* Logs a failure to hand memory over, a few at once, then once a minute. */
@@ -190,20 +202,32 @@ static void log_grant_failure(struct conn *c, uid_t uid, int r) {
 				  "minute)", dn->socket_path, (unsigned int)uid);
 }
 
-/* A ticket of card0: the dumb buffer it names, sent once; the connection ends. */
+/*
+ * A ticket of card0: the dumb buffer it names, or its dma-buf, sent once;
+ * the connection ends. A valid ticket whose dma-buf cannot be had gets a
+ * grant without an fd, saying why.
+ */
 static void handle_buffer_request(struct conn *c, const struct devns_fb_request *req) {
 	struct display_node *dn = c->socket->node;
+	bool dmabuf = req->intent == DEVNS_FB_INTENT_DMABUF;
 	struct cuse_drm_grant grant;
 	int r;
 
-	if (!dn->drm_cuse || cuse_drm_redeem(dn->drm_cuse, &req->ticket, &grant) < 0)
+	r = dn->drm_cuse ? cuse_drm_redeem(dn->drm_cuse, &req->ticket, dmabuf, &grant) : -ENOENT;
+	if (r == -ENOENT)
 		return refuse(c, "no valid ticket");
+	if (r < 0) {
+		log_debug_errno(r, "%s: no dma-buf of %s for this ticket: %m", dn->socket_path, dn->drm_path);
+		(void)send_grant(c->fd, -1, 0, 0, -r);
+		return conn_free(c);
+	}
 	c->uid = grant.uid;
-	r = grant_buffer(c, &grant);
+	r = grant_buffer(c, &grant, dmabuf);
 	if (r < 0)
 		log_grant_failure(c, grant.uid, r);
 	else
-		log_debug("%s: uid %u got a dumb buffer of %s", dn->socket_path, (unsigned int)grant.uid, dn->drm_path);
+		log_debug("%s: uid %u got a dumb buffer%s of %s", dn->socket_path, (unsigned int)grant.uid,
+			  dmabuf ? "'s dma-buf" : "", dn->drm_path);
 	conn_free(c);
 }
 
@@ -235,9 +259,13 @@ static void handle_request(struct conn *c) {
 	if (n != (ssize_t)sizeof(req))
 		return refuse(c, n <= 0 ? "no request" : "a malformed request");
 	memcpy(&req, buf, sizeof(req));
-	if (req.magic != DEVNS_FB_REQUEST_MAGIC ||
-	    (req.intent != DEVNS_FB_INTENT_MAP && req.intent != DEVNS_FB_INTENT_WRITE))
+	if (req.magic != DEVNS_FB_REQUEST_MAGIC || (req.intent != DEVNS_FB_INTENT_MAP &&
+						    req.intent != DEVNS_FB_INTENT_WRITE &&
+						    req.intent != DEVNS_FB_INTENT_DMABUF))
 		return refuse(c, "a malformed request");
+	/* Only card0's buffers have a dma-buf. */
+	if (req.intent == DEVNS_FB_INTENT_DMABUF)
+		return handle_buffer_request(c, &req);
 	/* Single use: from here on the ticket is gone, whatever happens. */
 	if (!dn->cuse || cuse_fb_redeem(dn->cuse, &req.ticket, &grant) < 0)
 		return handle_buffer_request(c, &req);

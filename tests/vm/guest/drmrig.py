@@ -14,6 +14,7 @@ import fbrig
 BUILD = rig.BUILD
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
 DRAW = os.path.join(BUILD, "tests", "vm", "drm-dumb-draw")
+PRIME = os.path.join(BUILD, "tests", "vm", "drm-prime")
 CARD = "/dev/dri/card0"
 
 # modetest's SMPTE pattern (libdrm tests/util/pattern.c): the top two thirds are seven bars at 75%.
@@ -97,14 +98,21 @@ class CardTestCase(rig.PersonaTestCase):
 
     def tearDown(self):
         for p in self.procs:
-            if p.poll() is None:
-                # The client and nsenter, which forked it into the container, are one group.
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                    p.wait(30)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    os.killpg(p.pid, signal.SIGKILL)
+            # The client, nsenter, which forked it into the container, and whatever the client
+            # forked (a compositor's seat server) are one group, which may outlive its leader.
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             p.wait(30)
+            # What stayed when its leader went (a server that ignores SIGTERM).
+            try:
+                os.killpg(p.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         super().tearDown()
 
     def start(self, container, *cmd, env=()):

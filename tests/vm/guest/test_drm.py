@@ -8,6 +8,7 @@ and come at a switch, and fb0's frame comes back when the card's master goes."""
 import os
 import re
 import signal
+import subprocess
 import tempfile
 
 import devnsrig as rig
@@ -96,6 +97,125 @@ class CardPersonas(drmrig.CardTestCase):
         rate = float(re.search(r"freq: (\d+\.\d+)Hz", mt.text).group(1))
         self.assertGreater(rate, 0)
         mt.proc.send_signal(signal.SIGINT)
+
+
+FB0_WORK = drmrig.FB0_COLORS["work"]
+# DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT
+PRIME_CAPS = 3
+# The default budget of a persona's dumb buffers (drm-node.h): the larger of 64 MiB and six frames.
+BUDGET_MIN, BUDGET_FRAMES = 64 << 20, 6
+
+
+class CardPrime(drmrig.CardTestCase):
+    """PRIME on a kernel with udmabuf (Debian 13's 6.12): dumb buffers shared as dma-bufs between
+    a card's files, as wlroots' dumb allocator and DRM backend share them. Without udmabuf
+    (Debian 12's 6.1) the card says it has no PRIME, and export fails with EOPNOTSUPP."""
+
+    colors = ((0x20, 0x50, 0xa0), (0xe0, 0xc0, 0x20))
+
+    def prime(self, container, *args):
+        return self.start(container, drmrig.PRIME, CARD, "0x205aa0", "0xe0c020", *args)
+
+    def shows_prime_frame(self, shot):
+        w, h, _ = shot
+        return (drmrig.pixel_at(shot, w // 2, h // 8) == (0xe0, 0xc0, 0x20)
+                and drmrig.pixel_at(shot, w // 2, 3 * h // 4) == (0x20, 0x5a, 0xa0))
+
+    def without_udmabuf(self, c):
+        """On a kernel without udmabuf: whether the client c was told plainly that there is no PRIME."""
+        if os.path.exists("/dev/udmabuf"):
+            return False
+        text = c.finish(60)
+        self.assertIn("prime 0\n", text)
+        self.assertIn("PRIME_HANDLE_TO_FD: Operation not supported", text)
+        return True
+
+    def test_dumb_buffers_shared_as_dmabufs(self):
+        c = self.prime(self.work, "--reopen", "--hold", "600000")
+        if self.without_udmabuf(c):
+            return
+        self.assertTrue(c.wait_for(r"\nshown", 90), c.text)
+        self.assertIn("prime %d\n" % PRIME_CAPS, c.text)
+        # The second file is the one libdrm names: the container's own card0.
+        self.assertIn("reopened %s\n" % CARD, c.text)
+        self.assertRegex(c.text, r"exported \d+ cloexec 1\n")
+        self.assertIn("dmabuf maps the buffer\n", c.text)
+        self.assertRegex(c.text, r"imported \d+ same 1\n")
+        self.assertIn("refused pipe EINVAL\n", c.text)
+        self.assertIn("refused memfd EINVAL\n", c.text)
+        # The frame imported from the dma-buf is on the screen, the band drawn through it too.
+        self.assertTrue(self.wait_screen("prime-shown", self.shows_prime_frame, 30),
+                        "the imported frame is not on the screen: %s" % c.text)
+        rig.devnsctl("switch", "personal")
+        self.assert_fb0_shown("personal", "prime-background")
+        rig.devnsctl("switch", "work")
+        self.assertTrue(self.wait_screen("prime-back", self.shows_prime_frame, 30),
+                        "the imported frame is not back after the switch")
+
+    def test_held_dmabufs_count_against_the_budget(self):
+        c = self.prime(self.personal, "--fill-budget")
+        if self.without_udmabuf(c):
+            return
+        text = c.finish(180)
+        self.assertEqual(c.proc.returncode, 0, text)
+        m = re.search(r"^held (\d+) of (\d+) bytes, then (\w+)$", text, re.M)
+        self.assertIsNotNone(m, text)
+        held, size, err = int(m.group(1)), int(m.group(2)), m.group(3)
+        budget = max(BUDGET_MIN, BUDGET_FRAMES * self.w * self.h * 4)
+        # The shown buffer and the held ones fill the budget: buffers whose dma-buf a program
+        # holds are still counted after their last handle went, and count no more once let go.
+        self.assertEqual(err, "ENOMEM", text)
+        self.assertLessEqual((held + 1) * size, budget, text)
+        self.assertGreater((held + 2) * size, budget, text)
+        self.assertIn("room again\n", text)
+        # The background persona's frame never reached the screen.
+        self.assert_fb0_shown("work", "prime-budget-background")
+
+    def test_cage_shows_only_while_active(self):
+        """cage, a kiosk compositor on wlroots, draws with wlroots' pixman renderer into dumb
+        buffers that its allocator shares with its DRM backend as dma-bufs. It needs PRIME import:
+        without udmabuf it says so and stops."""
+        # cage refuses to run as root. A user in the video group may open the card and its socket;
+        # libseat's built-in seat server opens the card for cage.
+        self.work.run("sh", "-c", "rm -rf /tmp/cage-xdg && mkdir -m 700 /tmp/cage-xdg && chown 65534:65534 /tmp/cage-xdg")
+        c = self.start(self.work, "setpriv", "--reuid=65534", "--regid=65534", "--groups=44", "--",
+                       "cage", "--", "weston-simple-shm",
+                       env=("LIBSEAT_BACKEND=builtin", "SEATD_VTBOUND=0", "WLR_RENDERER=pixman",
+                            "WLR_LIBINPUT_NO_DEVICES=1", "XDG_RUNTIME_DIR=/tmp/cage-xdg"))
+        if not os.path.exists("/dev/udmabuf"):
+            text = c.finish(90)
+            drmrig.keep("cage.log", text)
+            self.assertIn("PRIME import not supported", text)
+            return
+        fb0 = FB0_WORK
+
+        def cage_drawing(shot):
+            self.assertIsNone(c.proc.poll(), "cage stopped: %s" % c.text)
+            colors = set(shot[2][i:i + 3] for i in range(0, len(shot[2]), 3 * 997))
+            return drmrig.share_of(shot, fb0) < 0.05 and len(colors) > 2
+
+        try:
+            self.assertTrue(drmrig.changing(lambda: self.screen("cage"), cage_drawing, 120),
+                            "cage's frames are not on the screen: %s" % c.text)
+            rig.devnsctl("switch", "personal")
+            self.assert_fb0_shown("personal", "cage-background")
+            rig.devnsctl("switch", "work")
+            self.assertTrue(drmrig.changing(lambda: self.screen("cage-back"), cage_drawing, 60),
+                            "cage's frames are not back after the switch: %s" % c.text)
+        finally:
+            drmrig.keep("cage.log", c.text)
+
+    def test_another_persona_cannot_import(self):
+        # A program of personal's that got hold of work's dma-buf (here: one program, given both
+        # cards from the host) cannot make a handle of it on personal's card.
+        p = subprocess.run(["env", "LD_PRELOAD=" + drmrig.PRELOAD, drmrig.PRIME, "/dev/devns/work/card0", "0x102030",
+                            "0x405060", "--import-into", "/dev/devns/personal/card0"],
+                           capture_output=True, text=True, timeout=120)
+        if not os.path.exists("/dev/udmabuf"):
+            self.assertIn("PRIME_HANDLE_TO_FD: Operation not supported", p.stderr)
+            return
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("refused by DEVICE2 EINVAL\n", p.stdout)
 
 
 if __name__ == "__main__":
