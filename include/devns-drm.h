@@ -32,12 +32,12 @@
  * answers with the grant and the buffer's dma-buf, the same one each time
  * (a program maps it writable: only a file open for reading and writing
  * gets it), or with a grant that carries no fd and says why in error
- * (EACCES, EOPNOTSUPP, udmabuf's ENOMEM or EINVAL for a buffer over its
- * size limit). DRM_IOCTL_PRIME_FD_TO_HANDLE needs no library: devnsd sees
- * which dma-buf the caller's fd is in the caller's /proc/PID/fdinfo and
- * takes the card's own dma-bufs, of any open file of the persona's card0.
- * A buffer whose dma-buf a program still holds stays, and counts against
- * the persona's budget, after its last handle and framebuffer went.
+ * (EACCES, EOPNOTSUPP, or UDMABUF_CREATE's errno, such as EINVAL for a
+ * buffer over udmabuf's size limit or EMFILE). DRM_IOCTL_PRIME_FD_TO_HANDLE
+ * needs no library: devnsd compares the caller's fd with the card's own
+ * dma-bufs (kcmp(2)) and takes those, of any open file of the persona's
+ * card0. A buffer whose dma-buf a program still holds stays, and counts
+ * against the persona's budget, after its last handle and framebuffer went.
  *
  * A DRM client tells the display what it drew (SETCRTC, PAGE_FLIP,
  * DIRTYFB, an atomic commit), so a mapping needs no connection of its own.

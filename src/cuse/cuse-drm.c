@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <linux/kcmp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/queue.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "cuse-device.h"
 #include "cuse-drm.h"
@@ -457,21 +460,21 @@ static void get_ticket(fuse_req_t req, struct open_file *f, void *arg, const voi
 }
 
 /*
- * PRIME_FD_TO_HANDLE: which dma-buf the caller's fd is, from the caller's
- * /proc/PID/fdinfo (PID: the thread blocked in this ioctl). The file itself
- * is never touched: it may be one whose every call waits on its owner.
+ * PRIME_FD_TO_HANDLE: whether the caller's fd is the same open file as one
+ * of the node's dma-bufs. kcmp() compares the two files without calling
+ * anything of them: the caller's may be one whose every call waits on its
+ * owner. The caller (ctx->pid, the thread blocked in this ioctl) is looked
+ * up by number, in devnsd's pid namespace.
  */
-static int caller_dmabuf(const struct drm_ioctl_ctx *ctx, int fd, struct drm_dmabuf_id *ret) {
-	_cleanup_(closep) int dir = -1;
-	char path[64];
+static int caller_same_file(const struct drm_ioctl_ctx *ctx, int fd, int own) {
+	long r;
 
 	if (ctx->pid <= 0)
 		return -EBADF;
-	snprintf(path, sizeof(path), "/proc/%d/fdinfo", (int)ctx->pid);
-	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return errno == ENOENT ? -EBADF : -errno;
-	return drm_dmabuf_identify(dir, fd, ret, NULL);
+	r = syscall(SYS_kcmp, getpid(), ctx->pid, KCMP_FILE, own, fd);
+	if (r < 0)
+		return errno == EBADF || errno == ESRCH ? -EBADF : -errno;
+	return r == 0;
 }
 
 static void cd_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
@@ -483,7 +486,7 @@ static void cd_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *
 		.now_usec = monotonic_usec(),
 		.pid = fctx->pid,
 		.privileged = fctx->uid == 0,
-		.dmabuf_of = caller_dmabuf,
+		.same_file = caller_same_file,
 	};
 	unsigned int c = (unsigned int)cmd, round;
 
@@ -562,6 +565,8 @@ void cuse_drm_revoke(struct cuse_drm *cd) {
 	/* Each file's tickets go with it. */
 	LIST_FOREACH(f, &cd->files, link)
 		file_detach(f, ENODEV);
+	/* What the revoked container still holds of the card is its own now, not the persona's. */
+	drm_node_drop_held(cd->node);
 }
 
 struct cuse_drm *cuse_drm_free(struct cuse_drm *cd) {

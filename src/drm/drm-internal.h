@@ -41,9 +41,8 @@ struct drm_buffer {
 	uint32_t width, height, bpp, pitch;
 	uint64_t map_offset; /* MAP_DUMB's answer */
 	uint64_t serial;
-	/* PRIME: the dma-buf of the memory (-1 until exported), and which it is. */
+	/* PRIME: the dma-buf of the memory, -1 until exported. */
 	int dmabuf;
-	struct drm_dmabuf_id dmabuf_id;
 	/* In the node's held list: no handle or framebuffer left, a program still holds the dma-buf. */
 	bool held;
 	LIST_ENTRY(drm_buffer) link;

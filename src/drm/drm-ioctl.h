@@ -48,8 +48,9 @@
  * library trades the buffer's MAP_DUMB ticket for the dma-buf instead
  * (drm_node_export(), devns-drm.h). PRIME_FD_TO_HANDLE takes dma-bufs the
  * node exported (also of buffers gone from every file, while a program
- * holds their dma-buf): the file's handle to that buffer, the one it has
- * or a new one; -EINVAL for any other dma-buf.
+ * holds their dma-buf), as ctx->same_file() tells them: the file's handle
+ * to that buffer, the one it has or a new one; -EBADF for no such fd,
+ * -EINVAL for any other file.
  */
 
 #define DRM_IOCTL_ROUNDS 4
@@ -73,12 +74,13 @@ struct drm_ioctl_ctx {
 	pid_t pid;         /* the caller's process (SET_MASTER lets the file's last master back in) */
 	bool privileged;   /* the caller may take master without having had it (CAP_SYS_ADMIN) */
 	/*
-	 * PRIME_FD_TO_HANDLE: which dma-buf the caller's fd is (see
-	 * drm_dmabuf_identify()). NULL: the transport cannot tell, and import
-	 * fails with -EOPNOTSUPP.
+	 * PRIME_FD_TO_HANDLE: whether the caller's fd is the same open file as
+	 * own, an fd of the node's (1 or 0), or -EBADF when the caller has no
+	 * such fd. It must not call anything of the caller's file, which may be
+	 * one whose every call waits on its owner. NULL: the transport cannot
+	 * tell, and import fails with -EOPNOTSUPP.
 	 */
-	int (*dmabuf_of)(const struct drm_ioctl_ctx *ctx, int fd, struct drm_dmabuf_id *ret);
-	void *userdata;
+	int (*same_file)(const struct drm_ioctl_ctx *ctx, int fd, int own);
 };
 
 struct drm_ioctl_step {

@@ -57,24 +57,14 @@
 /* Event space of one open file, as the kernel's: each event is reserved when asked for. */
 #define DRM_FILE_EVENT_SPACE 4096
 
-/* Which dma-buf a file is: the mount of the kernel's dma-buf files, and the inode there (unique until reboot). */
-struct drm_dmabuf_id {
-	uint64_t mnt_id;
-	uint64_t ino;
-};
-
 /* Memory for dumb buffers: the daemon makes memfds and counts them. */
 struct drm_memory_ops {
 	/* size bytes of zeroed memory as an fd the node keeps until release(): 0 or a negative errno. */
 	int (*alloc)(void *userdata, uint64_t size, int *ret_fd);
 	/* The node is done with fd (release closes it). */
 	void (*release)(void *userdata, int fd, uint64_t size);
-	/*
-	 * PRIME, optional: a dma-buf of fd's size bytes, which the node keeps
-	 * (and closes) with the buffer, and which dma-buf it is: 0 or a
-	 * negative errno.
-	 */
-	int (*export)(void *userdata, int fd, uint64_t size, int *ret_dmabuf, struct drm_dmabuf_id *ret_id);
+	/* PRIME, optional: a dma-buf of fd's size bytes, which the node keeps (and closes) with the buffer: 0 or a negative errno. */
+	int (*export)(void *userdata, int fd, uint64_t size, int *ret_dmabuf);
 	/* Whether anyone but the node holds the dma-buf export() made (an fd, a mapping). */
 	bool (*exported_held)(void *userdata, int dmabuf);
 };
@@ -84,23 +74,28 @@ extern const struct drm_memory_ops drm_memfd_ops;
 
 /*
  * drm_memfd_ops with PRIME: export() makes a dma-buf of the memfd through
- * udmabuf, userdata pointing at the fd of an open /dev/udmabuf (Linux 4.20 and later,
- * CONFIG_UDMABUF). A buffer whose dma-buf a program still holds after its
- * last handle went stays counted against the budget, as its memory is
+ * udmabuf, userdata pointing at the fd of an open /dev/udmabuf (see
+ * drm_udmabuf_probe()). A buffer whose dma-buf a program still holds after
+ * its last handle went stays counted against the budget, as its memory is
  * still there, until the program lets the dma-buf go: the node looks
- * again when it needs the room.
+ * again (the dma-buf's references, in devnsd's own fdinfo of it) when it
+ * needs the room.
  */
 extern const struct drm_memory_ops drm_udmabuf_ops;
 
 /*
- * Which dma-buf an open file is, from its /proc/PID/fdinfo/FD (read
- * through dirfd, a /proc/PID/fdinfo directory, without touching the file
- * itself): 0, -EBADF for no such fd, -EINVAL for a file that is no
- * dma-buf. *ret_count: how many references the file has (0 to skip).
+ * Whether /dev/udmabuf (udmabuf, its open fd) can make dma-bufs of the
+ * node's memfds, and the transport can compare files (kcmp(2)): 0, or the
+ * negative errno of what failed.
  */
-int drm_dmabuf_identify(int dirfd, int fd, struct drm_dmabuf_id *ret, long *ret_count);
-/* The same from an fdinfo file's text (changed in place): 0 or -EINVAL. */
-int drm_dmabuf_parse(char *text, struct drm_dmabuf_id *ret, long *ret_count);
+int drm_udmabuf_probe(int udmabuf);
+
+/*
+ * How many references the file whose /proc/.../fdinfo text this is has
+ * (a dma-buf's "count:" line; the text is changed in place): 0, or -EINVAL
+ * for text that is no dma-buf's.
+ */
+int drm_dmabuf_count(char *text, long *ret);
 
 struct drm_node_config {
 	/* The persona's mode: the connector's preferred one; smaller standard modes follow it unless one_mode. */
@@ -118,7 +113,7 @@ struct drm_node_config {
 	/*
 	 * DRM_CAP_PRIME's answer: only when the transport really exports
 	 * dma-bufs (memory's export(), a program's library to hand them over)
-	 * and can tell which dma-buf a caller's fd is (struct drm_ioctl_ctx).
+	 * and can tell whether a caller's fd is one of them (struct drm_ioctl_ctx).
 	 */
 	uint64_t prime_caps;
 	/* NULL: drm_memfd_ops. */
@@ -227,6 +222,13 @@ int drm_node_export(struct drm_node *n, const struct drm_file *file, uint64_t of
 
 /* Buffers gone from every file whose dma-buf a program still held when the node last looked. */
 unsigned int drm_node_n_held(const struct drm_node *n);
+
+/*
+ * Forgets those buffers (the persona was revoked: whoever still holds their
+ * dma-bufs is not the persona's any more): they count no more, and can no
+ * longer be imported.
+ */
+void drm_node_drop_held(struct drm_node *n);
 
 /*
  * A new open file of the node, opened by process pid. The first open file

@@ -355,31 +355,45 @@ static int handle_of(struct drm_file *f, struct drm_buffer *b, uint32_t *ret) {
 	return 0;
 }
 
-static bool is_dmabuf(const struct drm_buffer *b, const struct drm_dmabuf_id *id) {
-	return b->dmabuf >= 0 && b->dmabuf_id.mnt_id == id->mnt_id && b->dmabuf_id.ino == id->ino;
+/* Which of list's exported buffers the caller's fd is: 0 with *ret (NULL: none), or -EBADF, -EINVAL. */
+static int find_dmabuf(struct drm_call *c, struct drm_buffer *first, int fd, struct drm_buffer **ret) {
+	for (struct drm_buffer *b = first; b; b = LIST_NEXT(b, link)) {
+		int r;
+
+		if (b->dmabuf < 0)
+			continue;
+		r = c->ctx->same_file(c->ctx, fd, b->dmabuf);
+		if (r < 0)
+			/* The kernel's dma_buf_get() knows no other failure. */
+			return r == -EBADF ? -EBADF : -EINVAL;
+		if (r > 0) {
+			*ret = b;
+			return 0;
+		}
+	}
+	*ret = NULL;
+	return 0;
 }
 
 /* drm_gem_prime_fd_to_handle(): only the node's own dma-bufs, as a device without a GPU can take no other. */
 static int prime_fd_to_handle(struct drm_call *c) {
 	struct drm_prime_handle *a = c->arg;
 	struct drm_node *n = c->n;
-	struct drm_dmabuf_id id;
 	struct drm_buffer *b;
 	int r;
 
-	if (!(n->prime_caps & DRM_PRIME_CAP_IMPORT) || !c->ctx->dmabuf_of)
+	if (!(n->prime_caps & DRM_PRIME_CAP_IMPORT) || !c->ctx->same_file)
 		return -EOPNOTSUPP;
 	if (a->fd < 0)
 		return -EBADF;
-	r = c->ctx->dmabuf_of(c->ctx, a->fd, &id);
+	r = find_dmabuf(c, LIST_FIRST(&n->buffers), a->fd, &b);
 	if (r < 0)
 		return r;
-	LIST_FOREACH(b, &n->buffers, link)
-		if (is_dmabuf(b, &id))
-			return handle_of(c->f, b, &a->handle);
-	LIST_FOREACH(b, &n->held, link)
-		if (is_dmabuf(b, &id))
-			break;
+	if (b)
+		return handle_of(c->f, b, &a->handle);
+	r = find_dmabuf(c, LIST_FIRST(&n->held), a->fd, &b);
+	if (r < 0)
+		return r;
 	if (!b)
 		return -EINVAL;
 	/* Its dma-buf kept it: it is a buffer again, with this handle. */
@@ -416,7 +430,7 @@ int drm_node_export(struct drm_node *n, const struct drm_file *file, uint64_t of
 	if (b->dmabuf < 0) {
 		if (!n->memory->export)
 			return -EOPNOTSUPP;
-		r = n->memory->export(n->memory_userdata, b->fd, b->size, &b->dmabuf, &b->dmabuf_id);
+		r = n->memory->export(n->memory_userdata, b->fd, b->size, &b->dmabuf);
 		if (r < 0) {
 			b->dmabuf = -1;
 			return r;
@@ -428,6 +442,10 @@ int drm_node_export(struct drm_node *n, const struct drm_file *file, uint64_t of
 
 unsigned int drm_node_n_held(const struct drm_node *n) {
 	return n->n_held;
+}
+
+void drm_node_drop_held(struct drm_node *n) {
+	drm_buffer_free_held(n);
 }
 
 static int rmfb(struct drm_call *c) {

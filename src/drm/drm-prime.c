@@ -1,115 +1,117 @@
 /* SPDX-License-Identifier: MIT */
-/* PRIME's memory: dma-bufs of dumb buffers through udmabuf, and telling which dma-buf an open file is. */
+/* PRIME's memory: dma-bufs of dumb buffers through udmabuf, and whether a program still holds one. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/kcmp.h>
 #include <linux/udmabuf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "drm-node.h"
 #include "util.h"
 
-/* An fdinfo file is a few short lines; a dma-buf's adds its size, count, exporter and name. */
+/* The fdinfo of the node's own dma-buf, once the locks on it are gone: a few short lines and a name of 32 bytes. */
 #define FDINFO_MAX 4096
 
-int drm_dmabuf_parse(char *text, struct drm_dmabuf_id *ret, long *ret_count) {
-	bool has_mnt = false, has_ino = false, has_count = false, is_dmabuf = false;
-	struct drm_dmabuf_id id = { 0 };
+int drm_dmabuf_count(char *text, long *ret) {
 	char *line, *save = NULL;
+	bool has_count = false;
 	long count = -1;
 
 	/*
-	 * The first of each line counts: procfs's own lines come first, then
-	 * the dma-buf's, and last its name, which whoever holds the dma-buf
-	 * sets (DMA_BUF_SET_NAME) and may fill with lines of its own.
+	 * The first count counts: procfs's own lines come first, then the
+	 * dma-buf's, and last its name, which whoever holds the dma-buf sets
+	 * (DMA_BUF_SET_NAME) and may fill with lines of its own.
 	 */
 	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long v;
 
-		if (!has_mnt && sscanf(line, "mnt_id: %llu", &v) == 1) {
-			id.mnt_id = v;
-			has_mnt = true;
-		} else if (!has_ino && sscanf(line, "ino: %llu", &v) == 1) {
-			id.ino = v;
-			has_ino = true;
-		} else if (!has_count && sscanf(line, "count: %llu", &v) == 1) {
+		if (!has_count && sscanf(line, "count: %llu", &v) == 1) {
 			count = v <= (unsigned long long)LONG_MAX ? (long)v : LONG_MAX;
 			has_count = true;
 		} else if (strncmp(line, "exp_name:", 9) == 0) {
-			is_dmabuf = true;
-			/* What follows is the name's. */
-			break;
+			if (!has_count)
+				break;
+			*ret = count;
+			return 0;
 		}
 	}
-	/* Only the kernel's dma-buf files show an exporter; the inode in fdinfo came with Linux 5.14. */
-	if (!is_dmabuf || !has_mnt || !has_ino || (ret_count && !has_count))
-		return -EINVAL;
-	*ret = id;
-	if (ret_count)
-		*ret_count = count;
+	return -EINVAL;
+}
+
+static int udmabuf_create(int udmabuf, int fd, uint64_t size, int *ret_dmabuf) {
+	struct udmabuf_create create = { .memfd = (uint32_t)fd, .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
+	int dmabuf = ioctl(udmabuf, UDMABUF_CREATE, &create);
+
+	if (dmabuf < 0)
+		return -errno;
+	*ret_dmabuf = dmabuf;
 	return 0;
 }
 
-int drm_dmabuf_identify(int dirfd, int fd, struct drm_dmabuf_id *ret, long *ret_count) {
-	char name[16], buf[FDINFO_MAX];
+int drm_udmabuf_probe(int udmabuf) {
+	_cleanup_(closep) int memfd = -1, dmabuf = -1;
+	pid_t self = getpid();
+	int r;
+
+	r = drm_memfd_ops.alloc(NULL, (uint64_t)sysconf(_SC_PAGESIZE), &memfd);
+	if (r < 0)
+		return r;
+	r = udmabuf_create(udmabuf, memfd, (uint64_t)sysconf(_SC_PAGESIZE), &dmabuf);
+	if (r < 0)
+		return r;
+	/* Telling a caller's fd apart: kcmp() (CONFIG_KCMP), which a system call filter may refuse. */
+	if (syscall(SYS_kcmp, self, self, KCMP_FILE, dmabuf, dmabuf) != 0)
+		return errno > 0 ? -errno : -EIO;
+	return 0;
+}
+
+static int udmabuf_export(void *userdata, int fd, uint64_t size, int *ret_dmabuf) {
+	const int *udmabuf = userdata;
+
+	return udmabuf_create(*udmabuf, fd, size, ret_dmabuf);
+}
+
+/*
+ * The dma-buf's file references, from devnsd's own fdinfo of it. A program
+ * holding the dma-buf shares devnsd's open file and may have locked it:
+ * flock() and open file description locks belong to that file, are listed
+ * in its fdinfo before the count, and would stay until the last reference
+ * goes. They are lifted first (a lock on a dma-buf guards nothing).
+ */
+static bool udmabuf_exported_held(void *userdata, int dmabuf) {
+	struct flock unlock = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
+	char path[64], buf[FDINFO_MAX];
 	_cleanup_(closep) int info = -1;
 	size_t len = 0;
 	ssize_t k;
+	long count;
 
-	if (fd < 0)
-		return -EBADF;
-	snprintf(name, sizeof(name), "%d", fd);
-	info = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	(void)userdata;
+	(void)flock(dmabuf, LOCK_UN | LOCK_NB);
+	(void)fcntl(dmabuf, F_OFD_SETLK, &unlock);
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", dmabuf);
+	info = open(path, O_RDONLY | O_CLOEXEC);
+	/* Not knowing, the memory stays counted. */
 	if (info < 0)
-		return errno == ENOENT ? -EBADF : -errno;
-	/* procfs hands a seq_file out in pieces: read to its end. */
+		return true;
 	while (len < sizeof(buf) - 1 && (k = read(info, buf + len, sizeof(buf) - 1 - len)) != 0) {
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
-			return errno == ENOENT || errno == EBADF ? -EBADF : -errno;
+			return true;
 		}
 		len += (size_t)k;
 	}
 	buf[len] = '\0';
-	return drm_dmabuf_parse(buf, ret, ret_count);
-}
-
-static int udmabuf_export(void *userdata, int fd, uint64_t size, int *ret_dmabuf, struct drm_dmabuf_id *ret_id) {
-	struct udmabuf_create create = { .memfd = (uint32_t)fd, .flags = UDMABUF_FLAGS_CLOEXEC, .size = size };
-	_cleanup_(closep) int dir = -1, dmabuf = -1;
-	const int *udmabuf = userdata;
-	int r;
-	long count;
-
-	dmabuf = ioctl(*udmabuf, UDMABUF_CREATE, &create);
-	if (dmabuf < 0)
-		return -errno;
-	dir = open("/proc/self/fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0)
-		return -errno;
-	r = drm_dmabuf_identify(dir, dmabuf, ret_id, &count);
-	if (r < 0)
-		return r;
-	*ret_dmabuf = take_fd(&dmabuf);
-	return 0;
-}
-
-static bool udmabuf_exported_held(void *userdata, int dmabuf) {
-	_cleanup_(closep) int dir = -1;
-	struct drm_dmabuf_id id;
-	long count;
-
-	(void)userdata;
-	dir = open("/proc/self/fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	/* Not knowing, the memory stays counted. */
-	if (dir < 0 || drm_dmabuf_identify(dir, dmabuf, &id, &count) < 0)
-		return true;
-	return count > 1;
+	return drm_dmabuf_count(buf, &count) < 0 || count > 1;
 }
 
 static int udmabuf_alloc(void *userdata, uint64_t size, int *ret_fd) {

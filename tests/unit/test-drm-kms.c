@@ -564,12 +564,36 @@ static void test_prime(void **state) {
 	}
 	assert_int_equal(r->releases, 2);
 	assert_int_equal(drm_node_n_held(r->node), 0);
-	/* Held ones go with the node. */
+	/* A file closing with an exported buffer leaves it held. */
 	r->dmabuf_held = true;
 	h1 = dumb(r, r->b, 64, 64);
 	assert_int_equal(export_handle(r, r->b, h1, &d1), 0);
 	drm_file_close(r->b);
 	r->b = NULL;
+	assert_int_equal(drm_node_n_held(r->node), 1);
+	/* A revoked persona's held buffers are forgotten: no longer counted, no longer importable. */
+	{
+		uint64_t used = drm_node_memory_used(r->node);
+		unsigned int releases = r->releases;
+		/* The program's own copy of the dma-buf. */
+		int mine = dup(d1);
+
+		assert_true(mine >= 0);
+		drm_node_drop_held(r->node);
+		assert_int_equal(drm_node_n_held(r->node), 0);
+		assert_int_equal(r->releases, releases + 1);
+		assert_int_equal(drm_node_memory_used(r->node), used - 64 * 64 * 4);
+		assert_int_equal(prime_import(r, r->a, mine, &hb), -EINVAL);
+		close(mine);
+	}
+	/* Held ones go with the node. */
+	h1 = dumb(r, r->a, 64, 64);
+	assert_int_equal(export_handle(r, r->a, h1, &d1), 0);
+	{
+		struct drm_gem_close gc = { .handle = h1 };
+
+		assert_int_equal(io(r, r->a, DRM_IOCTL_GEM_CLOSE, &gc), 0);
+	}
 	assert_int_equal(drm_node_n_held(r->node), 1);
 	rig_free(r);
 }
@@ -588,44 +612,28 @@ static void test_prime_off(void **state) {
 	rig_free(r);
 }
 
-static void test_dmabuf_identify(void **state) {
-	_cleanup_(closep) int dir = open("/proc/self/fdinfo", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	struct drm_dmabuf_id id;
-	int fds[2];
-
-	(void)state;
-	assert_true(dir >= 0);
-	/* A pipe, a memfd: files, but no dma-buf. */
-	assert_int_equal(pipe(fds), 0);
-	assert_int_equal(drm_dmabuf_identify(dir, fds[0], &id, NULL), -EINVAL);
-	close(fds[0]);
-	assert_int_equal(drm_dmabuf_identify(dir, fds[0], &id, NULL), -EBADF);
-	close(fds[1]);
-	assert_int_equal(drm_dmabuf_identify(dir, -3, &id, NULL), -EBADF);
-}
-
-static void test_dmabuf_parse(void **state) {
+static void test_dmabuf_count(void **state) {
 	char plain[] = "pos:\t0\nflags:\t02000002\nmnt_id:\t12\nino:\t7\nsize:\t65536\ncount:\t3\n"
 		       "exp_name:\tudmabuf\n";
-	/* A name its holder set, made of lines that look like procfs's. */
+	/* A name its holder set, made of lines that look like the count. */
 	char named[] = "pos:\t0\nflags:\t02000002\nmnt_id:\t12\nino:\t7\nsize:\t65536\ncount:\t3\n"
-		       "exp_name:\tudmabuf\nname:\tx\ncount:\t1\nino:\t9\nmnt_id:\t13\n";
+		       "exp_name:\tudmabuf\nname:\tx\ncount:\t1\n";
+	/* Locks listed before the dma-buf's lines, and a text cut off before its count. */
+	char locked[] = "pos:\t0\nflags:\t02\nmnt_id:\t12\nino:\t7\nlock:\t1: FLOCK  ADVISORY  WRITE 9 00:0c:7 0 EOF\n"
+			"size:\t4096\ncount:\t2\nexp_name:\tudmabuf\n";
+	char cut[] = "pos:\t0\nflags:\t02\nmnt_id:\t12\nino:\t7\nlock:\t1: OFDLCK ADVISORY  WRITE -1 00:0c:7 0 0\n";
 	char no_exporter[] = "pos:\t0\nflags:\t02\nmnt_id:\t12\nino:\t7\n";
-	char old_kernel[] = "pos:\t0\nflags:\t02\nmnt_id:\t12\nsize:\t4096\ncount:\t1\nexp_name:\tudmabuf\n";
-	struct drm_dmabuf_id id;
 	long count;
 
 	(void)state;
-	assert_int_equal(drm_dmabuf_parse(plain, &id, &count), 0);
-	assert_int_equal(id.mnt_id, 12);
-	assert_int_equal(id.ino, 7);
+	assert_int_equal(drm_dmabuf_count(plain, &count), 0);
 	assert_int_equal(count, 3);
-	assert_int_equal(drm_dmabuf_parse(named, &id, &count), 0);
-	assert_int_equal(id.mnt_id, 12);
-	assert_int_equal(id.ino, 7);
+	assert_int_equal(drm_dmabuf_count(named, &count), 0);
 	assert_int_equal(count, 3);
-	assert_int_equal(drm_dmabuf_parse(no_exporter, &id, NULL), -EINVAL);
-	assert_int_equal(drm_dmabuf_parse(old_kernel, &id, &count), -EINVAL);
+	assert_int_equal(drm_dmabuf_count(locked, &count), 0);
+	assert_int_equal(count, 2);
+	assert_int_equal(drm_dmabuf_count(cut, &count), -EINVAL);
+	assert_int_equal(drm_dmabuf_count(no_exporter, &count), -EINVAL);
 }
 
 static void test_addfb_checks(void **state) {
@@ -786,7 +794,7 @@ int main(void) {
 		cmocka_unit_test(test_master),       cmocka_unit_test(test_budget),
 		cmocka_unit_test(test_addfb_checks), cmocka_unit_test(test_rounds),
 		cmocka_unit_test(test_prime),        cmocka_unit_test(test_prime_off),
-		cmocka_unit_test(test_dmabuf_identify), cmocka_unit_test(test_dmabuf_parse),
+		cmocka_unit_test(test_dmabuf_count),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
 /*
  * A DRM client that shares dumb buffers as dma-bufs, the way wlroots'
  * dumb allocator and its DRM backend do, through libdrm. Usage:
- *   drm-prime DEVICE COLOR BAND [--reopen] [--import-into DEVICE2] [--fill-budget] [--hold MS]
+ *   drm-prime DEVICE COLOR BAND [--reopen] [--import-into DEVICE2] [--import-epoll-on FILE] [--fill-budget]
+ *             [--hold MS]
  * It opens DEVICE (the master, A) and prints DRM_CAP_PRIME. With --reopen
  * it opens the card a second time by the name libdrm gives it
  * (drmGetDeviceNameFromFd2()) and authenticates that file with A's magic,
@@ -15,9 +16,12 @@
  * same handle), adds it as a framebuffer and shows it (SETCRTC).
  * Files that are no dma-buf of the card (a pipe, a memfd) are refused.
  * With --import-into, the dma-buf is also offered to DEVICE2 (another
- * persona's card) and refused there. With --fill-budget, B then exports
- * and destroys buffers of the mode's size, keeping their dma-bufs (each
- * named with lines that look like fdinfo's, saying nobody holds it), until
+ * persona's card) and refused there. With --import-epoll-on, a thread
+ * adds FILE (one whose poll never returns) to an epoll, which holds the
+ * epoll's lock while it waits, and that epoll is offered to A: refused at
+ * once. With --fill-budget, B then exports and destroys buffers of the
+ * mode's size, keeping their dma-bufs (each named with lines that look
+ * like fdinfo's, saying nobody holds it, and locked in many places), until
  * CREATE_DUMB fails, lets the dma-bufs go and creates one again. Each
  * step prints one line:
  *   prime CAPS
@@ -29,13 +33,15 @@
  *   refused pipe ERRNO-NAME
  *   refused memfd ERRNO-NAME
  *   refused by DEVICE2 ERRNO-NAME
+ *   refused epoll ERRNO-NAME
  *   shown
- *   held N of SIZE bytes, then ERRNO-NAME
+ *   held N of SIZE bytes, then ERRNO-NAME, with L locks
  *   room again
  *   done
  * Exit status 0, or 1 with "drm-prime: STEP: REASON" on stderr.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -43,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/epoll.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,6 +62,8 @@
 #include "drm-client.h"
 
 #define MAX_HELD 256
+/* Byte-range locks on each held dma-buf: their fdinfo lines are far more than a page. */
+#define LOCKS_PER_DMABUF 100
 
 static int fail(const char *step, int err) {
 	fprintf(stderr, "drm-prime: %s: %s\n", step, strerror(err));
@@ -103,7 +113,7 @@ static int fill_budget(int fd, uint32_t w, uint32_t h) {
 	static int held[MAX_HELD];
 	uint32_t handle, pitch;
 	uint64_t size = 0;
-	int n = 0, r;
+	int n = 0, locks = 0, r;
 
 	for (;;) {
 		r = dumb_new(fd, w, h, &handle, &pitch, &size);
@@ -116,10 +126,17 @@ static int fill_budget(int fd, uint32_t w, uint32_t h) {
 		/* A name that reads, in fdinfo, as if nobody else held the dma-buf. */
 		if (ioctl(held[n], DMA_BUF_SET_NAME, "held\ncount:\t1\nino:\t1") < 0)
 			return fail("DMA_BUF_SET_NAME", errno);
+		/* Locks of the open file, which devnsd shares: listed in its fdinfo before the count, many. */
+		locks += flock(held[n], LOCK_EX | LOCK_NB) == 0;
+		for (int k = 0; k < LOCKS_PER_DMABUF; k++) {
+			struct flock lk = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 2 * k, .l_len = 1 };
+
+			locks += fcntl(held[n], F_OFD_SETLK, &lk) == 0;
+		}
 		n++;
 		dumb_destroy(fd, handle);
 	}
-	printf("held %d of %llu bytes, then %s\n", n, (unsigned long long)size, errno_name(-r));
+	printf("held %d of %llu bytes, then %s, with %d locks\n", n, (unsigned long long)size, errno_name(-r), locks);
 	fflush(stdout);
 	for (int i = 0; i < n; i++)
 		close(held[i]);
@@ -128,6 +145,38 @@ static int fill_budget(int fd, uint32_t w, uint32_t h) {
 		return fail("CREATE_DUMB after the dma-bufs went", -r);
 	dumb_destroy(fd, handle);
 	printf("room again\n");
+	return 0;
+}
+
+static void *add_to_epoll(void *arg) {
+	int *fds = arg;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	/* Waits in the file's poll, holding the epoll's lock, until the process ends. */
+	(void)epoll_ctl(fds[0], EPOLL_CTL_ADD, fds[1], &ev);
+	return NULL;
+}
+
+/* An epoll whose lock a thread holds while it waits on path's poll, offered to fd: refused at once. */
+static int stuck_epoll(int fd, const char *path) {
+	static int fds[2];
+	struct timespec ts = { .tv_sec = 1 };
+	uint32_t handle = 0;
+	pthread_t thread;
+
+	fds[0] = epoll_create1(EPOLL_CLOEXEC);
+	fds[1] = open(path, O_RDONLY | O_CLOEXEC);
+	if (fds[0] < 0 || fds[1] < 0)
+		return fail(path, errno);
+	if (pthread_create(&thread, NULL, add_to_epoll, fds) != 0)
+		return fail("pthread_create", EAGAIN);
+	nanosleep(&ts, NULL);
+	if (drmPrimeFDToHandle(fd, fds[0], &handle) == 0) {
+		fprintf(stderr, "drm-prime: the epoll was imported as handle %u\n", handle);
+		return 1;
+	}
+	printf("refused epoll %s\n", errno_name(errno));
+	fflush(stdout);
 	return 0;
 }
 
@@ -143,7 +192,7 @@ static int refused(int fd, int other, const char *what) {
 }
 
 int main(int argc, char *argv[]) {
-	const char *import_into = NULL;
+	const char *import_into = NULL, *epoll_on = NULL;
 	bool reopen = false, budget = false;
 	unsigned int hold_ms = 0;
 	uint32_t color, band, w, h, crtc = 0, handle, pitch, ha, ha2, fb_id;
@@ -169,6 +218,8 @@ int main(int argc, char *argv[]) {
 			budget = true;
 		else if (strcmp(argv[i], "--import-into") == 0 && i + 1 < argc)
 			import_into = argv[++i];
+		else if (strcmp(argv[i], "--import-epoll-on") == 0 && i + 1 < argc)
+			epoll_on = argv[++i];
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else {
@@ -257,6 +308,8 @@ int main(int argc, char *argv[]) {
 		close(other);
 	}
 	fflush(stdout);
+	if (epoll_on && stuck_epoll(a, epoll_on))
+		return 1;
 
 	handles[0] = ha;
 	pitches[0] = pitch;

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A FUSE file system with one file, /file (4096 bytes of zeros), whose
- * flush and read never return to a process named COMM: it waits in
- * close(), or in a fault on a mapping of the file, until this server dies.
- * Everyone else is answered (closing it on exec, say).
+ * flush, read and poll never return to a process named COMM: it waits in
+ * close(), in a fault on a mapping of the file, or in poll() (epoll_ctl()
+ * adding the file, which holds the epoll's lock meanwhile), until this
+ * server dies. Everyone else is answered (closing it on exec, say).
  *   fuse-stall COMM MOUNTPOINT -f
  */
 #define FUSE_USE_VERSION 31
@@ -11,6 +12,7 @@
 #include <stdbool.h>
 #include <fcntl.h>
 #include <fuse.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -77,7 +79,19 @@ static int stall_read(const char *path, char *buf, size_t size, off_t off, struc
 	return (int)size;
 }
 
+static int stall_poll(const char *path, struct fuse_file_info *fi, struct fuse_pollhandle *ph, unsigned *reventsp) {
+	(void)path;
+	(void)fi;
+	while (asked_by_comm())
+		pause();
+	if (ph)
+		fuse_pollhandle_destroy(ph);
+	*reventsp = POLLIN;
+	return 0;
+}
+
 static const struct fuse_operations ops = {
+	.poll = stall_poll,
 	.getattr = stall_getattr,
 	.open = stall_open,
 	.read = stall_read,

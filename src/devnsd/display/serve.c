@@ -11,8 +11,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include "cuse-drm.h"
+#include "drm-node.h"
 #include "cuse-fb.h"
 #include "display/display-internal.h"
 #include "restart/state.h"
@@ -410,10 +412,14 @@ int display_class_new(struct manager *m, const struct conf *conf, struct display
 	dc->lost = lost;
 	dc->drm_budget = conf->display_card_bytes;
 	dc->udmabuf = open("/dev/udmabuf", O_RDWR | O_CLOEXEC | O_NOCTTY);
-	if (dc->udmabuf < 0)
-		log_info("card0: PRIME is off, no /dev/udmabuf (%m): programs that share dumb buffers as dma-bufs "
-			 "(wlroots) cannot run");
-	else
+	r = dc->udmabuf < 0 ? -errno : drm_udmabuf_probe(dc->udmabuf);
+	if (r < 0) {
+		log_full_errno(LOG_INFO, r, "card0: PRIME is off, %s: %m: programs that share dumb buffers as dma-bufs (wlroots) "
+			       "cannot run", dc->udmabuf < 0 ? "no /dev/udmabuf" : "dma-bufs cannot be made or told apart");
+		if (dc->udmabuf >= 0)
+			close(dc->udmabuf);
+		dc->udmabuf = -1;
+	} else
 		log_info("card0: PRIME through /dev/udmabuf: dumb buffers are exported and imported as dma-bufs");
 	r = display_state_register(dc);
 	if (r < 0) {

@@ -123,6 +123,13 @@ class CardTestCase(rig.PersonaTestCase):
         self.procs.append(p)
         return rig.Output(p)
 
+    def start_host(self, *cmd):
+        """A client on the host (outside every container), as start() does."""
+        p = subprocess.Popen(["env", "LD_PRELOAD=" + PRELOAD, *cmd], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        self.procs.append(p)
+        return rig.Output(p)
+
     def screen(self, name):
         return fbrig.screendump(name)
 

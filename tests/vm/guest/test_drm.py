@@ -100,6 +100,7 @@ class CardPersonas(drmrig.CardTestCase):
 
 
 FB0_WORK = drmrig.FB0_COLORS["work"]
+FUSE_STALL = os.path.join(rig.BUILD, "tests", "vm", "fuse-stall")
 # DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT
 PRIME_CAPS = 3
 # The default budget of a persona's dumb buffers (drm-node.h): the larger of 64 MiB and six frames.
@@ -158,13 +159,15 @@ class CardPrime(drmrig.CardTestCase):
             return
         text = c.finish(180)
         self.assertEqual(c.proc.returncode, 0, text)
-        m = re.search(r"^held (\d+) of (\d+) bytes, then (\w+)$", text, re.M)
+        m = re.search(r"^held (\d+) of (\d+) bytes, then (\w+), with \d+ locks$", text, re.M)
         self.assertIsNotNone(m, text)
         held, size, err = int(m.group(1)), int(m.group(2)), m.group(3)
         budget = max(BUDGET_MIN, BUDGET_FRAMES * self.w * self.h * 4)
         # The shown buffer and the held ones fill the budget: buffers whose dma-buf a program
         # holds are still counted after their last handle went, and count no more once let go.
         self.assertEqual(err, "ENOMEM", text)
+        # Each dma-buf was also locked (flock and byte ranges) by the program, which shares devnsd's open file.
+        self.assertGreater(int(re.search(r", with (\d+) locks", text).group(1)), held, text)
         self.assertLessEqual((held + 1) * size, budget, text)
         self.assertGreater((held + 2) * size, budget, text)
         self.assertIn("room again\n", text)
@@ -204,6 +207,29 @@ class CardPrime(drmrig.CardTestCase):
                             "cage's frames are not back after the switch: %s" % c.text)
         finally:
             drmrig.keep("cage.log", c.text)
+
+    def test_import_of_an_epoll_held_by_a_file_system(self):
+        """An epoll whose lock a thread holds while a FUSE server never answers its poll is offered
+        for import: refused at once, and devnsd, which never looks into the caller's files, goes on."""
+        mnt = tempfile.mkdtemp(prefix="prime-stall-")
+        server = subprocess.Popen([FUSE_STALL, "drm-prime", mnt, "-f"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            self.assertTrue(rig.eventually(lambda: os.path.exists(os.path.join(mnt, "file")), timeout=10),
+                            "fuse-stall did not mount")
+            # The client's own close of the file at its end waits on the server too: it is stopped after it.
+            c = self.start_host(drmrig.PRIME, "/dev/devns/work/card0", "0x102030", "0x405060",
+                                "--import-epoll-on", os.path.join(mnt, "file"))
+            if not os.path.exists("/dev/udmabuf"):
+                self.assertTrue(c.wait_for("PRIME_HANDLE_TO_FD: Operation not supported", 60), c.text)
+                return
+            self.assertTrue(c.wait_for(r"refused epoll \w+\n", 60), "the import of the epoll is not answered: " + c.text)
+            self.assertIn("refused epoll EINVAL\n", c.text)
+            self.assertTrue(rig.answers_within(5), "devnsd does not answer after the import")
+        finally:
+            server.kill()
+            server.wait(30)
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
 
     def test_another_persona_cannot_import(self):
         # A program of personal's that got hold of work's dma-buf (here: one program, given both
