@@ -34,9 +34,9 @@
  * gets it), or with a grant that carries no fd and says why in error
  * (EACCES, EOPNOTSUPP, or UDMABUF_CREATE's errno, such as EINVAL for a
  * buffer over udmabuf's size limit or EMFILE). DRM_IOCTL_PRIME_FD_TO_HANDLE
- * needs no library: devnsd compares the caller's fd with the card's own
- * dma-bufs (kcmp(2)) and takes those, of any open file of the persona's
- * card0. A buffer whose dma-buf a program still holds stays, and counts
+ * needs no library: devnsd takes its own reference to the caller's file
+ * (pidfd_getfd(2)), compares it with the card's own dma-bufs (kcmp(2)) and
+ * takes those, of any open file of the persona's card0. A buffer whose dma-buf a program still holds stays, and counts
  * against the persona's budget, after its last handle and framebuffer went.
  *
  * A DRM client tells the display what it drew (SETCRTC, PAGE_FLIP,

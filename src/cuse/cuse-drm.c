@@ -12,6 +12,7 @@
 #include "cuse-device.h"
 #include "cuse-drm.h"
 #include "drm-ioctl.h"
+#include "fd-closer.h"
 #include "fb-ticket.h"
 #include "util.h"
 
@@ -87,6 +88,8 @@ struct cuse_drm {
 	unsigned int n_open, n_waiting;
 	struct listener on_readable;
 	struct fb_tickets tickets;
+	/* The callers' files taken to compare with the card's dma-bufs, closed on the closer thread. */
+	struct fd_closer_quota *closer;
 };
 
 /* A read answers whole events, and never more than a file can have queued. */
@@ -459,21 +462,91 @@ static void get_ticket(fuse_req_t req, struct open_file *f, void *arg, const voi
 		fuse_reply_ioctl(req, 0, &t, sizeof(t));
 }
 
+/* One ioctl's look at a caller's file (PRIME_FD_TO_HANDLE). */
+struct caller_file {
+	struct cuse_drm *cd;
+	int fd;  /* the caller's fd number */
+	int got; /* devnsd's own reference to that file, or -1 */
+};
+
+/* The thread group of thread tid, from /proc/TID/status, which reads nothing of its files. */
+static int thread_group_of(pid_t tid, pid_t *ret) {
+	char path[64], line[128];
+	FILE *f;
+	int tgid = -1;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	if (tgid <= 0)
+		return -ESRCH;
+	*ret = tgid;
+	return 0;
+}
+
 /*
- * PRIME_FD_TO_HANDLE: whether the caller's fd is the same open file as one
- * of the node's dma-bufs. kcmp() compares the two files without calling
- * anything of them: the caller's may be one whose every call waits on its
- * owner. The caller (ctx->pid, the thread blocked in this ioctl) is looked
- * up by number, in devnsd's pid namespace.
+ * devnsd's own reference to the caller's file (pidfd_getfd()). Its close
+ * goes to the closer thread: the caller may close its own meanwhile, and
+ * the last close of some files (a FUSE file's flush, a socket that
+ * lingers) waits on whoever serves them. -EBADF for no such fd, -EBUSY
+ * while the closer holds as many of this card's as it takes.
+ */
+static int caller_file_get(struct caller_file *cf, pid_t tid, int fd) {
+	pid_t tgid = 0;
+	int pidfd, got, r;
+
+	if (!fd_closer_has_room(cf->cd->closer, 1))
+		return -EBUSY;
+	r = thread_group_of(tid, &tgid);
+	if (r < 0)
+		return -EBADF;
+	pidfd = (int)syscall(SYS_pidfd_open, tgid, 0);
+	if (pidfd < 0)
+		return errno == ESRCH ? -EBADF : -errno;
+	got = (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	r = got < 0 ? -errno : 0;
+	close(pidfd);
+	if (r < 0)
+		return r == -EBADF || r == -ESRCH ? -EBADF : r;
+	cf->fd = fd;
+	cf->got = got;
+	return 0;
+}
+
+static void caller_file_put(struct caller_file *cf) {
+	if (cf->got >= 0)
+		fd_closer_close_for(cf->cd->closer, cf->got);
+	cf->got = -1;
+}
+
+/*
+ * PRIME_FD_TO_HANDLE: whether the caller's fd is the same open file as own,
+ * one of the node's dma-bufs. Both are compared in devnsd's own file table
+ * (kcmp()), where nothing closes them meanwhile; nothing of the caller's
+ * file is called. The caller (ctx->pid, the thread blocked in this ioctl)
+ * is looked up by number, in devnsd's pid namespace.
  */
 static int caller_same_file(const struct drm_ioctl_ctx *ctx, int fd, int own) {
-	long r;
+	struct caller_file *cf = ctx->userdata;
+	pid_t self = getpid();
+	int r;
 
 	if (ctx->pid <= 0)
 		return -EBADF;
-	r = syscall(SYS_kcmp, getpid(), ctx->pid, KCMP_FILE, own, fd);
+	if (cf->got < 0 || cf->fd != fd) {
+		caller_file_put(cf);
+		r = caller_file_get(cf, ctx->pid, fd);
+		if (r < 0)
+			return r;
+	}
+	r = (int)syscall(SYS_kcmp, self, self, KCMP_FILE, own, cf->got);
 	if (r < 0)
-		return errno == EBADF || errno == ESRCH ? -EBADF : -errno;
+		return -errno;
 	return r == 0;
 }
 
@@ -482,11 +555,13 @@ static void cd_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *
 	struct open_file *f = file_of(fi);
 	struct cuse_drm *cd = f->cd;
 	const struct fuse_ctx *fctx = fuse_req_ctx(req);
+	struct caller_file cf = { .cd = cd, .fd = -1, .got = -1 };
 	struct drm_ioctl_ctx ctx = {
 		.now_usec = monotonic_usec(),
 		.pid = fctx->pid,
 		.privileged = fctx->uid == 0,
 		.same_file = caller_same_file,
+		.userdata = &cf,
 	};
 	unsigned int c = (unsigned int)cmd, round;
 
@@ -499,6 +574,7 @@ static void cd_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *
 		return get_ticket(req, f, arg, in, in_size, out_size);
 	round = round_of(f, c, arg, in_size, out_size);
 	drm_ioctl(f->drm, &ctx, c, arg, in, in_size, out_size, &step);
+	caller_file_put(&cf);
 	if (step.retry) {
 		/* A caller racing its own memory: its ioctl never settles. */
 		if (round >= DRM_IOCTL_ROUNDS) {
@@ -550,6 +626,9 @@ int cuse_drm_new(struct cuse_drm **ret, sd_event *event, const char *devname, un
 		if (!cd->socket_path)
 			return -ENOMEM;
 	}
+	cd->closer = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+	if (!cd->closer)
+		return -ENOMEM;
 	cd->on_readable.notify = on_readable;
 	signal_add(&drm_node_events(node)->readable, &cd->on_readable);
 	r = cuse_device_new(&cd->dev, event, devname, major, minor, &cuse_drm_ops, cd);
@@ -581,6 +660,7 @@ struct cuse_drm *cuse_drm_free(struct cuse_drm *cd) {
 		LIST_REMOVE(f, link);
 		free(f);
 	}
+	fd_closer_quota_unref(cd->closer);
 	free(cd->socket_path);
 	free(cd);
 	return NULL;

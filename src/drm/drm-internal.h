@@ -136,6 +136,9 @@ struct drm_node {
 	/* Counted in n_buffers and mem_used until the node finds their dma-buf let go. */
 	LIST_HEAD(, drm_buffer) held;
 	unsigned int n_buffers, n_held;
+	/* When a look found a dma-buf still held (clock's time): the next look waits DRM_HELD_LOOK_USEC. */
+	uint64_t held_seen_usec;
+	bool held_seen;
 	LIST_HEAD(, drm_fb) fbs;
 	unsigned int n_fbs;
 	LIST_HEAD(, drm_blob) blobs;

@@ -76,11 +76,13 @@ struct drm_ioctl_ctx {
 	/*
 	 * PRIME_FD_TO_HANDLE: whether the caller's fd is the same open file as
 	 * own, an fd of the node's (1 or 0), or -EBADF when the caller has no
-	 * such fd. It must not call anything of the caller's file, which may be
-	 * one whose every call waits on its owner. NULL: the transport cannot
+	 * such fd (other errors: the node answers -EINVAL). It must not call
+	 * anything of the caller's file, nor be where its last close happens:
+	 * either may wait on whoever serves it. NULL: the transport cannot
 	 * tell, and import fails with -EOPNOTSUPP.
 	 */
 	int (*same_file)(const struct drm_ioctl_ctx *ctx, int fd, int own);
+	void *userdata; /* same_file()'s */
 };
 
 struct drm_ioctl_step {

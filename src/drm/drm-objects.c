@@ -104,15 +104,34 @@ static void buffer_free(struct drm_node *n, struct drm_buffer *b) {
 	free(b);
 }
 
-static bool dmabuf_held(const struct drm_node *n, const struct drm_buffer *b) {
-	return b->dmabuf >= 0 && n->memory->exported_held && n->memory->exported_held(n->memory_userdata, b->dmabuf);
+/*
+ * Looks at whether someone holds b's dma-buf take the kernel time in
+ * proportion to the locks its holder put on it: after a look that found
+ * one held, the next waits this long (a buffer let go meanwhile is taken
+ * as held until then).
+ */
+#define DRM_HELD_LOOK_USEC 250000u
+
+static bool may_look(const struct drm_node *n) {
+	return !n->held_seen || n->clock >= n->held_seen_usec + DRM_HELD_LOOK_USEC;
+}
+
+static bool dmabuf_held(struct drm_node *n, const struct drm_buffer *b) {
+	bool held = b->dmabuf >= 0 && n->memory->exported_held &&
+		    n->memory->exported_held(n->memory_userdata, b->dmabuf);
+
+	if (held) {
+		n->held_seen = true;
+		n->held_seen_usec = n->clock;
+	}
+	return held;
 }
 
 void drm_buffer_unref(struct drm_node *n, struct drm_buffer *b) {
 	if (--b->refs > 0)
 		return;
 	/* The kernel's dma-buf keeps its GEM object: this one keeps its memory counted while a program has it. */
-	if (dmabuf_held(n, b)) {
+	if (b->dmabuf >= 0 && (!may_look(n) || dmabuf_held(n, b))) {
 		LIST_REMOVE(b, link);
 		LIST_INSERT_HEAD(&n->held, b, link);
 		b->held = true;
@@ -125,6 +144,9 @@ void drm_buffer_unref(struct drm_node *n, struct drm_buffer *b) {
 void drm_buffer_sweep_held(struct drm_node *n) {
 	struct drm_buffer *b, *next;
 
+	if (!may_look(n))
+		return;
+	n->held_seen = false;
 	for (b = LIST_FIRST(&n->held); b; b = next) {
 		next = LIST_NEXT(b, link);
 		if (!dmabuf_held(n, b))

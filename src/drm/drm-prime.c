@@ -56,8 +56,10 @@ static int udmabuf_create(int udmabuf, int fd, uint64_t size, int *ret_dmabuf) {
 	return 0;
 }
 
+static bool udmabuf_exported_held(void *userdata, int dmabuf);
+
 int drm_udmabuf_probe(int udmabuf) {
-	_cleanup_(closep) int memfd = -1, dmabuf = -1;
+	_cleanup_(closep) int memfd = -1, dmabuf = -1, pidfd = -1, got = -1;
 	pid_t self = getpid();
 	int r;
 
@@ -67,9 +69,25 @@ int drm_udmabuf_probe(int udmabuf) {
 	r = udmabuf_create(udmabuf, memfd, (uint64_t)sysconf(_SC_PAGESIZE), &dmabuf);
 	if (r < 0)
 		return r;
-	/* Telling a caller's fd apart: kcmp() (CONFIG_KCMP), which a system call filter may refuse. */
-	if (syscall(SYS_kcmp, self, self, KCMP_FILE, dmabuf, dmabuf) != 0)
-		return errno > 0 ? -errno : -EIO;
+	/*
+	 * Telling a caller's fd apart: a reference of devnsd's own to the
+	 * caller's file (pidfd_getfd(), Linux 5.6), compared with kcmp()
+	 * (CONFIG_KCMP); a system call filter may refuse either.
+	 */
+	pidfd = (int)syscall(SYS_pidfd_open, self, 0);
+	if (pidfd < 0)
+		return -errno;
+	got = (int)syscall(SYS_pidfd_getfd, pidfd, dmabuf, 0);
+	if (got < 0)
+		return -errno;
+	r = (int)syscall(SYS_kcmp, self, self, KCMP_FILE, dmabuf, got);
+	if (r != 0)
+		return r < 0 ? -errno : -EIO;
+	close(got);
+	got = -1;
+	/* Its references must read as its own alone now. */
+	if (udmabuf_exported_held(NULL, dmabuf))
+		return -EPROTO;
 	return 0;
 }
 

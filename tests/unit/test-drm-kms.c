@@ -551,8 +551,19 @@ static void test_prime(void **state) {
 		assert_int_equal(io(r, r->b, DRM_IOCTL_GEM_CLOSE, &gc), 0);
 	}
 	assert_int_equal(drm_node_n_held(r->node), 1);
-	/* Once the program let it go, the room is there again, at the next create that needs it. */
+	/*
+	 * Once the program let it go, the room is there again, at the next
+	 * create that needs it, but not within DRM_HELD_LOOK_USEC of a look
+	 * that found it held.
+	 */
 	r->dmabuf_held = false;
+	{
+		struct drm_mode_create_dumb c = { .width = W, .height = H, .bpp = 32 };
+
+		assert_int_equal(io(r, r->a, DRM_IOCTL_MODE_CREATE_DUMB, &c), -ENOMEM);
+		assert_int_equal(drm_node_n_held(r->node), 1);
+	}
+	r->ctx.now_usec += 250000;
 	dumb(r, r->a, W, H);
 	assert_int_equal(drm_node_n_held(r->node), 0);
 	assert_int_equal(r->releases, 1);

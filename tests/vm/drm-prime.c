@@ -2,8 +2,8 @@
 /*
  * A DRM client that shares dumb buffers as dma-bufs, the way wlroots'
  * dumb allocator and its DRM backend do, through libdrm. Usage:
- *   drm-prime DEVICE COLOR BAND [--reopen] [--import-into DEVICE2] [--import-epoll-on FILE] [--fill-budget]
- *             [--hold MS]
+ *   drm-prime DEVICE COLOR BAND [--reopen] [--import-into DEVICE2] [--import-epoll-on FILE]
+ *             [--import-file FILE] [--fill-budget] [--hold MS]
  * It opens DEVICE (the master, A) and prints DRM_CAP_PRIME. With --reopen
  * it opens the card a second time by the name libdrm gives it
  * (drmGetDeviceNameFromFd2()) and authenticates that file with A's magic,
@@ -19,7 +19,8 @@
  * persona's card) and refused there. With --import-epoll-on, a thread
  * adds FILE (one whose poll never returns) to an epoll, which holds the
  * epoll's lock while it waits, and that epoll is offered to A: refused at
- * once. With --fill-budget, B then exports and destroys buffers of the
+ * once. With --import-file, FILE itself is offered to A six times. With
+ * --fill-budget, B then exports and destroys buffers of the
  * mode's size, keeping their dma-bufs (each named with lines that look
  * like fdinfo's, saying nobody holds it, and locked in many places), until
  * CREATE_DUMB fails, lets the dma-bufs go and creates one again. Each
@@ -34,6 +35,7 @@
  *   refused memfd ERRNO-NAME
  *   refused by DEVICE2 ERRNO-NAME
  *   refused epoll ERRNO-NAME
+ *   refused file ERRNO-NAME          (six times)
  *   shown
  *   held N of SIZE bytes, then ERRNO-NAME, with L locks
  *   room again
@@ -111,7 +113,7 @@ static void dumb_destroy(int fd, uint32_t handle) {
 /* Exports and destroys buffers until CREATE_DUMB fails, holding their dma-bufs; then lets them go. */
 static int fill_budget(int fd, uint32_t w, uint32_t h) {
 	static int held[MAX_HELD];
-	uint32_t handle, pitch;
+	uint32_t handle = 0, pitch = 0;
 	uint64_t size = 0;
 	int n = 0, locks = 0, r;
 
@@ -140,7 +142,12 @@ static int fill_budget(int fd, uint32_t w, uint32_t h) {
 	fflush(stdout);
 	for (int i = 0; i < n; i++)
 		close(held[i]);
-	r = dumb_new(fd, w, h, &handle, &pitch, &size);
+	/* devnsd looks again at most four times a second: a few tries. */
+	for (int tries = 0; (r = dumb_new(fd, w, h, &handle, &pitch, &size)) == -ENOMEM && tries < 20; tries++) {
+		struct timespec ts = { .tv_nsec = 100000000L };
+
+		nanosleep(&ts, NULL);
+	}
 	if (r < 0)
 		return fail("CREATE_DUMB after the dma-bufs went", -r);
 	dumb_destroy(fd, handle);
@@ -192,14 +199,14 @@ static int refused(int fd, int other, const char *what) {
 }
 
 int main(int argc, char *argv[]) {
-	const char *import_into = NULL, *epoll_on = NULL;
+	const char *import_into = NULL, *epoll_on = NULL, *import_file = NULL;
 	bool reopen = false, budget = false;
 	unsigned int hold_ms = 0;
-	uint32_t color, band, w, h, crtc = 0, handle, pitch, ha, ha2, fb_id;
+	uint32_t color, band, w, h, crtc = 0, handle = 0, pitch = 0, ha, ha2, fb_id;
 	uint32_t handles[4] = { 0 }, pitches[4] = { 0 }, offsets[4] = { 0 };
 	drmModeConnector *conn = NULL;
 	drmModeModeInfo mode;
-	uint64_t caps = 0, size;
+	uint64_t caps = 0, size = 0;
 	struct drm_mode_map_dumb map = { 0 };
 	uint32_t *mem, *shared;
 	int a, b, dmabuf, r, fds[2], memfd;
@@ -220,6 +227,8 @@ int main(int argc, char *argv[]) {
 			import_into = argv[++i];
 		else if (strcmp(argv[i], "--import-epoll-on") == 0 && i + 1 < argc)
 			epoll_on = argv[++i];
+		else if (strcmp(argv[i], "--import-file") == 0 && i + 1 < argc)
+			import_file = argv[++i];
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else {
@@ -310,6 +319,17 @@ int main(int argc, char *argv[]) {
 	fflush(stdout);
 	if (epoll_on && stuck_epoll(a, epoll_on))
 		return 1;
+	if (import_file) {
+		int file = open(import_file, O_RDONLY | O_CLOEXEC);
+
+		if (file < 0)
+			return fail(import_file, errno);
+		for (int i = 0; i < 6; i++)
+			if (refused(a, file, "file") < 0)
+				return 1;
+		fflush(stdout);
+		close(file);
+	}
 
 	handles[0] = ha;
 	pitches[0] = pitch;

@@ -375,14 +375,15 @@ class AttackDisplay(Attacks):
             self.assert_screen(fbrig.pattern_frame(self.w, self.h, 33), "the new container drew")
             self.assertTrue(self.screenshot("reattach") == fbrig.to_rgb(fbrig.pattern_frame(self.w, self.h, 33)))
         finally:
+            # The containers first: the drawer inside holds its output open for its whole --hold.
+            old.stop()
+            new.stop()
             for out in outputs:
                 out.proc.kill()
                 out.finish()
                 out.proc.stdout.close()
                 if out.proc.stdin:
                     out.proc.stdin.close()
-            old.stop()
-            new.stop()
         self.assert_bus_answers()
         rig.devnsctl("switch", "work")
         self.assert_untouched()

@@ -231,6 +231,28 @@ class CardPrime(drmrig.CardTestCase):
             server.wait(30)
             subprocess.run(["umount", "-l", mnt], capture_output=True)
 
+    def test_import_of_a_file_whose_close_waits(self):
+        """A FUSE file whose flush never answers devnsd is offered for import, again and again:
+        devnsd's own reference to it is closed on its closer thread, never in its loop."""
+        mnt = tempfile.mkdtemp(prefix="prime-flush-")
+        server = subprocess.Popen([FUSE_STALL, "devnsd", mnt, "-f"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        try:
+            self.assertTrue(rig.eventually(lambda: os.path.exists(os.path.join(mnt, "file")), timeout=10),
+                            "fuse-stall did not mount")
+            c = self.start_host(drmrig.PRIME, "/dev/devns/work/card0", "0x102030", "0x405060",
+                                "--import-file", os.path.join(mnt, "file"))
+            if not os.path.exists("/dev/udmabuf"):
+                self.assertTrue(c.wait_for("PRIME_HANDLE_TO_FD: Operation not supported", 60), c.text)
+                return
+            self.assertTrue(c.wait_for(r"(refused file \w+\n){6}", 60), "the imports are not answered: " + c.text)
+            self.assertEqual(re.findall(r"refused file (\w+)", c.text), ["EINVAL"] * 6, c.text)
+            self.assertTrue(rig.answers_within(5), "devnsd does not answer after the imports")
+        finally:
+            server.kill()
+            server.wait(30)
+            subprocess.run(["umount", "-l", mnt], capture_output=True)
+
     def test_another_persona_cannot_import(self):
         # A program of personal's that got hold of work's dma-buf (here: one program, given both
         # cards from the host) cannot make a handle of it on personal's card.
