@@ -49,7 +49,8 @@
  * (drm_node_export(), devns-drm.h). PRIME_FD_TO_HANDLE takes dma-bufs the
  * node exported (also of buffers gone from every file, while a program
  * holds their dma-buf), as ctx->same_file() tells them: the file's handle
- * to that buffer, the one it has or a new one; -EBADF for no such fd,
+ * to that buffer, the one it has or a new one; -EBADF for a negative fd,
+ * or no such fd once the node has exported a buffer to compare it with;
  * -EINVAL for any other file.
  */
 

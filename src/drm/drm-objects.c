@@ -404,10 +404,10 @@ static int prime_fd_to_handle(struct drm_call *c) {
 	struct drm_buffer *b;
 	int r;
 
-	if (!(n->prime_caps & DRM_PRIME_CAP_IMPORT) || !c->ctx->same_file)
-		return -EOPNOTSUPP;
 	if (a->fd < 0)
 		return -EBADF;
+	if (!(n->prime_caps & DRM_PRIME_CAP_IMPORT) || !c->ctx->same_file)
+		return -EOPNOTSUPP;
 	r = find_dmabuf(c, LIST_FIRST(&n->buffers), a->fd, &b);
 	if (r < 0)
 		return r;

@@ -620,6 +620,7 @@ static void test_prime_off(void **state) {
 	assert_int_equal(cap.value, 0);
 	assert_int_equal(export_handle(r, r->a, h, &d), -EOPNOTSUPP);
 	assert_int_equal(prime_import(r, r->a, 0, &hb), -EOPNOTSUPP);
+	assert_int_equal(prime_import(r, r->a, -1, &hb), -EBADF);
 	rig_free(r);
 }
 
