@@ -31,8 +31,9 @@ OUT = os.environ.get("DEVNS_OUT", "/tmp")
 WATCHDOG_SEC = 6
 # From the kill to the new devnsd's READY=1: it starts and takes its state back.
 RESTART_SLACK = 30
-# The running unit rates 3.1 (OK); a lost hardening option raises it.
-EXPOSURE_MAX = 3.1
+# The running unit rates 3.3 (OK): 3.1 with every debugging call refused, 0.2 more since card0's
+# PRIME import needs pidfd_getfd (devnsd(8), SYSTEMD). A lost hardening option raises it.
+EXPOSURE_MAX = 3.3
 # A backlight as its sysfs directory has it, where the unit's sandbox lets devnsd write (a drop-in's
 # ReadWritePaths=): brightness, max_brightness, actual_brightness, bl_power.
 BL_ROOT = "/run/devns-test-backlight"
