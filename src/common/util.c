@@ -77,23 +77,30 @@ bool pidfd_exited(int pidfd) {
 	return poll(&pfd, 1, 0) != 0;
 }
 
-int pidfd_get_pid(int pidfd, pid_t *ret) {
-	char path[64], line[128];
+int proc_read_pid(const char *path, const char *key, pid_t *ret) {
+	char line[128], format[32];
 	FILE *f;
 	int pid = -1;
 
-	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	snprintf(format, sizeof(format), "%s: %%d", key);
 	f = fopen(path, "re");
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Pid: %d", &pid) == 1)
+		if (sscanf(line, format, &pid) == 1)
 			break;
 	fclose(f);
 	if (pid <= 0)
 		return -ESRCH;
 	*ret = pid;
 	return 0;
+}
+
+int pidfd_get_pid(int pidfd, pid_t *ret) {
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	return proc_read_pid(path, "Pid", ret);
 }
 
 int pidfd_open_proc(int pidfd, int *ret_fd, pid_t *ret_pid) {

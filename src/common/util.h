@@ -78,6 +78,8 @@ bool pidfd_exited(int pidfd);
 
 /* The pid the process behind pidfd has in this process's pid namespace; -ESRCH once it has exited. */
 int pidfd_get_pid(int pidfd, pid_t *ret);
+/* The pid on the first "KEY: N" line of a /proc file (fdinfo's Pid, status's Tgid): 0, -ESRCH without one, or -errno. */
+int proc_read_pid(const char *path, const char *key, pid_t *ret);
 
 /*
  * The /proc/PID directory of the process behind pidfd, as a directory fd

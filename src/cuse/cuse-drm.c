@@ -471,22 +471,10 @@ struct caller_file {
 
 /* The thread group of thread tid, from /proc/TID/status, which reads nothing of its files. */
 static int thread_group_of(pid_t tid, pid_t *ret) {
-	char path[64], line[128];
-	FILE *f;
-	int tgid = -1;
+	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(f);
-	if (tgid <= 0)
-		return -ESRCH;
-	*ret = tgid;
-	return 0;
+	return proc_read_pid(path, "Tgid", ret);
 }
 
 /*
