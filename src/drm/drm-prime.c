@@ -108,8 +108,7 @@ static bool udmabuf_exported_held(void *userdata, int dmabuf) {
 	struct flock unlock = { .l_type = F_UNLCK, .l_whence = SEEK_SET };
 	char path[64], buf[FDINFO_MAX];
 	_cleanup_(closep) int info = -1;
-	size_t len = 0;
-	ssize_t k;
+	size_t len;
 	long count;
 
 	(void)userdata;
@@ -117,17 +116,9 @@ static bool udmabuf_exported_held(void *userdata, int dmabuf) {
 	(void)fcntl(dmabuf, F_OFD_SETLK, &unlock);
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", dmabuf);
 	info = open(path, O_RDONLY | O_CLOEXEC);
-	/* Not knowing, the memory stays counted. */
-	if (info < 0)
+	/* Not knowing (no fdinfo, or more of it than the few lines left once the locks are gone), it stays counted. */
+	if (info < 0 || read_bounded(info, buf, sizeof(buf) - 1, &len) < 0)
 		return true;
-	while (len < sizeof(buf) - 1 && (k = read(info, buf + len, sizeof(buf) - 1 - len)) != 0) {
-		if (k < 0) {
-			if (errno == EINTR)
-				continue;
-			return true;
-		}
-		len += (size_t)k;
-	}
 	buf[len] = '\0';
 	return drm_dmabuf_count(buf, &count) < 0 || count > 1;
 }

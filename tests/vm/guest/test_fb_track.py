@@ -365,39 +365,40 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.assertEqual(magic, TRACK_MAGIC)
         return status
 
-    def test_asynchronous_request_with_a_file_named_like_a_pagemap(self):
-        """A track message that says asynchronous and brings, for the pagemap, a regular file named like one
-        (DIR/12/pagemap on a tmpfs; on a FUSE mount its server could hold the scan for as long as it likes):
-        refused as no pagemap, on any kernel."""
+    def pagemap_named_file(self):
+        """DIR/12/pagemap, an empty regular file in a new directory, named as a process's pagemap is."""
         d = tempfile.mkdtemp(prefix="pagemap-")
         self.addCleanup(shutil.rmtree, d)
         os.mkdir(os.path.join(d, "12"))
-        fake = os.open(os.path.join(d, "12", "pagemap"), os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            status = self.send_async_track(fake)
-        finally:
-            os.close(fake)
-        # With the file taken for a pagemap, the unregistered range would be the refusal (EINVAL).
-        self.assertEqual(status, -errno.EBADF)
-        self.assert_responsive()
+        path = os.path.join(d, "12", "pagemap")
+        open(path, "w").close()
+        return path
 
-    def test_asynchronous_request_with_another_procfs_file_bound_as_a_pagemap(self):
-        """The same with a procfs file that is not a pagemap (the program's status) bound to DIR/12/pagemap:
-        its mount is a procfs, but not a whole one, and it is refused as no pagemap."""
-        d = tempfile.mkdtemp(prefix="pagemap-")
-        self.addCleanup(shutil.rmtree, d)
-        os.mkdir(os.path.join(d, "12"))
-        target = os.path.join(d, "12", "pagemap")
-        open(target, "w").close()
-        subprocess.run(["mount", "--bind", "/proc/%d/status" % os.getpid(), target], check=True)
-        self.addCleanup(subprocess.run, ["umount", "-l", target], check=False)
-        fd = os.open(target, os.O_RDONLY)
+    def assert_refused_as_pagemap(self, path, flags):
+        """A track message that says asynchronous and brings path, opened with flags, for the pagemap:
+        refused as no pagemap (EBADF), and devnsd answers."""
+        fd = os.open(path, flags)
         try:
             status = self.send_async_track(fd)
         finally:
             os.close(fd)
+        # With the file taken for a pagemap, the unregistered range would be the refusal (EINVAL).
         self.assertEqual(status, -errno.EBADF)
         self.assert_responsive()
+
+    def test_asynchronous_request_with_a_file_named_like_a_pagemap(self):
+        """A track message that says asynchronous and brings, for the pagemap, a regular file named like one
+        (DIR/12/pagemap on a tmpfs; on a FUSE mount its server could hold the scan for as long as it likes):
+        refused as no pagemap, on any kernel."""
+        self.assert_refused_as_pagemap(self.pagemap_named_file(), os.O_RDWR)
+
+    def test_asynchronous_request_with_another_procfs_file_bound_as_a_pagemap(self):
+        """The same with a procfs file that is not a pagemap (the program's status) bound to DIR/12/pagemap:
+        its mount is a procfs, but not a whole one, and it is refused as no pagemap."""
+        target = self.pagemap_named_file()
+        subprocess.run(["mount", "--bind", "/proc/%d/status" % os.getpid(), target], check=True)
+        self.addCleanup(subprocess.run, ["umount", "-l", target], check=False)
+        self.assert_refused_as_pagemap(target, os.O_RDONLY)
 
     def test_kernel_facts_for_unprivileged_programs(self):
         """Why the library asks for a userfaultfd that takes the kernel's faults, and what an unprivileged
