@@ -532,6 +532,8 @@ static int caller_same_file(const struct drm_ioctl_ctx *ctx, int fd, int own) {
 		if (r < 0)
 			return r;
 	}
+	if (own < 0)
+		return 0;
 	r = (int)syscall(SYS_kcmp, self, self, KCMP_FILE, own, cf->got);
 	if (r < 0)
 		return -errno;

@@ -77,7 +77,8 @@ struct drm_ioctl_ctx {
 	/*
 	 * PRIME_FD_TO_HANDLE: whether the caller's fd is the same open file as
 	 * own, an fd of the node's (1 or 0), or -EBADF when the caller has no
-	 * such fd (other errors: the node answers -EINVAL). It must not call
+	 * such fd (other errors: the node answers -EINVAL); with own < 0, only
+	 * whether the caller has fd (0 or -EBADF). It must not call
 	 * anything of the caller's file, nor be where its last close happens:
 	 * either may wait on whoever serves it. NULL: the transport cannot
 	 * tell, and import fails with -EOPNOTSUPP.

@@ -408,6 +408,10 @@ static int prime_fd_to_handle(struct drm_call *c) {
 		return -EBADF;
 	if (!(n->prime_caps & DRM_PRIME_CAP_IMPORT) || !c->ctx->same_file)
 		return -EOPNOTSUPP;
+	/* dma_buf_get()'s fget() first: a caller without that fd gets -EBADF, also from a node that exported nothing. */
+	r = c->ctx->same_file(c->ctx, a->fd, -1);
+	if (r < 0)
+		return r == -EBADF ? -EBADF : -EINVAL;
 	r = find_dmabuf(c, LIST_FIRST(&n->buffers), a->fd, &b);
 	if (r < 0)
 		return r;

@@ -484,6 +484,12 @@ static void test_prime(void **state) {
 	(void)state;
 	assert_int_equal(io(r, r->a, DRM_IOCTL_GET_CAP, &cap), 0);
 	assert_int_equal(cap.value, DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT);
+	/* Before anything was exported: an fd the caller lacks is EBADF, any other file EINVAL. */
+	assert_int_equal(pipe(fds), 0);
+	assert_int_equal(prime_import(r, r->a, 1000000, &hb), -EBADF);
+	assert_int_equal(prime_import(r, r->a, fds[0], &hb), -EINVAL);
+	assert_int_equal(close(fds[0]), 0);
+	assert_int_equal(close(fds[1]), 0);
 	h1 = dumb(r, r->a, W, H);
 	h2 = dumb(r, r->a, 64, 64);
 	/* One dma-buf per buffer, made at the first export; only the file's own buffers. */
