@@ -32,6 +32,7 @@ import unittest
 from evdev import ecodes as e
 
 import devnsrig as rig
+import drmrig
 import fbrig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -342,23 +343,42 @@ class Phone(rig.PersonaTestCase):
     def test_cards_follow_the_hotkey(self):
         """A DRM client in each container draws on its persona's card0 (/dev/dri/card0): the screen
         shows the active persona's card, the hotkey brings the other one's at once, and when the
-        clients end each persona's fb0 frame is back."""
+        clients end each persona's fb0 frame is back. On a kernel with udmabuf, work's client
+        shares its buffer as a dma-buf between two files of the card (PRIME), as wlroots does,
+        and the master shows the imported buffer."""
         cards = {"work": (0x20, 0xa0, 0x40), "personal": (0xa0, 0x20, 0x40)}
+        band = (0xe0, 0xc0, 0x20)
+        prime = os.path.exists("/dev/udmabuf")
         frames = self.draw_fb0_inside()
         rig.devnsctl("switch", "work")
+
+        def shows(p):
+            shot = fbrig.screendump("phone-card-" + p)
+            if p != "work" or not prime:
+                return fbrig.solid(shot, cards[p])
+            # The band was drawn through the dma-buf, the rest through the dumb buffer's mapping.
+            w, h, _ = shot
+            return (drmrig.pixel_at(shot, w // 2, h // 8) == band
+                    and drmrig.pixel_at(shot, w // 2, 3 * h // 4) == cards[p])
+
         clients = {}
         try:
             for p in PERSONAS:
+                color = "0x%02x%02x%02x" % cards[p]
+                if p == "work" and prime:
+                    cmd = [drmrig.PRIME, "/dev/dri/card0", color, "0x%02x%02x%02x" % band, "--reopen"]
+                else:
+                    cmd = [DRM_DRAW, "/dev/dri/card0", color]
                 clients[p] = self.containers[p].popen(
-                    "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % cards[p],
-                    "--hold", "600000", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                    start_new_session=True)
+                    "env", "LD_PRELOAD=" + PRELOAD, *cmd, "--hold", "600000", stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
                 out = rig.Output(clients[p])
                 self.assertTrue(out.wait_for(r"\nshown", 60), "%s's client: %s" % (p, out.text))
+                if p == "work" and prime:
+                    self.assertRegex(out.text, r"imported \d+ same 1\n")
             for p in ("work", "personal", "work"):
                 self.hotkey(p)
-                self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-card-" + p), cards[p]), 15),
-                                "the hotkey to %s does not show its card" % p)
+                self.assertTrue(rig.eventually(lambda: shows(p), 15), "the hotkey to %s does not show its card" % p)
         finally:
             # The client and nsenter, which forked it into the container, are one group.
             for c in clients.values():
