@@ -256,6 +256,31 @@ EndSection
 """
 
 
+# Xorg on the container's card0 (/dev/dri/card0): the modesetting driver on that node, with no GPU
+# acceleration (glamor needs EGL), drawing into a shadow framebuffer that it copies into its dumb buffer.
+XORG_MODESETTING = """Section "ServerFlags"
+    Option "AutoAddGPU" "false"
+EndSection
+Section "Device"
+    Identifier "persona card0"
+    Driver "modesetting"
+    Option "kmsdev" "/dev/dri/card0"
+    Option "AccelMethod" "none"
+    Option "ShadowFB" "on"
+EndSection
+Section "Screen"
+    Identifier "persona screen"
+    Device "persona card0"
+    DefaultDepth 24
+EndSection
+"""
+
+
+def have_xorg_modesetting():
+    return (os.access("/usr/lib/xorg/Xorg", os.X_OK) and os.path.exists("/usr/lib/xorg/modules/drivers/modesetting_drv.so")
+            and os.access("/usr/bin/xsetroot", os.X_OK))
+
+
 def have_xorg():
     return (os.access("/usr/lib/xorg/Xorg", os.X_OK) and os.path.exists("/usr/lib/xorg/modules/drivers/fbdev_drv.so")
             and os.path.exists("/usr/lib/xorg/modules/input/libinput_drv.so")

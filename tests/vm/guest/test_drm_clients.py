@@ -14,7 +14,6 @@ udev record and sysfs that attach made ("xfree86: Adding drm device (/dev/dri/ca
 "kmsdev" names the same node, so that the driver takes no other. Xorg makes a session of its
 own: qtrig.XServer.stop() ends it by the pid in its lock file."""
 
-import os
 import shutil
 import tempfile
 import time
@@ -26,33 +25,9 @@ import fbrig
 import qtrig
 from drmrig import CARD
 
-# Xorg on the container's card0: the modesetting driver on that node, with no GPU acceleration
-# (glamor needs EGL), drawing into a shadow framebuffer that it copies into its dumb buffer.
-XORG_MODESETTING = """Section "ServerFlags"
-    Option "AutoAddGPU" "false"
-EndSection
-Section "Device"
-    Identifier "persona card0"
-    Driver "modesetting"
-    Option "kmsdev" "%s"
-    Option "AccelMethod" "none"
-    Option "ShadowFB" "on"
-EndSection
-Section "Screen"
-    Identifier "persona screen"
-    Device "persona card0"
-    DefaultDepth 24
-EndSection
-""" % CARD
-
 # Qt's Fusion style (linuxfb's default): window and menu bar grey, and the editor's white.
 QT_WINDOW = (239, 239, 239)
 QT_BASE = (255, 255, 255)
-
-
-def have_xorg_modesetting():
-    return (os.access("/usr/lib/xorg/Xorg", os.X_OK) and os.path.exists("/usr/lib/xorg/modules/drivers/modesetting_drv.so")
-            and os.access("/usr/bin/xsetroot", os.X_OK))
 
 
 def share(shot, rgb):
@@ -95,10 +70,10 @@ class DisplayStacks(drmrig.CardTestCase):
 
     # --- Xorg ----------------------------------------------------------------------
 
-    @unittest.skipUnless(have_xorg_modesetting(), "Xorg's modesetting driver is not installed")
+    @unittest.skipUnless(qtrig.have_xorg_modesetting(), "Xorg's modesetting driver is not installed")
     def test_xorg_modesetting(self):
         color, later = (0x30, 0x60, 0xc0), (0xc0, 0x60, 0x30)
-        x = qtrig.XServer(self.work, conf=XORG_MODESETTING, args=["-nocursor"])
+        x = qtrig.XServer(self.work, conf=qtrig.XORG_MODESETTING, args=["-nocursor"])
         try:
             def painted(rgb):
                 return x.client("xsetroot", "-solid", "#%02x%02x%02x" % rgb).returncode == 0
