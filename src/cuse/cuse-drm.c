@@ -57,11 +57,14 @@ struct ticket_binding {
 };
 
 /*
- * Per open file: its drm file (NULL once revoked: ENODEV from then on),
- * who opened it for what (the opener's uid in devnsd's user namespace, and
+ * Per open file: the device it was opened on (which frees it), the card it
+ * works on (that device's, or a persona's when routed; NULL once that card
+ * is gone), its drm file (NULL once revoked: ENODEV from then on), who
+ * opened it for what (the opener's uid in devnsd's user namespace, and
  * O_ACCMODE), what is blocked on it, and its ioctls between rounds.
  */
 struct open_file {
+	struct cuse_drm *dev;
 	struct cuse_drm *cd;
 	struct drm_file *drm;
 	uid_t uid;
@@ -74,17 +77,20 @@ struct open_file {
 	/* One ticket each at most: a new ticket takes the oldest's place. */
 	struct ticket_binding bindings[FB_TICKETS_PER_FILE];
 	unsigned int next_binding;
-	LIST_ENTRY(open_file) link;
+	LIST_ENTRY(open_file) link;      /* on cd->files */
+	LIST_ENTRY(open_file) open_link; /* on dev->opened */
 };
 
 struct cuse_drm {
 	struct cuse_device *dev;
-	struct drm_node *node;
+	struct drm_node *node; /* NULL: a routed device, whose files work on the card hooks->route() names */
 	char *socket_path;
 	const struct cuse_drm_hooks *hooks;
 	void *userdata;
-	/* Every handle until its release, revoked ones too. */
+	/* Every handle working on this card until its release, revoked ones too. */
 	LIST_HEAD(, open_file) files;
+	/* Every handle opened on this device until its release. */
+	LIST_HEAD(, open_file) opened;
 	unsigned int n_open, n_waiting;
 	struct listener on_readable;
 	struct fb_tickets tickets;
@@ -253,6 +259,27 @@ static void file_detach(struct open_file *f, int error) {
 	f->cd->n_open--;
 }
 
+/* f no longer works on its card (which is going): ENODEV from now on, until its release. */
+static void file_leave(struct open_file *f) {
+	file_detach(f, ENODEV);
+	LIST_REMOVE(f, link);
+	f->cd = NULL;
+}
+
+/* f is released: it stops working, and the card answers the waits its close completed. */
+static void file_free(struct open_file *f, int error) {
+	struct cuse_drm *cd = f->cd;
+
+	if (cd) {
+		file_detach(f, error);
+		LIST_REMOVE(f, link);
+	}
+	LIST_REMOVE(f, open_link);
+	free(f);
+	if (cd)
+		answer_waits(cd);
+}
+
 static unsigned int files_of_uid(const struct cuse_drm *cd, uid_t uid) {
 	const struct open_file *f;
 	unsigned int n = 0;
@@ -279,13 +306,18 @@ static void cd_init_done(void *userdata) {
 }
 
 static void cd_open(fuse_req_t req, struct fuse_file_info *fi) {
-	struct cuse_drm *cd = fuse_req_userdata(req);
+	struct cuse_drm *dev = fuse_req_userdata(req), *cd = dev;
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct open_file *f;
+	uint32_t owner = 0;
 	int r = 0;
 
-	if (cd->hooks && cd->hooks->may_open)
-		r = cd->hooks->may_open(cd->userdata, ctx->pid);
+	if (!dev->node) {
+		r = dev->hooks->route(dev->userdata, ctx->pid, &cd, &owner);
+		if (r >= 0)
+			r = cuse_device_open_owner(dev->dev, owner);
+	} else if (dev->hooks && dev->hooks->may_open)
+		r = dev->hooks->may_open(dev->userdata, ctx->pid);
 	if (r >= 0 && (cd->n_open >= CUSE_DRM_MAX_OPEN || files_of_uid(cd, ctx->uid) >= CUSE_DRM_MAX_OPEN_PER_UID))
 		r = -EMFILE;
 	f = r >= 0 ? calloc(1, sizeof(*f)) : NULL;
@@ -298,6 +330,7 @@ static void cd_open(fuse_req_t req, struct fuse_file_info *fi) {
 		fuse_reply_err(req, -r);
 		return;
 	}
+	f->dev = dev;
 	f->cd = cd;
 	f->uid = ctx->uid;
 	f->access_mode = fi->flags & O_ACCMODE;
@@ -307,22 +340,14 @@ static void cd_open(fuse_req_t req, struct fuse_file_info *fi) {
 	fi->nonseekable = 1;
 	fi->direct_io = 1;
 	LIST_INSERT_HEAD(&cd->files, f, link);
+	LIST_INSERT_HEAD(&dev->opened, f, open_link);
 	cd->n_open++;
-	if (fuse_reply_open(req, fi) < 0) {
-		file_detach(f, ENODEV);
-		LIST_REMOVE(f, link);
-		free(f);
-	}
+	if (fuse_reply_open(req, fi) < 0)
+		file_free(f, ENODEV);
 }
 
 static void cd_release(fuse_req_t req, struct fuse_file_info *fi) {
-	struct open_file *f = file_of(fi);
-	struct cuse_drm *cd = f->cd;
-
-	file_detach(f, EINTR);
-	LIST_REMOVE(f, link);
-	free(f);
-	answer_waits(cd);
+	file_free(file_of(fi), EINTR);
 	fuse_reply_err(req, 0);
 }
 
@@ -543,7 +568,7 @@ static int caller_same_file(const struct drm_ioctl_ctx *ctx, int fd, int own) {
 static void cd_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
 		     const void *in, size_t in_size, size_t out_size) {
 	struct open_file *f = file_of(fi);
-	struct cuse_drm *cd = f->cd;
+	struct cuse_drm *cd = f->cd; /* NULL only with f->drm: drm_of() answers first */
 	const struct fuse_ctx *fctx = fuse_req_ctx(req);
 	struct caller_file cf = { .cd = cd, .fd = -1, .got = -1 };
 	struct drm_ioctl_ctx ctx = {
@@ -611,16 +636,20 @@ int cuse_drm_new(struct cuse_drm **ret, sd_event *event, const char *devname, un
 	cd->hooks = hooks;
 	cd->userdata = userdata;
 	LIST_INIT(&cd->files);
+	LIST_INIT(&cd->opened);
 	if (socket_path) {
 		cd->socket_path = strdup(socket_path);
 		if (!cd->socket_path)
 			return -ENOMEM;
 	}
-	cd->closer = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
-	if (!cd->closer)
-		return -ENOMEM;
-	cd->on_readable.notify = on_readable;
-	signal_add(&drm_node_events(node)->readable, &cd->on_readable);
+	if (node) {
+		cd->closer = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+		if (!cd->closer)
+			return -ENOMEM;
+		cd->on_readable.notify = on_readable;
+		signal_add(&drm_node_events(node)->readable, &cd->on_readable);
+	} else if (!hooks || !hooks->route)
+		return -EINVAL;
 	r = cuse_device_new(&cd->dev, event, devname, major, minor, &cuse_drm_ops, cd);
 	if (r < 0)
 		return r;
@@ -631,6 +660,8 @@ int cuse_drm_new(struct cuse_drm **ret, sd_event *event, const char *devname, un
 void cuse_drm_revoke(struct cuse_drm *cd) {
 	struct open_file *f;
 
+	if (!cd->node)
+		return;
 	/* Each file's tickets go with it. */
 	LIST_FOREACH(f, &cd->files, link)
 		file_detach(f, ENODEV);
@@ -644,12 +675,15 @@ struct cuse_drm *cuse_drm_free(struct cuse_drm *cd) {
 	if (!cd)
 		return NULL;
 	cuse_drm_revoke(cd);
-	listener_remove(&cd->on_readable);
+	if (cd->node)
+		listener_remove(&cd->on_readable);
 	cuse_device_free(cd->dev);
-	while ((f = LIST_FIRST(&cd->files))) {
-		LIST_REMOVE(f, link);
-		free(f);
-	}
+	/* Files opened on a routed device may still work on another card. */
+	while ((f = LIST_FIRST(&cd->opened)))
+		file_free(f, ENODEV);
+	/* Files routed here from another device stay that device's, answering ENODEV. */
+	while ((f = LIST_FIRST(&cd->files)))
+		file_leave(f);
 	fd_closer_quota_unref(cd->closer);
 	free(cd->socket_path);
 	free(cd);
@@ -682,6 +716,10 @@ unsigned int cuse_drm_n_waiting(const struct cuse_drm *cd) {
 
 int cuse_drm_set_owner(struct cuse_drm *cd, uid_t uid, gid_t gid, mode_t mode) {
 	return cuse_device_set_owner(cd->dev, uid, gid, mode);
+}
+
+int cuse_drm_set_shares(struct cuse_drm *cd, unsigned int n) {
+	return cuse_device_set_shares(cd->dev, n);
 }
 
 int cuse_drm_redeem(struct cuse_drm *cd, const struct devns_fb_ticket *ticket, bool dmabuf,

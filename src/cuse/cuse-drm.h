@@ -31,13 +31,22 @@ struct cuse_drm_hooks {
 	void (*ready)(void *userdata);
 	/* May this process open the node? 0, or a negative errno to refuse. */
 	int (*may_open)(void *userdata, pid_t pid);
+	/*
+	 * For a routed node (created with node NULL), instead of may_open: the
+	 * card whose node this process's open works on, and the owner (from 1)
+	 * whose share of the routed node the file takes (see
+	 * cuse_drm_set_shares()); or a negative errno to refuse.
+	 */
+	int (*route)(void *userdata, pid_t pid, struct cuse_drm **ret, uint32_t *ret_owner);
 };
 
 /*
  * Serves node (which the caller keeps, and frees after this) as devname,
  * numbers as for cuse_device_new(). socket_path: what
  * DEVNS_DRM_IOCTL_GET_SOCKET answers (NULL: it fails with -ENOTTY, and no
- * ticket is issued).
+ * ticket is issued). node NULL makes a routed node: each open works on the
+ * card hooks->route() names, as if opened there (its limits, its socket,
+ * its revocation), until that card is freed (ENODEV from then on).
  */
 int cuse_drm_new(struct cuse_drm **ret, sd_event *event, const char *devname, unsigned int major,
 		 unsigned int minor, struct drm_node *node, const char *socket_path, const struct cuse_drm_hooks *hooks,
@@ -54,9 +63,10 @@ static inline void cuse_drm_freep(struct cuse_drm **cd) {
 }
 
 /*
- * Every open file stops working (ENODEV from now on, blocked callers too);
- * its drm file is closed (its framebuffers and master go), its tickets are
- * void. New opens work as before.
+ * Every open file stops working (ENODEV from now on, blocked callers too),
+ * those routed here included; its drm file is closed (its framebuffers and
+ * master go), its tickets are void. New opens work as before. Nothing on a
+ * routed node.
  */
 void cuse_drm_revoke(struct cuse_drm *cd);
 
@@ -69,6 +79,8 @@ unsigned int cuse_drm_n_waiting(const struct cuse_drm *cd);
 
 /* The node's owner and mode in /dev; see cuse_device_set_owner(). */
 int cuse_drm_set_owner(struct cuse_drm *cd, uid_t uid, gid_t gid, mode_t mode);
+/* Splits a routed node's files and requests among n owners; see cuse_device_set_shares(). */
+int cuse_drm_set_shares(struct cuse_drm *cd, unsigned int n);
 
 /*
  * What a redeemed ticket gives: the buffer's memory (the node's fd: dup or

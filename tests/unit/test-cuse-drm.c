@@ -5,7 +5,8 @@
  * memory is the test's own, as an unrestricted ioctl's retries name it.
  * Ioctls in their rounds, tickets for dumb buffers, blocking reads and
  * WAIT_VBLANKs answered at the vblank, interrupts, revocation, a caller
- * that never settles, and the open limits.
+ * that never settles, the open limits, and a routed node whose files work
+ * on the card.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -688,6 +689,126 @@ static void test_privileged(void **state) {
 	release(b);
 }
 
+/* --- a routed node: every open works on the card the route names ------------------- */
+
+static int route(void *userdata, pid_t pid, struct cuse_drm **ret, uint32_t *ret_owner) {
+	(void)userdata;
+	if (pid == REFUSED_PID)
+		return -EACCES;
+	if (!t.cd)
+		return -ENODEV;
+	*ret = t.cd;
+	*ret_owner = 1;
+	return 0;
+}
+
+static const struct cuse_drm_hooks routed_hooks = { .ready = on_ready, .route = route };
+
+/* A routed node beside the card, with a kernel side of its own: its fd in *ret_fd; t.kernel_fd stays the card's. */
+static struct cuse_drm *routed_new(int *ret_fd) {
+	struct fuse_init_in init = { .major = FUSE_KERNEL_VERSION, .minor = FUSE_KERNEL_MINOR_VERSION };
+	int card_fd = t.kernel_fd;
+	struct cuse_drm *routed;
+	struct fuse_out_header h;
+
+	assert_int_equal(cuse_drm_new(&routed, t.e, "devns/card0", 0, 0, NULL, NULL, &routed_hooks, NULL), 0);
+	assert_int_equal(cuse_drm_set_shares(routed, 3), 0);
+	send_req(CUSE_INIT, &init, sizeof(init));
+	assert_true(next_reply(&h, NULL, 0, NULL));
+	assert_int_equal(h.error, 0);
+	*ret_fd = t.kernel_fd;
+	t.kernel_fd = card_fd;
+	return routed;
+}
+
+static void test_routed(void **state) {
+	int card_fd = t.kernel_fd, routed_fd, error;
+	struct cuse_drm *routed = routed_new(&routed_fd);
+	struct drm_mode_crtc_page_flip flip = { .crtc_id = DRM_NODE_CRTC_ID, .flags = DRM_MODE_PAGE_FLIP_EVENT,
+						.user_data = 0x77 };
+	struct drm_mode_crtc crtc = { .crtc_id = DRM_NODE_CRTC_ID };
+	struct drm_mode_card_res r = { 0 };
+	struct drm_event_vblank ev;
+	uint64_t fh, direct, reader;
+	size_t len;
+
+	(void)state;
+	/* Opened on the routed node, the file is one of the card's: its count, its CRTC, its events. */
+	t.kernel_fd = routed_fd;
+	fh = open_file(O_RDWR);
+	assert_int_equal(cuse_drm_n_open(t.cd), 1);
+	assert_int_equal(cuse_drm_n_open(routed), 0);
+	flip.fb_id = light(fh);
+	t.kernel_fd = card_fd;
+	direct = open_file(O_RDWR);
+	assert_int_equal(kernel_ioctl(direct, DRM_IOCTL_MODE_GETCRTC, &crtc), 0);
+	assert_int_equal(crtc.fb_id, flip.fb_id);
+	t.kernel_fd = routed_fd;
+	reader = send_read(fh, 4096, 0);
+	assert_int_equal(kernel_ioctl(fh, DRM_IOCTL_MODE_PAGE_FLIP, &flip), 0);
+	no_reply();
+	t.kernel_fd = card_fd;
+	vblank();
+	no_reply();
+	t.kernel_fd = routed_fd;
+	assert_int_equal(reply_to(reader, &ev, sizeof(ev), &len), 0);
+	assert_int_equal(len, sizeof(ev));
+	assert_int_equal(ev.user_data, 0x77);
+
+	/* The route refuses this process. */
+	t.pid = REFUSED_PID;
+	assert_int_equal(open_as(UID, O_RDWR, &error), 0);
+	assert_int_equal(error, -EACCES);
+	t.pid = 0;
+
+	/* The card's revocation reaches the files routed to it; new opens work. */
+	reader = send_read(fh, 4096, 0);
+	cuse_drm_revoke(t.cd);
+	assert_int_equal(reply_to(reader, NULL, 0, NULL), -ENODEV);
+	assert_int_equal(kernel_ioctl(fh, DRM_IOCTL_MODE_GETRESOURCES, &r), -ENODEV);
+	assert_int_equal(cuse_drm_n_open(t.cd), 0);
+	release(fh);
+	fh = open_file(O_RDWR);
+	assert_int_equal(kernel_ioctl(fh, DRM_IOCTL_MODE_GETRESOURCES, &r), 0);
+	assert_int_equal(r.count_crtcs, 1);
+	assert_int_equal(cuse_drm_n_open(t.cd), 1);
+
+	/* The routed node goes first: its files leave the card. */
+	routed = cuse_drm_free(routed);
+	assert_int_equal(cuse_drm_n_open(t.cd), 0);
+	close(routed_fd);
+	t.kernel_fd = card_fd;
+	release(direct);
+}
+
+static void test_routed_card_gone(void **state) {
+	int card_fd = t.kernel_fd, routed_fd, error;
+	struct cuse_drm *routed = routed_new(&routed_fd);
+	struct fuse_poll_in poll_in = { .kh = 3 };
+	struct fuse_poll_out polled = { 0 };
+	struct drm_mode_card_res r = { 0 };
+	uint64_t fh, reader;
+
+	(void)state;
+	t.kernel_fd = routed_fd;
+	fh = open_file(O_RDWR);
+	reader = send_read(fh, 4096, 0);
+	no_reply();
+	/* The card goes first (its persona removed): the routed file answers ENODEV until its release. */
+	t.cd = cuse_drm_free(t.cd);
+	assert_int_equal(reply_to(reader, NULL, 0, NULL), -ENODEV);
+	assert_int_equal(kernel_ioctl(fh, DRM_IOCTL_MODE_GETRESOURCES, &r), -ENODEV);
+	poll_in.fh = fh;
+	assert_int_equal(reply_to(send_req(FUSE_POLL, &poll_in, sizeof(poll_in)), &polled, sizeof(polled), NULL), 0);
+	assert_int_equal(polled.revents, POLLERR | POLLHUP);
+	assert_int_equal(open_as(UID, O_RDWR, &error), 0);
+	assert_int_equal(error, -ENODEV);
+	release(fh);
+	routed = cuse_drm_free(routed);
+	close(routed_fd);
+	t.kernel_fd = card_fd;
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_version_rounds, setup, teardown),
@@ -699,6 +820,8 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_rounds_bounded, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_open_limits, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_privileged, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_routed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_routed_card_gone, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -173,9 +173,11 @@ struct display_class {
 	uint64_t tick_due_usec;
 	struct display_node *active;
 	LIST_HEAD(, display_node) nodes;
-	/* /dev/devns/fb0, whose opener's persona decides which framebuffer it gets (Routed=yes). */
+	/* /dev/devns/fb0 and /dev/devns/card0, whose opener's persona decides whose node it gets (Routed=yes). */
 	struct cuse_fb *routed;
 	bool routed_ready;
+	struct cuse_drm *routed_card;
+	bool routed_card_ready;
 	/* Visible rows of the active persona not yet presented. */
 	struct fb_rows damage;
 	/* The next present copies in one go (a switch). */

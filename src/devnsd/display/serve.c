@@ -2,7 +2,8 @@
 /*
  * The display class as devnsd runs it: the configured display, and each
  * persona's framebuffer served as an fb0 node over CUSE and an mmap
- * socket, and the routed /dev/devns/fb0. The core is display/class.c.
+ * socket, its card0, and the routed /dev/devns/fb0 and /dev/devns/card0.
+ * The core is display/class.c.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -190,6 +191,7 @@ static void serve_vsync(struct display_node *dn) {
 static void serve_class_removed(struct display_class *dc) {
 	dc->hotplug = display_hotplug_free(dc->hotplug);
 	dc->routed = cuse_fb_free(dc->routed);
+	dc->routed_card = cuse_drm_free(dc->routed_card);
 }
 
 static const struct display_transport_ops serve_transport = {
@@ -243,9 +245,40 @@ static const struct cuse_fb_hooks routed_hooks = {
 	.route = routed_route,
 };
 
+static void routed_card_ready(void *userdata) {
+	struct display_class *dc = userdata;
+
+	if (dc->routed_card_ready)
+		return;
+	dc->routed_card_ready = true;
+	manager_node_ready(dc->base.manager, NULL);
+}
+
+/* The card of the opener's persona; host processes get the active persona's. */
+static int routed_card_route(void *userdata, pid_t pid, struct cuse_drm **ret, uint32_t *ret_owner) {
+	struct display_class *dc = userdata;
+	struct display_node *dn;
+	struct persona *p;
+	int r;
+
+	r = manager_route(dc->base.manager, "/dev/" DEVNS_DEV_DIR "/card0", pid, &p, ret_owner);
+	if (r < 0)
+		return r;
+	dn = display_node_of(dc, p);
+	if (!dn || !dn->drm_cuse)
+		return -ENODEV;
+	*ret = dn->drm_cuse;
+	return 0;
+}
+
+static const struct cuse_drm_hooks routed_card_hooks = {
+	.ready = routed_card_ready,
+	.route = routed_card_route,
+};
+
 static int add_routed(struct display_class *dc) {
 	struct manager *m = dc->base.manager;
-	const char *devname = DEVNS_DEV_DIR "/fb0";
+	const char *devname = DEVNS_DEV_DIR "/fb0", *card = DEVNS_DEV_DIR "/card0";
 	unsigned int major, minor;
 	int r;
 
@@ -257,6 +290,15 @@ static int add_routed(struct display_class *dc) {
 	r = cuse_fb_set_shares(dc->routed, ROUTED_SHARES);
 	if (r < 0)
 		return log_error_errno(r, "/dev/%s: cannot split the routed node among personas: %m", devname);
+	manager_node_added(m, NULL);
+	/* A primary DRM node's number, as the personas' cards have. */
+	manager_node_numbers(m, card, &major, &minor);
+	r = cuse_drm_new(&dc->routed_card, m->event, card, major, minor, NULL, NULL, &routed_card_hooks, dc);
+	if (r < 0)
+		return log_error_errno(r, "/dev/%s: cannot create the routed node: %m", card);
+	r = cuse_drm_set_shares(dc->routed_card, ROUTED_SHARES);
+	if (r < 0)
+		return log_error_errno(r, "/dev/%s: cannot split the routed node among personas: %m", card);
 	manager_node_added(m, NULL);
 	return 0;
 }

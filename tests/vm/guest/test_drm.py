@@ -259,5 +259,75 @@ class CardPrime(drmrig.CardTestCase):
         self.assertIn("refused by DEVICE2 EINVAL\n", p.stdout)
 
 
+class CardRouted(drmrig.CardTestCase):
+    """The routed card, /dev/devns/card0 (Routed=yes): every container binds the same node as its
+    /dev/dri/card0, as a container manager binds the routed fb0, and the opener's persona decides
+    whose card it works on."""
+
+    ROUTED = "/dev/devns/card0"
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bus = rig.Bus()
+        cls.daemon = rig.Daemon(fbrig.conf_display(routed=True))
+        var, _ = fbrig.screen_info("work")
+        cls.w, cls.h = var["xres"], var["yres"]
+        cls.work, cls.personal = rig.attached("work", "personal")
+        for c in (cls.work, cls.personal):
+            c.run("sh", "-c", "mkdir -p /dev/dri && touch /dev/dri/card0 && mount --bind %s /dev/dri/card0" % cls.ROUTED)
+
+    def screenshot(self, persona):
+        path = os.path.join(tempfile.mkdtemp(prefix="drm-routed-"), persona + ".png")
+        rig.devnsctl("screenshot", persona, path)
+        return fbrig.read_png_rgb(path)
+
+    def test_routed_card_gives_each_container_its_persona(self):
+        st = os.stat(self.ROUTED)
+        self.assertLess(os.minor(st.st_rdev), 64, "libdrm takes a primary node's kind from its minor")
+        # modetest finds the card by its driver's name among /dev/dri/card*: the routed node.
+        mt = self.start(self.work, "modetest", "-M", "devns", "-s", "35@32:%dx%d" % (self.w, self.h))
+        self.assertTrue(self.wait_screen("routed-modetest", shows_bars, 60),
+                        "the screen does not show work's modetest through the routed card: %s" % mt.text)
+        color = (0x30, 0x60, 0xc0)
+        draw = self.start(self.personal, DRAW, CARD, "0x%02x%02x%02x" % color, "--hold", "600000")
+        self.assertTrue(draw.wait_for(r"\nshown", 60), draw.text)
+        self.assertTrue(solid(self.screenshot("personal"), color), "personal's client did not draw on personal's card")
+        self.assertTrue(shows_bars(self.screenshot("work")), "personal's client reached work's card")
+        self.assertTrue(shows_bars(self.screen("routed-background")), "personal's card reached the screen")
+        rig.devnsctl("switch", "personal")
+        self.assertTrue(self.wait_screen("routed-personal", lambda s: solid(s, color), 15),
+                        "the switch does not show personal's card")
+        rig.devnsctl("switch", "work")
+        self.assertTrue(self.wait_screen("routed-work", shows_bars, 15), "the switch back does not show work's card")
+        # A container attached to no persona is refused.
+        stranger = rig.Container()
+        try:
+            p = stranger.run("drm_info", self.ROUTED, check=False)
+            self.assertNotEqual(p.returncode, 0)
+            self.assertNotIn("Driver: devns", p.stdout)
+        finally:
+            stranger.stop()
+
+    def test_reattach_revokes_routed_files(self):
+        """personal attached to another container: what the old one opened through the routed card
+        ends, its framebuffer with it, and the new container's opens reach personal's card."""
+        color = (0xa0, 0x30, 0x60)
+        draw = self.start(self.personal, DRAW, CARD, "0x%02x%02x%02x" % color, "--hold", "600000")
+        self.assertTrue(draw.wait_for(r"\nshown", 60), draw.text)
+        self.assertTrue(solid(self.screenshot("personal"), color))
+        c = rig.Container()
+        try:
+            rig.devnsctl("attach", "personal", "--pid", str(c.pid))
+            # The old container's file is revoked: the card's framebuffer went, and personal shows its
+            # fb0, fresh black memory for the new container.
+            self.assertTrue(rig.eventually(lambda: solid(self.screenshot("personal"), (0, 0, 0)), 15),
+                            "personal still shows the revoked client's frame")
+            out = c.run("drm_info", self.ROUTED).stdout
+            self.assertIn("Driver: devns", out)
+        finally:
+            c.stop()
+            rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
+
+
 if __name__ == "__main__":
     rig.main()

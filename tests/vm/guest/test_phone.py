@@ -341,12 +341,12 @@ class Phone(rig.PersonaTestCase):
         self.assertTrue(ok, "work's frame is not shown after it unblanked (%s pixels differ)" % diff)
 
     def test_cards_follow_the_hotkey(self):
-        """A DRM client in each container draws on its persona's card0 (/dev/dri/card0): the screen
-        shows the active persona's card, the hotkey brings the other one's at once, and when the
-        clients end each persona's fb0 frame is back. On a kernel with udmabuf, work's client
-        shares its buffer as a dma-buf between two files of the card (PRIME), as wlroots does,
-        and the master shows the imported buffer."""
-        cards = {"work": (0x20, 0xa0, 0x40), "personal": (0xa0, 0x20, 0x40)}
+        """A DRM client in each container draws on its persona's card0 (/dev/dri/card0), libdrm's
+        modetest in personal's: the screen shows the active persona's card, the hotkey brings the
+        other one's at once, and when the clients end each persona's fb0 frame is back. On a
+        kernel with udmabuf, work's client shares its buffer as a dma-buf between two files of
+        the card (PRIME), as wlroots does, and the master shows the imported buffer."""
+        work = (0x20, 0xa0, 0x40)
         band = (0xe0, 0xc0, 0x20)
         prime = os.path.exists("/dev/udmabuf")
         frames = self.draw_fb0_inside()
@@ -354,28 +354,41 @@ class Phone(rig.PersonaTestCase):
 
         def shows(p):
             shot = fbrig.screendump("phone-card-" + p)
-            if p != "work" or not prime:
-                return fbrig.solid(shot, cards[p])
+            if p == "personal":
+                return drmrig.shows_bars(shot)
+            if not prime:
+                return fbrig.solid(shot, work)
             # The band was drawn through the dma-buf, the rest through the dumb buffer's mapping.
             w, h, _ = shot
-            return (drmrig.pixel_at(shot, w // 2, h // 8) == band
-                    and drmrig.pixel_at(shot, w // 2, 3 * h // 4) == cards[p])
+            return drmrig.pixel_at(shot, w // 2, h // 8) == band and drmrig.pixel_at(shot, w // 2, 3 * h // 4) == work
+
+        color = "0x%02x%02x%02x" % work
+        if prime:
+            cmd = [drmrig.PRIME, "/dev/dri/card0", color, "0x%02x%02x%02x" % band, "--reopen", "--hold", "600000"]
+        else:
+            cmd = [DRM_DRAW, "/dev/dri/card0", color, "--hold", "600000"]
+        shot = os.path.join(tempfile.mkdtemp(prefix="phone-card-"), "personal.png")
+
+        def personal_drawn():
+            rig.devnsctl("screenshot", "personal", shot)
+            return drmrig.shows_bars(fbrig.read_png_rgb(shot))
 
         clients = {}
         try:
-            for p in PERSONAS:
-                color = "0x%02x%02x%02x" % cards[p]
-                if p == "work" and prime:
-                    cmd = [drmrig.PRIME, "/dev/dri/card0", color, "0x%02x%02x%02x" % band, "--reopen"]
-                else:
-                    cmd = [DRM_DRAW, "/dev/dri/card0", color]
+            for p, argv in (("work", cmd), ("personal", ["modetest", "-M", "devns", "-s",
+                                                         "35@32:%dx%d" % (self.w, self.h)])):
                 clients[p] = self.containers[p].popen(
-                    "env", "LD_PRELOAD=" + PRELOAD, *cmd, "--hold", "600000", stdout=subprocess.PIPE,
+                    "env", "LD_PRELOAD=" + PRELOAD, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, text=True, start_new_session=True)
                 out = rig.Output(clients[p])
-                self.assertTrue(out.wait_for(r"\nshown", 60), "%s's client: %s" % (p, out.text))
-                if p == "work" and prime:
-                    self.assertRegex(out.text, r"imported \d+ same 1\n")
+                if p == "work":
+                    self.assertTrue(out.wait_for(r"\nshown", 60), "work's client: %s" % out.text)
+                    if prime:
+                        self.assertRegex(out.text, r"imported \d+ same 1\n")
+                else:
+                    # Drawn in the background: in personal's screenshot, not on the screen.
+                    self.assertTrue(rig.eventually(personal_drawn, 60), "modetest: %s" % out.text)
+                    self.assertTrue(shows("work"), "the background modetest reached the screen")
             for p in ("work", "personal", "work"):
                 self.hotkey(p)
                 self.assertTrue(rig.eventually(lambda: shows(p), 15), "the hotkey to %s does not show its card" % p)
