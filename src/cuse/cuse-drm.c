@@ -675,10 +675,19 @@ struct cuse_drm *cuse_drm_free(struct cuse_drm *cd) {
 	if (!cd)
 		return NULL;
 	cuse_drm_revoke(cd);
+	/*
+	 * Files opened on a routed device may still work on another card: they
+	 * stop while this device's connection can still answer what waits on
+	 * them, and the card answers the waits their closes completed.
+	 */
+	LIST_FOREACH(f, &cd->opened, open_link)
+		if (f->cd && f->cd != cd) {
+			file_detach(f, ENODEV);
+			answer_waits(f->cd);
+		}
 	if (cd->node)
 		listener_remove(&cd->on_readable);
 	cuse_device_free(cd->dev);
-	/* Files opened on a routed device may still work on another card. */
 	while ((f = LIST_FIRST(&cd->opened)))
 		file_free(f, ENODEV);
 	/* Files routed here from another device stay that device's, answering ENODEV. */

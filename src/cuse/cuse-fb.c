@@ -8,7 +8,8 @@
 #include "util.h"
 
 struct vsync_wait {
-	struct cuse_fb *cf;
+	struct cuse_fb *cf;  /* the node it waits on */
+	struct cuse_fb *dev; /* the device whose connection req came on: cf, or a routed node */
 	fuse_req_t req;
 	LIST_ENTRY(vsync_wait) link;
 };
@@ -61,18 +62,38 @@ static void on_interrupt(fuse_req_t req, void *data) {
 	fuse_reply_err(req, EINTR);
 }
 
+static void answer_waiter(struct vsync_wait *w, int error) {
+	fuse_req_t req = w->req;
+
+	wait_drop(w);
+	fuse_req_interrupt_func(req, NULL, NULL);
+	if (error)
+		fuse_reply_err(req, error);
+	else
+		fuse_reply_ioctl(req, 0, NULL, 0);
+}
+
 static void answer_waiters(struct cuse_fb *cf, int error) {
 	struct vsync_wait *w;
 
-	while ((w = LIST_FIRST(&cf->waiters))) {
-		fuse_req_t req = w->req;
+	while ((w = LIST_FIRST(&cf->waiters)))
+		answer_waiter(w, error);
+}
 
-		wait_drop(w);
-		fuse_req_interrupt_func(req, NULL, NULL);
-		if (error)
-			fuse_reply_err(req, error);
-		else
-			fuse_reply_ioctl(req, 0, NULL, 0);
+/* A routed node going: what waits through its connection on another node is answered while it still can be. */
+static void answer_routed_waiters(struct cuse_fb *routed) {
+	struct open_file *f;
+
+	LIST_FOREACH(f, &routed->files, link) {
+		struct vsync_wait *w, *next;
+
+		if (!f->target)
+			continue;
+		for (w = LIST_FIRST(&f->target->waiters); w; w = next) {
+			next = LIST_NEXT(w, link);
+			if (w->dev == routed)
+				answer_waiter(w, ENODEV);
+		}
 	}
 }
 
@@ -217,6 +238,7 @@ static void fb_write(fuse_req_t req, const char *buf, size_t size, off_t off, st
 }
 
 static void wait_vsync(struct cuse_fb *cf, fuse_req_t req) {
+	struct cuse_fb *dev = fuse_req_userdata(req);
 	struct vsync_wait *w;
 
 	if (cf->n_waiters >= CUSE_FB_MAX_VSYNC_WAITERS) {
@@ -229,6 +251,7 @@ static void wait_vsync(struct cuse_fb *cf, fuse_req_t req) {
 		return;
 	}
 	w->cf = cf;
+	w->dev = dev;
 	w->req = req;
 	LIST_INSERT_HEAD(&cf->waiters, w, link);
 	cf->n_waiters++;
@@ -340,6 +363,8 @@ struct cuse_fb *cuse_fb_free(struct cuse_fb *cf) {
 	if (!cf)
 		return NULL;
 	cuse_fb_revoke(cf);
+	if (!cf->node)
+		answer_routed_waiters(cf);
 	cuse_device_free(cf->dev);
 	while ((f = LIST_FIRST(&cf->files))) {
 		/* A routed file may work on another persona's node. */

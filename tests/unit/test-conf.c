@@ -272,6 +272,10 @@ static void test_invalid_persona_name(void **state) {
 	EXPECT_ERROR("[Persona ../etc]\n", 1, "invalid persona name", "../etc");
 	EXPECT_ERROR("[Persona a]\n[Persona -x]\n", 2, "invalid persona name", "-x");
 	EXPECT_ERROR("[Persona two words]\n", 1, "invalid persona name");
+	/* The routed nodes' names: /dev/devns/NAME would be both. */
+	EXPECT_ERROR("[Persona card0]\n", 1, "invalid persona name", "card0");
+	EXPECT_ERROR("[Persona fb0]\n", 1, "invalid persona name", "fb0");
+	EXPECT_ERROR("[Persona a]\n[Persona event12]\n", 2, "invalid persona name", "event12");
 
 	memset(longest, 'n', NAME_MAX_LEN + 1);
 	longest[NAME_MAX_LEN + 1] = '\0';

@@ -728,7 +728,11 @@ static void test_routed(void **state) {
 						.user_data = 0x77 };
 	struct drm_mode_crtc crtc = { .crtc_id = DRM_NODE_CRTC_ID };
 	struct drm_mode_card_res r = { 0 };
+	struct fuse_poll_in poll_in = { .kh = 9, .flags = FUSE_POLL_SCHEDULE_NOTIFY, .events = POLLIN };
+	struct fuse_notify_poll_wakeup_out wake;
+	struct fuse_poll_out polled = { 0 };
 	struct drm_event_vblank ev;
+	struct fuse_out_header h;
 	uint64_t fh, direct, reader;
 	size_t len;
 
@@ -773,8 +777,21 @@ static void test_routed(void **state) {
 	assert_int_equal(r.count_crtcs, 1);
 	assert_int_equal(cuse_drm_n_open(t.cd), 1);
 
-	/* The routed node goes first: its files leave the card. */
+	/*
+	 * The routed node goes first: its files leave the card, and what waits
+	 * on them (a read, a poller) is answered through the routed node's
+	 * connection before it ends.
+	 */
+	reader = send_read(fh, 4096, 0);
+	poll_in.fh = fh;
+	assert_int_equal(reply_to(send_req(FUSE_POLL, &poll_in, sizeof(poll_in)), &polled, sizeof(polled), NULL), 0);
+	assert_int_equal(polled.revents, 0);
+	no_reply();
 	routed = cuse_drm_free(routed);
+	assert_int_equal(reply_to(reader, NULL, 0, NULL), -ENODEV);
+	assert_true(next_reply(&h, &wake, sizeof(wake), NULL));
+	assert_int_equal(h.error, FUSE_NOTIFY_POLL);
+	assert_int_equal(wake.kh, 9);
 	assert_int_equal(cuse_drm_n_open(t.cd), 0);
 	close(routed_fd);
 	t.kernel_fd = card_fd;

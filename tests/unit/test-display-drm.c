@@ -160,6 +160,13 @@ static void run_for(struct rig *r, uint64_t usec) {
 		assert_true(sd_event_run(r->core->event, 1000) >= 0);
 }
 
+/* Runs the loop until the screen is all v, or 10 s went (a machine busy with other work is slow to present). */
+static bool screen_becomes(struct rig *r, uint8_t v) {
+	for (int i = 0; i < 500 && !screen_is(r, v); i++)
+		run_for(r, 20000);
+	return screen_is(r, v);
+}
+
 static void fill_fb0(struct rig *r, struct persona *p, uint8_t v) {
 	struct display_node *dn = node_of(r, p);
 
@@ -179,8 +186,7 @@ static int rig_setup(void **state) {
 	core_rig_run(r->core);
 	fill_fb0(r, r->a, 0xaa);
 	fill_fb0(r, r->b, 0xbb);
-	run_for(r, 100000);
-	assert_true(screen_is(r, 0xaa));
+	assert_true(screen_becomes(r, 0xaa));
 	display_headless_hold_flips(r->out, true);
 	*state = r;
 	return 0;
@@ -316,8 +322,7 @@ static void test_dpms_off_is_dark(void **state) {
 	core_rig_run(r->core);
 	if (r->out->flip_pending)
 		display_flip(r);
-	run_for(r, 50000);
-	assert_true(screen_is(r, 0x00));
+	assert_true(screen_becomes(r, 0x00));
 	assert_true(display_node_dark(node_of(r, r->a)));
 	client_close(&c);
 }

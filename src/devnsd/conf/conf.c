@@ -62,9 +62,11 @@ static char *strip(char *s) {
 static void on_persona_section(struct parser *p, const char *header, const char *pname) {
 	struct conf *c = p->conf;
 
-	if (!name_is_valid(pname)) {
-		parse_error(p, "[%s]: invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", header,
-			    pname, NAME_MAX_LEN);
+	if (!persona_name_is_valid(pname)) {
+		parse_error(p,
+			    "[%s]: invalid persona name '%s' (letters, digits, '_' and '-', at most %d; not fb0, card0 or "
+			    "eventN, the routed nodes' names)",
+			    header, pname, NAME_MAX_LEN);
 		return;
 	}
 	for (size_t i = 0; i < c->n_personas; i++)

@@ -5,10 +5,13 @@ dumb-buffer client) and checked on the real screen (bochs behind QEMU's -vga std
 QEMU's screendump): the active persona's frames show, a background persona's stay off the screen
 and come at a switch, and fb0's frame comes back when the card's master goes."""
 
+import errno
 import os
 import re
+import select
 import signal
 import subprocess
+import sys
 import tempfile
 
 import devnsrig as rig
@@ -272,9 +275,16 @@ class CardRouted(drmrig.CardTestCase):
         cls.daemon = rig.Daemon(fbrig.conf_display(routed=True))
         var, _ = fbrig.screen_info("work")
         cls.w, cls.h = var["xres"], var["yres"]
+        # Containers with the host's /dev in a mount namespace of their own, where their manager binds the
+        # routed card over /dev/dri/card0.
         cls.work, cls.personal = rig.attached("work", "personal")
+        cls.bind_routed()
+
+    @classmethod
+    def bind_routed(cls):
         for c in (cls.work, cls.personal):
-            c.run("sh", "-c", "mkdir -p /dev/dri && touch /dev/dri/card0 && mount --bind %s /dev/dri/card0" % cls.ROUTED)
+            c.run("sh", "-c", "mkdir -p /dev/dri && touch /dev/dri/card0 && umount /dev/dri/card0 2>/dev/null; "
+                  "mount --bind %s /dev/dri/card0" % cls.ROUTED)
 
     def screenshot(self, persona):
         path = os.path.join(tempfile.mkdtemp(prefix="drm-routed-"), persona + ".png")
@@ -302,11 +312,39 @@ class CardRouted(drmrig.CardTestCase):
         # A container attached to no persona is refused.
         stranger = rig.Container()
         try:
-            p = stranger.run("drm_info", self.ROUTED, check=False)
-            self.assertNotEqual(p.returncode, 0)
-            self.assertNotIn("Driver: devns", p.stdout)
+            p = stranger.run(sys.executable, "-c", "import os; os.open(%r, os.O_RDWR)" % self.ROUTED, check=False)
+            self.assertIn("PermissionError", p.stderr)
         finally:
             stranger.stop()
+
+    def test_stop_answers_the_routed_cards_callers(self):
+        """devnsd stops while a container's programs wait on the routed card (a blocked read, a
+        poll): they are answered (ENODEV, a hang-up) and devnsd exits cleanly; started again, it
+        serves the routed card to the same containers."""
+        waiters = []
+        for code in ("import os; fd = os.open('/dev/dri/card0', os.O_RDWR); print('waiting', flush=True)\n"
+                     "try:\n    os.read(fd, 4096)\nexcept OSError as e:\n    print('read', e.errno)",
+                     "import os, select; fd = os.open('/dev/dri/card0', os.O_RDWR); p = select.poll()\n"
+                     "p.register(fd, select.POLLIN); print('waiting', flush=True); print('poll', p.poll()[0][1])"):
+            w = rig.Output(self.work.popen(sys.executable, "-c", code, stdout=subprocess.PIPE,
+                                           stderr=subprocess.STDOUT, text=True))
+            self.assertTrue(w.wait_for("waiting", 30), w.text)
+            waiters.append(w)
+        try:
+            code = self.daemon.stop()
+            self.assertEqual(code, 0, "devnsd exited with %s:\n%s" % (code, self.daemon.output()))
+            self.assertIn("read %d" % errno.ENODEV, waiters[0].finish(30))
+            self.assertRegex(waiters[1].finish(30), r"poll \d+")
+            self.assertTrue(int(re.search(r"poll (\d+)", waiters[1].text).group(1)) & (select.POLLERR | select.POLLHUP),
+                            waiters[1].text)
+        finally:
+            if not self.daemon.alive():
+                type(self).daemon = rig.Daemon(fbrig.conf_display(routed=True))
+                for name, c in (("work", self.work), ("personal", self.personal)):
+                    rig.devnsctl("attach", name, "--pid", str(c.pid))
+                self.bind_routed()
+        out = self.work.run("drm_info", CARD).stdout
+        self.assertIn("Driver: devns", out)
 
     def test_reattach_revokes_routed_files(self):
         """personal attached to another container: what the old one opened through the routed card
