@@ -1,7 +1,10 @@
 """Runs several VM test files one after another in one guest, each from a
 clean state, so that a group of files pays for one boot.
 
-Usage: run_group.py FILE...
+Usage: run_group.py FILE[:TEST,...]...
+
+A FILE may name some of its tests after a colon (Class or Class.test_name,
+comma-separated): only those run.
 
 Before the first file it notes what the guest has: its processes, mounts,
 modules and the entries of its scratch directories. After each file it
@@ -240,7 +243,9 @@ def main(files):
     for i, path in enumerate(files):
         print(f"### {path}", flush=True)
         start = time.monotonic()
-        status = subprocess.run([sys.executable, path], stdin=subprocess.DEVNULL).returncode
+        script, _, tests = path.partition(":")
+        argv = [sys.executable, script] + [t for t in tests.split(",") if t]
+        status = subprocess.run(argv, stdin=subprocess.DEVNULL).returncode
         results.append((path, status, time.monotonic() - start))
         try:
             snapshot.restore()
