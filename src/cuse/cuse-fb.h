@@ -44,7 +44,8 @@ int cuse_fb_new(struct cuse_fb **ret, sd_event *event, const char *devname, unsi
 		unsigned int minor, struct fb_node *node, const char *socket_path, const struct cuse_fb_hooks *hooks, void *userdata);
 /*
  * Answers waiting FBIO_WAITFORVSYNC calls with ENODEV and removes the node;
- * files routed to it answer ENODEV. The fb node stays.
+ * files routed to it answer ENODEV. A routed node first answers, with
+ * ENODEV, what waits through it on the persona's nodes. The fb node stays.
  */
 struct cuse_fb *cuse_fb_free(struct cuse_fb *cf);
 /*
