@@ -20,12 +20,12 @@
 #include <linux/fuse.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cuse-drm.h"
 #include "cuse-device.h"
+#include "cuse-drm.h"
+#include "cuse-rig.h"
 #include "drm-ioctl.h"
 #include "util.h"
 
@@ -35,7 +35,6 @@
 #define UID 1000
 #define PID 4242
 #define REFUSED_PID 666
-#define MSG_MAX (256 * 1024)
 
 static struct {
 	sd_event *e;
@@ -43,48 +42,20 @@ static struct {
 	struct cuse_drm *cd;
 	int kernel_fd;
 	unsigned int ready;
-	uint64_t unique;
 	uint64_t now;
 	uint32_t pid; /* whose requests the kernel sends: PID unless set */
 	uint32_t uid; /* the uid of ioctls and reads */
 } t;
 
-static uint8_t msg[MSG_MAX];
-
 /* --- the kernel's side ------------------------------------------------------- */
 
-static int connect_pair(void *userdata) {
-	int p[2];
-
-	(void)userdata;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, p) < 0)
-		return -errno;
-	t.kernel_fd = p[1];
-	return p[0];
-}
-
 static void pump(void) {
-	while (sd_event_run(t.e, 0) > 0)
-		;
+	cuse_rig_pump(t.e);
 }
 
 /* Sends a request of uid (pid PID) made of two parts, and lets devnsd handle it. */
 static uint64_t send_as(uint32_t opcode, uint32_t uid, const void *a, size_t a_len, const void *b, size_t b_len) {
-	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + a_len + b_len),
-				    .opcode = opcode,
-				    .unique = ++t.unique,
-				    .uid = uid,
-				    .pid = t.pid ? t.pid : PID };
-
-	assert_true(h.len <= sizeof(msg));
-	memcpy(msg, &h, sizeof(h));
-	if (a_len)
-		memcpy(msg + sizeof(h), a, a_len);
-	if (b_len)
-		memcpy(msg + sizeof(h) + a_len, b, b_len);
-	assert_int_equal(write(t.kernel_fd, msg, h.len), (ssize_t)h.len);
-	pump();
-	return h.unique;
+	return cuse_rig_send(t.e, t.kernel_fd, opcode, uid, t.pid ? t.pid : PID, a, a_len, b, b_len);
 }
 
 static uint64_t send_req(uint32_t opcode, const void *a, size_t a_len) {
@@ -93,16 +64,7 @@ static uint64_t send_req(uint32_t opcode, const void *a, size_t a_len) {
 
 /* The next message devnsd wrote: its header, and its payload (up to size bytes) in body; the payload's length. */
 static bool next_reply(struct fuse_out_header *ret, void *body, size_t size, size_t *ret_len) {
-	ssize_t n = read(t.kernel_fd, msg, sizeof(msg));
-
-	if (n < (ssize_t)sizeof(*ret))
-		return false;
-	memcpy(ret, msg, sizeof(*ret));
-	if (body)
-		memcpy(body, msg + sizeof(*ret), MIN(size, (size_t)n - sizeof(*ret)));
-	if (ret_len)
-		*ret_len = (size_t)n - sizeof(*ret);
-	return true;
+	return cuse_rig_next(t.kernel_fd, ret, body, size, ret_len);
 }
 
 /* The answer to request unique: its error (a negative errno), payload in body. */
@@ -195,12 +157,12 @@ static void read_round(uint64_t unique) {
 	if (h.error)
 		return;
 	assert_true(len >= sizeof(out));
-	memcpy(&out, msg + sizeof(h), sizeof(out));
+	memcpy(&out, cuse_rig_msg + sizeof(h), sizeof(out));
 	answer.result = out.result;
 	answer.retry = out.flags & FUSE_IOCTL_RETRY;
 	len -= sizeof(out);
 	if (answer.retry) {
-		const uint8_t *p = msg + sizeof(h) + sizeof(out);
+		const uint8_t *p = cuse_rig_msg + sizeof(h) + sizeof(out);
 
 		assert_true(out.in_iovs <= DRM_IOCTL_IOV_MAX && out.out_iovs <= DRM_IOCTL_IOV_MAX);
 		assert_int_equal(len, (out.in_iovs + out.out_iovs) * sizeof(struct fuse_ioctl_iovec));
@@ -212,7 +174,7 @@ static void read_round(uint64_t unique) {
 	}
 	assert_true(len <= sizeof(answer.data));
 	answer.len = len;
-	memcpy(answer.data, msg + sizeof(h) + sizeof(out), len);
+	memcpy(answer.data, cuse_rig_msg + sizeof(h) + sizeof(out), len);
 }
 
 static void ioctl_round(uint64_t fh, unsigned int cmd, const void *arg, const void *in, size_t in_size,
@@ -335,9 +297,10 @@ static int setup(void **state) {
 	t.now = 5000000;
 	t.uid = UID;
 	assert_int_equal(sd_event_new(&t.e), 0);
-	cuse_device_set_connector(connect_pair, NULL);
+	cuse_device_set_connector(cuse_rig_connect, NULL);
 	assert_int_equal(drm_node_new(&t.node, &cfg), 0);
 	assert_int_equal(cuse_drm_new(&t.cd, t.e, "devns/t/card0", 0, 0, t.node, SOCKET_PATH, &hooks, NULL), 0);
+	t.kernel_fd = cuse_rig_last_fd;
 	send_req(CUSE_INIT, &init, sizeof(init));
 	assert_true(next_reply(&h, NULL, 0, NULL));
 	assert_int_equal(h.error, 0);
@@ -713,6 +676,7 @@ static struct cuse_drm *routed_new(int *ret_fd) {
 
 	assert_int_equal(cuse_drm_new(&routed, t.e, "devns/card0", 0, 0, NULL, NULL, &routed_hooks, NULL), 0);
 	assert_int_equal(cuse_drm_set_shares(routed, 3), 0);
+	t.kernel_fd = cuse_rig_last_fd;
 	send_req(CUSE_INIT, &init, sizeof(init));
 	assert_true(next_reply(&h, NULL, 0, NULL));
 	assert_int_equal(h.error, 0);

@@ -17,16 +17,15 @@
 #include <linux/fb.h>
 #include <linux/fuse.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cuse-device.h"
 #include "cuse-fb.h"
+#include "cuse-rig.h"
 #include "util.h"
 
 #define PID 4242
 #define UID 1000
-#define MSG_MAX (64 * 1024)
 
 static const struct fb_mode mode = { .width = 64, .height = 48, .refresh_hz = 60 };
 
@@ -35,57 +34,16 @@ static struct {
 	struct fb_node *node;
 	struct cuse_fb *persona, *routed;
 	int persona_fd, routed_fd; /* the kernel's side of each connection */
-	int last_fd;
-	uint64_t unique;
 	unsigned int vsync_effects;
 } t;
 
-static uint8_t msg[MSG_MAX];
-
-static int connect_pair(void *userdata) {
-	int p[2];
-
-	(void)userdata;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, p) < 0)
-		return -errno;
-	t.last_fd = p[1];
-	return p[0];
-}
-
-static void pump(void) {
-	while (sd_event_run(t.e, 0) > 0)
-		;
-}
-
 /* Sends a request made of two parts on the kernel's side fd, and lets devnsd handle it. */
 static uint64_t send_on(int fd, uint32_t opcode, const void *a, size_t a_len, const void *b, size_t b_len) {
-	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + a_len + b_len),
-				    .opcode = opcode,
-				    .unique = ++t.unique,
-				    .uid = UID,
-				    .pid = PID };
-
-	assert_true(h.len <= sizeof(msg));
-	memcpy(msg, &h, sizeof(h));
-	if (a_len)
-		memcpy(msg + sizeof(h), a, a_len);
-	if (b_len)
-		memcpy(msg + sizeof(h) + a_len, b, b_len);
-	assert_int_equal(write(fd, msg, h.len), (ssize_t)h.len);
-	pump();
-	return h.unique;
+	return cuse_rig_send(t.e, fd, opcode, UID, PID, a, a_len, b, b_len);
 }
 
-/* The next answer on fd: its header, and up to size bytes of its payload in body; false if none came. */
 static bool next_reply(int fd, struct fuse_out_header *ret, void *body, size_t size) {
-	ssize_t n = read(fd, msg, sizeof(msg));
-
-	if (n < (ssize_t)sizeof(*ret))
-		return false;
-	memcpy(ret, msg, sizeof(*ret));
-	if (body)
-		memcpy(body, msg + sizeof(*ret), MIN(size, (size_t)n - sizeof(*ret)));
-	return true;
+	return cuse_rig_next(fd, ret, body, size, NULL);
 }
 
 static int reply_to(int fd, uint64_t unique, void *body, size_t size) {
@@ -175,14 +133,14 @@ static int setup(void **state) {
 	(void)state;
 	memset(&t, 0, sizeof(t));
 	assert_int_equal(sd_event_new(&t.e), 0);
-	cuse_device_set_connector(connect_pair, NULL);
+	cuse_device_set_connector(cuse_rig_connect, NULL);
 	assert_int_equal(fb_node_new(&t.node, &mode, "test"), 0);
 	assert_int_equal(cuse_fb_new(&t.persona, t.e, "devns/t/fb0", 0, 0, t.node, NULL, &persona_hooks, NULL), 0);
-	t.persona_fd = t.last_fd;
+	t.persona_fd = cuse_rig_last_fd;
 	init(t.persona_fd);
 	assert_int_equal(cuse_fb_new(&t.routed, t.e, "devns/fb0", 0, 0, NULL, NULL, &routed_hooks, NULL), 0);
 	assert_int_equal(cuse_fb_set_shares(t.routed, 3), 0);
-	t.routed_fd = t.last_fd;
+	t.routed_fd = cuse_rig_last_fd;
 	init(t.routed_fd);
 	return 0;
 }
