@@ -28,10 +28,10 @@ bool name_is_valid(const char *name) {
 	return true;
 }
 
-bool persona_name_is_valid(const char *name) {
-	if (!name_is_valid(name) || streq(name, "fb0") || streq(name, "card0"))
-		return false;
-	return !(strncmp(name, "event", 5) == 0 && name[5] && strspn(name + 5, "0123456789") == strlen(name + 5));
+bool name_is_routed_node(const char *name) {
+	if (streq(name, "fb0") || streq(name, "card0"))
+		return true;
+	return strncmp(name, "event", 5) == 0 && name[5] && strspn(name + 5, "0123456789") == strlen(name + 5);
 }
 
 int parse_boolean(const char *v) {

@@ -568,7 +568,7 @@ static int caller_same_file(const struct drm_ioctl_ctx *ctx, int fd, int own) {
 static void cd_ioctl(fuse_req_t req, int cmd, void *arg, struct fuse_file_info *fi, unsigned int flags,
 		     const void *in, size_t in_size, size_t out_size) {
 	struct open_file *f = file_of(fi);
-	struct cuse_drm *cd = f->cd; /* NULL only with f->drm: drm_of() answers first */
+	struct cuse_drm *cd = f->cd; /* NULL only when f->drm is: drm_of() answers first */
 	const struct fuse_ctx *fctx = fuse_req_ctx(req);
 	struct caller_file cf = { .cd = cd, .fd = -1, .got = -1 };
 	struct drm_ioctl_ctx ctx = {

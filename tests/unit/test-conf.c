@@ -272,10 +272,14 @@ static void test_invalid_persona_name(void **state) {
 	EXPECT_ERROR("[Persona ../etc]\n", 1, "invalid persona name", "../etc");
 	EXPECT_ERROR("[Persona a]\n[Persona -x]\n", 2, "invalid persona name", "-x");
 	EXPECT_ERROR("[Persona two words]\n", 1, "invalid persona name");
-	/* The routed nodes' names: /dev/devns/NAME would be both. */
-	EXPECT_ERROR("[Persona card0]\n", 1, "invalid persona name", "card0");
-	EXPECT_ERROR("[Persona fb0]\n", 1, "invalid persona name", "fb0");
-	EXPECT_ERROR("[Persona a]\n[Persona event12]\n", 2, "invalid persona name", "event12");
+	/* With Routed=yes, the routed nodes' names: /dev/devns/NAME would be both. */
+	EXPECT_ERROR("[Daemon]\nRouted=yes\n[Persona card0]\n", 3, "may not be named as a routed node", "card0");
+	EXPECT_ERROR("[Persona fb0]\n[Daemon]\nRouted=yes\n", 1, "may not be named as a routed node", "fb0");
+	EXPECT_ERROR("[Daemon]\nRouted=yes\n[Persona a]\n[Persona event12]\n", 4, "routed node", "event12");
+	/* Without routed nodes they are names as any other. */
+	c = load_ok("[Persona card0]\n[Persona event12]\n");
+	assert_int_equal(c->n_personas, 2);
+	conf_free(c);
 
 	memset(longest, 'n', NAME_MAX_LEN + 1);
 	longest[NAME_MAX_LEN + 1] = '\0';

@@ -524,9 +524,26 @@ static void test_display_goes_and_comes_back(void **state) {
 #define T(name) cmocka_unit_test_setup_teardown(name, rig_setup, rig_teardown)
 #define TS(name) cmocka_unit_test_setup_teardown(name, rig_setup_spares, rig_teardown)
 
+/* CreatePersona's names: with Routed=yes, none of the routed nodes' in /dev/devns/. */
+static void test_created_persona_names(void **state) {
+	struct core_rig *routed = core_rig_new("[Daemon]\nRouted=yes\n[Persona a]\n"), *plain;
+	struct persona *p;
+
+	(void)state;
+	assert_int_equal(manager_create_persona(routed->manager, "card0", &p), -EINVAL);
+	assert_int_equal(manager_create_persona(routed->manager, "fb0", &p), -EINVAL);
+	assert_int_equal(manager_create_persona(routed->manager, "event3", &p), -EINVAL);
+	assert_int_equal(manager_create_persona(routed->manager, "event3x", &p), 0);
+	core_rig_free(routed);
+	plain = core_rig_new("[Persona a]\n");
+	assert_int_equal(manager_create_persona(plain->manager, "card0", &p), 0);
+	core_rig_free(plain);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_op_references),
+		cmocka_unit_test(test_created_persona_names),
 		T(test_switch_completes_at_the_flip),
 		T(test_switches_in_flight_join),
 		T(test_switch_back_in_flight),

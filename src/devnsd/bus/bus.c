@@ -387,8 +387,8 @@ static int method_create_persona(sd_bus_message *msg, void *userdata, sd_bus_err
 		return bus_error_set(error, -BUS_E_PERSONA_EXISTS, "A persona named '%s' exists already", name);
 	case -EINVAL:
 		return bus_error_set(error, -EINVAL,
-				     "Invalid persona name '%s' (letters, digits, '_' and '-', at most %d; not fb0, card0 "
-				     "or eventN, the routed nodes' names)",
+				     "Invalid persona name '%s' (letters, digits, '_' and '-', at most %d; with "
+				     "Routed=yes not fb0, card0 or eventN, the routed nodes' names)",
 				     name, NAME_MAX_LEN);
 	case -E2BIG:
 		return bus_error_set(error, -BUS_E_TOO_MANY_PERSONAS, "At most %d personas", CONF_MAX_PERSONAS);

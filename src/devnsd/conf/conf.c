@@ -62,11 +62,9 @@ static char *strip(char *s) {
 static void on_persona_section(struct parser *p, const char *header, const char *pname) {
 	struct conf *c = p->conf;
 
-	if (!persona_name_is_valid(pname)) {
-		parse_error(p,
-			    "[%s]: invalid persona name '%s' (letters, digits, '_' and '-', at most %d; not fb0, card0 or "
-			    "eventN, the routed nodes' names)",
-			    header, pname, NAME_MAX_LEN);
+	if (!name_is_valid(pname)) {
+		parse_error(p, "[%s]: invalid persona name '%s' (letters, digits, '_' and '-', at most %d)", header,
+			    pname, NAME_MAX_LEN);
 		return;
 	}
 	for (size_t i = 0; i < c->n_personas; i++)
@@ -610,6 +608,14 @@ static int finish(struct parser *p) {
 		have_active = true;
 		c->active = i;
 	}
+	/* /dev/devns/NAME would be both the persona's directory and a routed node. */
+	for (size_t i = 0; c->routed && i < c->n_personas; i++)
+		if (name_is_routed_node(c->personas[i].name)) {
+			p->line = c->personas[i].line;
+			parse_error(p, "[Persona %s]: with Routed=yes a persona may not be named as a routed node (fb0, "
+				    "card0, eventN)", c->personas[i].name);
+			return -EINVAL;
+		}
 	for (size_t i = 0; i < c->n_switch_keys; i++)
 		if (conf_find_persona(c, c->switch_keys[i].persona) < 0) {
 			p->line = c->switch_keys[i].line;

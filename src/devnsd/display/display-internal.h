@@ -152,7 +152,7 @@ struct display_transport_ops {
 	int (*written)(struct display_node *dn, uint32_t height, struct fb_rows *ret_rows, size_t max, size_t *ret_n);
 	/* Parks every asynchronously tracked mapping of dn (display_track_park()). */
 	void (*park)(struct display_node *dn);
-	/* The class is going, before its nodes: the transport's own nodes (the routed one). */
+	/* The class is going, before its nodes: the transport's own nodes (the routed ones). */
 	void (*class_removed)(struct display_class *dc);
 	/* A vblank of dn's card0 happened: answer what waited for it. */
 	void (*drm_vblank)(struct display_node *dn);

@@ -27,7 +27,7 @@ int state_record_add_persona(struct state_record *r, const char *name, struct st
 	struct state_persona *sp = state_record_persona(r, name);
 
 	if (!sp) {
-		if (!persona_name_is_valid(name))
+		if (!name_is_valid(name))
 			return -EINVAL;
 		if (r->n_personas == CONF_MAX_PERSONAS)
 			return -E2BIG;

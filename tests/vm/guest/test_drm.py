@@ -326,8 +326,10 @@ class CardRouted(drmrig.CardTestCase):
                      "try:\n    os.read(fd, 4096)\nexcept OSError as e:\n    print('read', e.errno)",
                      "import os, select; fd = os.open('/dev/dri/card0', os.O_RDWR); p = select.poll()\n"
                      "p.register(fd, select.POLLIN); print('waiting', flush=True); print('poll', p.poll()[0][1])"):
-            w = rig.Output(self.work.popen(sys.executable, "-c", code, stdout=subprocess.PIPE,
-                                           stderr=subprocess.STDOUT, text=True))
+            proc = self.work.popen(sys.executable, "-c", code, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, start_new_session=True)
+            self.procs.append(proc)
+            w = rig.Output(proc)
             self.assertTrue(w.wait_for("waiting", 30), w.text)
             waiters.append(w)
         try:
@@ -360,8 +362,13 @@ class CardRouted(drmrig.CardTestCase):
             # fb0, fresh black memory for the new container.
             self.assertTrue(rig.eventually(lambda: solid(self.screenshot("personal"), (0, 0, 0)), 15),
                             "personal still shows the revoked client's frame")
-            out = c.run("drm_info", self.ROUTED).stdout
-            self.assertIn("Driver: devns", out)
+            # The new container's client, through the same routed node, draws on personal's card.
+            later = (0x30, 0xa0, 0x60)
+            again = self.start(c, DRAW, self.ROUTED, "0x%02x%02x%02x" % later, "--hold", "600000")
+            self.assertTrue(again.wait_for(r"\nshown", 60), again.text)
+            self.assertTrue(solid(self.screenshot("personal"), later), "the new container's client is not on personal's card")
+            # work is active: its fb0 frame is what the screen shows.
+            self.assert_fb0_shown("work", "routed-reattached")
         finally:
             c.stop()
             rig.devnsctl("attach", "personal", "--pid", str(self.personal.pid))
