@@ -28,12 +28,6 @@ bool name_is_valid(const char *name) {
 	return true;
 }
 
-bool name_is_routed_node(const char *name) {
-	if (streq(name, "fb0") || streq(name, "card0"))
-		return true;
-	return strncmp(name, "event", 5) == 0 && name[5] && strspn(name + 5, "0123456789") == strlen(name + 5);
-}
-
 int parse_boolean(const char *v) {
 	static const char *const yes[] = { "yes", "true", "on", "1" };
 	static const char *const no[] = { "no", "false", "off", "0" };

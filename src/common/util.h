@@ -113,8 +113,6 @@ int fd_set_owner(int fd, unsigned int uid, unsigned int gid, unsigned int mode);
 /* A persona or device name: [A-Za-z0-9_-], 1 to NAME_MAX_LEN characters, not starting with '-'. */
 #define NAME_MAX_LEN 32
 bool name_is_valid(const char *name);
-/* Whether name is one of the routed nodes' in /dev/devns/ (fb0, card0, eventN): no persona's there, with Routed=yes. */
-bool name_is_routed_node(const char *name);
 
 /* Parses yes/no, true/false, on/off, 1/0. Returns 0/1 or -EINVAL. */
 int parse_boolean(const char *v);

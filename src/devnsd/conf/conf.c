@@ -580,6 +580,12 @@ static int handler(void *user, const char *section, const char *name, const char
 	return 0;
 }
 
+bool conf_name_is_routed_node(const char *name) {
+	if (streq(name, "fb0") || streq(name, "card0"))
+		return true;
+	return strncmp(name, "event", 5) == 0 && name[5] && strspn(name + 5, "0123456789") == strlen(name + 5);
+}
+
 int conf_find_persona(const struct conf *c, const char *name) {
 	for (size_t i = 0; i < c->n_personas; i++)
 		if (streq(c->personas[i].name, name))
@@ -610,7 +616,7 @@ static int finish(struct parser *p) {
 	}
 	/* /dev/devns/NAME would be both the persona's directory and a routed node. */
 	for (size_t i = 0; c->routed && i < c->n_personas; i++)
-		if (name_is_routed_node(c->personas[i].name)) {
+		if (conf_name_is_routed_node(c->personas[i].name)) {
 			p->line = c->personas[i].line;
 			parse_error(p, "[Persona %s]: with Routed=yes a persona may not be named as a routed node (fb0, "
 				    "card0, eventN)", c->personas[i].name);

@@ -137,3 +137,5 @@ static inline void conf_freep(struct conf **c) {
 
 /* The persona's index, or -1. */
 int conf_find_persona(const struct conf *c, const char *name);
+/* Whether name is one of the routed nodes' in /dev/devns/ (fb0, card0, eventN): no persona's there, with Routed=yes. */
+bool conf_name_is_routed_node(const char *name);

@@ -324,7 +324,7 @@ int manager_create_persona(struct manager *m, const char *name, struct persona *
 	struct persona *p;
 	int r;
 
-	if (!name_is_valid(name) || (m->conf->routed && name_is_routed_node(name)))
+	if (!name_is_valid(name) || (m->conf->routed && conf_name_is_routed_node(name)))
 		return -EINVAL;
 	if (manager_find_persona(m, name))
 		return -EEXIST;

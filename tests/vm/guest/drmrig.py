@@ -68,15 +68,18 @@ def keep(name, text):
 class CardTestCase(rig.PersonaTestCase):
     """devnsd on the display (work active), work's and personal's containers attached, and each
     persona's fb0 frame (self.fb0[persona], XRGB8888) drawn anew before each test. Clients that
-    start() started are stopped after each test."""
+    start() started are stopped after each test. routed: devnsd also serves the routed nodes, and
+    the containers share the host's /dev (where those are) in mount namespaces of their own."""
+
+    routed = False
 
     @classmethod
     def setUpClass(cls):
         cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display())
+        cls.daemon = rig.Daemon(fbrig.conf_display(routed=cls.routed))
         var, _ = fbrig.screen_info("work")
         cls.w, cls.h = var["xres"], var["yres"]
-        cls.work, cls.personal = rig.attached("work", "personal", private_dev=True)
+        cls.work, cls.personal = rig.attached("work", "personal", private_dev=not cls.routed)
 
     @classmethod
     def tearDownClass(cls):

@@ -268,16 +268,12 @@ class CardRouted(drmrig.CardTestCase):
     whose card it works on."""
 
     ROUTED = "/dev/devns/card0"
+    routed = True
 
     @classmethod
     def setUpClass(cls):
-        cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display(routed=True))
-        var, _ = fbrig.screen_info("work")
-        cls.w, cls.h = var["xres"], var["yres"]
-        # Containers with the host's /dev in a mount namespace of their own, where their manager binds the
-        # routed card over /dev/dri/card0.
-        cls.work, cls.personal = rig.attached("work", "personal")
+        super().setUpClass()
+        # The containers' manager binds the routed card over their /dev/dri/card0.
         cls.bind_routed()
 
     @classmethod
@@ -341,7 +337,7 @@ class CardRouted(drmrig.CardTestCase):
                             waiters[1].text)
         finally:
             if not self.daemon.alive():
-                type(self).daemon = rig.Daemon(fbrig.conf_display(routed=True))
+                type(self).daemon = rig.Daemon(fbrig.conf_display(routed=self.routed))
                 for name, c in (("work", self.work), ("personal", self.personal)):
                     rig.devnsctl("attach", name, "--pid", str(c.pid))
                 self.bind_routed()
