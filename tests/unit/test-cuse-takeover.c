@@ -19,10 +19,10 @@
 #include <linux/fuse.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cuse-device.h"
+#include "cuse-rig.h"
 #include "util.h"
 
 #define DEVNAME "devns/t/event0"
@@ -87,38 +87,18 @@ static const struct cuse_keeper keeper = {
 
 /* --- the kernel's side ------------------------------------------------------- */
 
-static int kernel_fd = -1;
-
-static int connect_pair(void *userdata) {
-	int p[2];
-
-	(void)userdata;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, p) < 0)
-		return -errno;
-	kernel_fd = p[1];
-	return p[0];
-}
-
 static void send_request(uint32_t opcode, uint64_t unique, const void *arg, size_t len) {
 	char buf[256];
 	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + len), .opcode = opcode, .unique = unique };
 
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), arg, len);
-	assert_int_equal(write(kernel_fd, buf, sizeof(h) + len), (ssize_t)(sizeof(h) + len));
+	assert_int_equal(write(cuse_rig_last_fd, buf, sizeof(h) + len), (ssize_t)(sizeof(h) + len));
 }
 
 /* The next message devnsd wrote: its header, and its payload in body (if any). */
 static bool next_reply(struct fuse_out_header *ret, void *body, size_t size) {
-	char buf[512];
-	ssize_t n = read(kernel_fd, buf, sizeof(buf));
-
-	if (n < (ssize_t)sizeof(*ret))
-		return false;
-	memcpy(ret, buf, sizeof(*ret));
-	if (body)
-		memcpy(body, buf + sizeof(*ret), MIN(size, (size_t)n - sizeof(*ret)));
-	return true;
+	return cuse_rig_next(cuse_rig_last_fd, ret, body, size, NULL);
 }
 
 /* --- the device's operations -------------------------------------------------- */
@@ -224,7 +204,7 @@ static void test_takeover(void **state) {
 	for (size_t i = 0; i < ELEMENTSOF(store); i++)
 		store[i].fd = -1;
 	assert_int_equal(sd_event_new(&e), 0);
-	cuse_device_set_connector(connect_pair, NULL);
+	cuse_device_set_connector(cuse_rig_connect, NULL);
 	cuse_device_set_keeper(&keeper);
 
 	/* The first run: the connection and its record go to the store at once. */
@@ -258,7 +238,7 @@ static void test_takeover(void **state) {
 	dev.ph = NULL;
 	cuse_device_free(d);
 	dying = false;
-	assert_int_equal(kernel_fd >= 0, true);
+	assert_int_equal(cuse_rig_last_fd >= 0, true);
 
 	/* The next run takes it over: the node is ready again without a CUSE_INIT. */
 	assert_int_equal(cuse_device_new(&d, e, DEVNAME, 500, 3, &ops, NULL), 0);
@@ -319,7 +299,7 @@ static void test_takeover(void **state) {
 	assert_null(store_find("cuse.500.3.j"));
 	cuse_device_set_keeper(NULL);
 	cuse_device_set_connector(NULL, NULL);
-	close(kernel_fd);
+	close(cuse_rig_last_fd);
 }
 
 /* A record of another node is not taken over: the connection is made anew. */
@@ -335,10 +315,10 @@ static void test_other_node_is_not_taken_over(void **state) {
 		store[i].fd = -1;
 	dev.ready = 0;
 	assert_int_equal(sd_event_new(&e), 0);
-	cuse_device_set_connector(connect_pair, NULL);
+	cuse_device_set_connector(cuse_rig_connect, NULL);
 	cuse_device_set_keeper(&keeper);
 	assert_int_equal(cuse_device_new(&d, e, DEVNAME, 500, 3, &ops, NULL), 0);
-	first = kernel_fd;
+	first = cuse_rig_last_fd;
 	send_request(CUSE_INIT, 2, &init, sizeof(init));
 	pump(e);
 	assert_true(next_reply(&h, NULL, 0));
@@ -349,13 +329,13 @@ static void test_other_node_is_not_taken_over(void **state) {
 	assert_int_equal(cuse_device_new(&d, e, "devns/other/event0", 500, 3, &ops, NULL), 0);
 	pump(e);
 	/* A fresh connection (the kernel's side changed), waiting for its CUSE_INIT. */
-	assert_int_not_equal(kernel_fd, first);
+	assert_int_not_equal(cuse_rig_last_fd, first);
 	assert_int_equal(dev.ready, 1);
 	cuse_device_free(d);
 	cuse_device_set_keeper(NULL);
 	cuse_device_set_connector(NULL, NULL);
 	close(first);
-	close(kernel_fd);
+	close(cuse_rig_last_fd);
 }
 
 /* An open as owner: the handle, or 0 and the error in *ret_error. */
@@ -384,7 +364,7 @@ static void test_shares(void **state) {
 
 	(void)state;
 	assert_int_equal(sd_event_new(&e), 0);
-	cuse_device_set_connector(connect_pair, NULL);
+	cuse_device_set_connector(cuse_rig_connect, NULL);
 	assert_int_equal(cuse_device_new(&shared_dev, e, DEVNAME, 0, 0, &ops, NULL), 0);
 	assert_int_equal(cuse_device_set_shares(shared_dev, CUSE_DEVICE_MAX_FILES + 1), -EINVAL);
 	assert_int_equal(cuse_device_set_shares(shared_dev, 64), 0);
@@ -447,7 +427,7 @@ static void test_shares(void **state) {
 
 	shared_dev = cuse_device_free(shared_dev);
 	cuse_device_set_connector(NULL, NULL);
-	close(kernel_fd);
+	close(cuse_rig_last_fd);
 }
 
 int main(void) {
