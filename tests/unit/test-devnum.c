@@ -112,6 +112,37 @@ static void test_card_range_full(void **state) {
 	assert_int_equal(devnum_get(dn, "devns/late/card0", &maj, &min), -ENOSPC);
 	assert_int_equal(minor_of(dn, "devns/late/event0"), DEVNUM_CARD_MINORS);
 	assert_int_equal(minor_of(dn, "devns/p5/card0"), 5);
+	/* An input node released makes no room for a card: its minor is past their range. */
+	devnum_release(dn, "devns/late/event0");
+	assert_int_equal(devnum_get(dn, "devns/late/card0", &maj, &min), -ENOSPC);
+}
+
+/* Personas come and go: a deleted persona's card minor goes to a new card once no other is free. */
+static void test_card_minor_of_a_deleted_persona(void **state) {
+	struct dir *d = *state;
+	_cleanup_(devnum_freep) struct devnum *dn = NULL;
+	unsigned int maj, min;
+	char name[64];
+
+	assert_int_equal(devnum_new(&dn, d->path), 0);
+	for (unsigned int i = 0; i < DEVNUM_CARD_MINORS; i++) {
+		snprintf(name, sizeof(name), "devns/p%u/card0", i);
+		assert_int_equal(minor_of(dn, name), i);
+	}
+	devnum_release(dn, "devns/p7/card0");
+	devnum_release(dn, "devns/nobody/card0");
+	assert_int_equal(minor_of(dn, "devns/late/card0"), 7);
+	/* Held by late now: the next one finds none. */
+	assert_int_equal(devnum_get(dn, "devns/later/card0", &maj, &min), -ENOSPC);
+	/* The state file says so: after a restart, late keeps 7, and p7 is no more. */
+	devnum_free(dn);
+	dn = NULL;
+	assert_int_equal(devnum_new(&dn, d->path), 0);
+	assert_int_equal(minor_of(dn, "devns/late/card0"), 7);
+	/* An earlier run's cards that no persona of this run took are free to go. */
+	assert_int_equal(minor_of(dn, "devns/p0/card0"), 0);
+	assert_int_equal(minor_of(dn, "devns/new/card0"), 1);
+	assert_int_equal(minor_of(dn, "devns/late/card0"), 7);
 }
 
 int main(void) {
@@ -119,6 +150,7 @@ int main(void) {
 		cmocka_unit_test_setup_teardown(test_fresh_ranges, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_old_state_keeps_its_numbers, dir_setup, dir_teardown),
 		cmocka_unit_test_setup_teardown(test_card_range_full, dir_setup, dir_teardown),
+		cmocka_unit_test_setup_teardown(test_card_minor_of_a_deleted_persona, dir_setup, dir_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

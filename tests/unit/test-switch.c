@@ -10,9 +10,11 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "core-rig.h"
+#include "core/devnum.h"
 #include "display-rig.h"
 #include "display/display-internal.h"
 #include "core/switch.h"
@@ -540,10 +542,105 @@ static void test_created_persona_names(void **state) {
 	core_rig_free(plain);
 }
 
+/* A class with one card per persona, numbered by the manager as the served display numbers its cards. */
+struct card_class {
+	struct device_class base;
+	char paths[CONF_MAX_PERSONAS + 1][64];
+	unsigned int minors[CONF_MAX_PERSONAS + 1];
+	size_t n;
+};
+
+static int card_add_persona(struct device_class *dc, struct persona *p) {
+	struct card_class *cc = (struct card_class *)dc;
+	unsigned int major;
+
+	assert_true(cc->n <= CONF_MAX_PERSONAS);
+	snprintf(cc->paths[cc->n], sizeof(cc->paths[cc->n]), "/dev/devns/%s/card0", p->name);
+	manager_node_numbers(dc->manager, cc->paths[cc->n] + strlen("/dev/"), &major, &cc->minors[cc->n]);
+	assert_int_not_equal(major, 0);
+	cc->n++;
+	return 0;
+}
+
+static void card_remove_persona(struct device_class *dc, struct persona *p) {
+	(void)dc;
+	(void)p;
+}
+
+static void card_switch_to(struct device_class *dc, struct persona *from, struct persona *to, struct switch_op *op) {
+	(void)dc;
+	(void)from;
+	(void)to;
+	(void)op;
+}
+
+static void card_foreach_node(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata) {
+	char path[64];
+
+	(void)dc;
+	snprintf(path, sizeof(path), "/dev/devns/%s/card0", p->name);
+	fn(userdata, &(struct node_desc){ .path = path, .kind = "drm" });
+}
+
+static void card_rebind(struct device_class *dc, struct persona *p, bool revoke) {
+	(void)dc;
+	(void)p;
+	(void)revoke;
+}
+
+static void card_free(struct device_class *dc) {
+	(void)dc;
+}
+
+static const struct device_class_ops card_ops = {
+	.add_persona = card_add_persona,
+	.remove_persona = card_remove_persona,
+	.switch_to = card_switch_to,
+	.foreach_node = card_foreach_node,
+	.rebind = card_rebind,
+	.free = card_free,
+};
+
+/*
+ * Personas created and deleted, more in all than card minors below 64
+ * (libdrm's primary nodes): each new card still gets one, a deleted
+ * persona's, while the living keep theirs.
+ */
+static void test_cards_of_deleted_personas(void **state) {
+	struct core_rig *r = core_rig_new("[Persona a]\nActive=yes\n");
+	struct card_class cc = { .base.ops = &card_ops };
+	struct persona *p;
+	char name[16];
+
+	(void)state;
+	assert_int_equal(manager_add_class(r->manager, &cc.base), 0);
+	assert_int_equal(cc.n, 1);
+	for (unsigned int i = 0; i < 3 * DEVNUM_CARD_MINORS; i++) {
+		snprintf(name, sizeof(name), "p%u", i);
+		assert_int_equal(manager_create_persona(r->manager, name, &p), 0);
+		assert_in_range(cc.minors[1], 0, DEVNUM_CARD_MINORS - 1);
+		assert_int_not_equal(cc.minors[1], cc.minors[0]);
+		assert_int_equal(manager_remove_persona(r->manager, p), 0);
+		cc.n = 1;
+	}
+	/* As many living personas as minors: each its own, a's kept. */
+	bool taken[DEVNUM_CARD_MINORS] = { [0] = false };
+	taken[cc.minors[0]] = true;
+	for (unsigned int i = 1; i < DEVNUM_CARD_MINORS; i++) {
+		snprintf(name, sizeof(name), "q%u", i);
+		assert_int_equal(manager_create_persona(r->manager, name, &p), 0);
+		assert_in_range(cc.minors[i], 0, DEVNUM_CARD_MINORS - 1);
+		assert_false(taken[cc.minors[i]]);
+		taken[cc.minors[i]] = true;
+	}
+	core_rig_free(r);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_op_references),
 		cmocka_unit_test(test_created_persona_names),
+		cmocka_unit_test(test_cards_of_deleted_personas),
 		T(test_switch_completes_at_the_flip),
 		T(test_switches_in_flight_join),
 		T(test_switch_back_in_flight),

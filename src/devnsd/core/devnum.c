@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,8 @@
 struct devnum_entry {
 	char *name;
 	unsigned int minor;
+	/* Asked for in this run and not released: a node of devnsd's may have it now. */
+	bool held;
 };
 
 struct devnum {
@@ -82,6 +85,7 @@ static int add_entry(struct devnum *d, const char *name, unsigned int minor) {
 	if (!e[d->n_entries].name)
 		return -ENOMEM;
 	e[d->n_entries].minor = minor;
+	e[d->n_entries].held = false;
 	d->n_entries++;
 	return 0;
 }
@@ -185,19 +189,32 @@ static bool minor_taken(const struct devnum *d, unsigned int minor) {
 }
 
 /*
- * A card takes the lowest free minor below DEVNUM_CARD_MINORS; any other
- * node the next one past every minor given, from DEVNUM_CARD_MINORS on.
- * Numbers a state file gave before (input nodes below it) stay.
+ * A card takes the lowest free minor below DEVNUM_CARD_MINORS, or, when
+ * every one is given, that of a card no node of this run holds (a deleted
+ * persona's, or an earlier run's that no persona took again): *ret_reuse is
+ * then the entry to hand over. Any other node takes the next minor past
+ * every one given, from DEVNUM_CARD_MINORS on. Numbers a state file gave
+ * before (input nodes below it) stay.
  */
-static int pick_minor(const struct devnum *d, const char *devname, unsigned int *ret) {
+static int pick_minor(const struct devnum *d, const char *devname, unsigned int *ret, size_t *ret_reuse) {
 	unsigned int minor = DEVNUM_CARD_MINORS;
 
+	*ret_reuse = SIZE_MAX;
 	if (is_card(devname)) {
 		for (minor = 0; minor < DEVNUM_CARD_MINORS; minor++)
 			if (!minor_taken(d, minor)) {
 				*ret = minor;
 				return 0;
 			}
+		for (size_t i = 0; i < d->n_entries; i++) {
+			const struct devnum_entry *e = &d->entries[i];
+
+			if (e->minor < DEVNUM_CARD_MINORS && !e->held && is_card(e->name)) {
+				*ret = e->minor;
+				*ret_reuse = i;
+				return 0;
+			}
+		}
 		return -ENOSPC;
 	}
 	for (size_t i = 0; i < d->n_entries; i++)
@@ -208,26 +225,45 @@ static int pick_minor(const struct devnum *d, const char *devname, unsigned int 
 
 int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, unsigned int *ret_minor) {
 	unsigned int minor;
+	size_t reuse;
+	char *name;
 	int r;
 
 	for (size_t i = 0; i < d->n_entries; i++)
 		if (streq(d->entries[i].name, devname)) {
+			d->entries[i].held = true;
 			*ret_major = d->major;
 			*ret_minor = d->entries[i].minor;
 			return 0;
 		}
 	if (strlen(devname) > 255 || strpbrk(devname, " \n"))
 		return -EINVAL;
-	r = pick_minor(d, devname, &minor);
+	r = pick_minor(d, devname, &minor, &reuse);
 	if (r < 0)
 		return r;
-	r = add_entry(d, devname, minor);
-	if (r < 0)
-		return r;
+	if (reuse != SIZE_MAX) {
+		name = strdup(devname);
+		if (!name)
+			return -ENOMEM;
+		free(d->entries[reuse].name);
+		d->entries[reuse].name = name;
+		d->entries[reuse].held = true;
+	} else {
+		r = add_entry(d, devname, minor);
+		if (r < 0)
+			return r;
+		d->entries[d->n_entries - 1].held = true;
+	}
 	r = save(d);
 	if (r < 0)
 		return r;
 	*ret_major = d->major;
 	*ret_minor = minor;
 	return 0;
+}
+
+void devnum_release(struct devnum *d, const char *devname) {
+	for (size_t i = 0; i < d->n_entries; i++)
+		if (streq(d->entries[i].name, devname))
+			d->entries[i].held = false;
 }

@@ -26,6 +26,14 @@ static inline void devnum_freep(struct devnum **d) {
 
 /*
  * The numbers for a node ("devns/work/event3"), assigned and saved on first
- * use. -ENOSPC when a card's range (DEVNUM_CARD_MINORS) is full.
+ * use, and held until devnum_release(). A new card takes a free minor below
+ * DEVNUM_CARD_MINORS, else the minor of a name no node holds (a deleted
+ * persona's card, an earlier run's); -ENOSPC when every one is held.
  */
 int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);
+
+/*
+ * devname's node is gone for good (its persona deleted): its numbers stay
+ * its own, unless a new card needs a minor and no other is free.
+ */
+void devnum_release(struct devnum *d, const char *devname);

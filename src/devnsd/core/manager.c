@@ -310,10 +310,20 @@ void manager_check_ready(struct manager *m) {
 }
 
 
+/* The node goes with its persona: its number may go to a card made later. */
+static void release_number(void *userdata, const struct node_desc *nd) {
+	struct manager *m = userdata;
+
+	if (nd->path && strncmp(nd->path, "/dev/", strlen("/dev/")) == 0)
+		devnum_release(m->devnum, nd->path + strlen("/dev/"));
+}
+
 static void remove_persona(struct manager *m, struct persona *p) {
 	struct device_class *dc;
 
 	signal_emit(&m->events.leaving, p);
+	if (m->devnum)
+		manager_foreach_node(m, p, release_number, m);
 	LIST_FOREACH(dc, &m->classes, link)
 		dc->ops->remove_persona(dc, p);
 	persona_free(p);
