@@ -10,6 +10,7 @@ import subprocess
 
 import devnsrig as rig
 import fbrig
+import phonerig
 
 BUILD = rig.BUILD
 PRELOAD = os.path.join(BUILD, "src", "libdevns-fbmmap.so")
@@ -69,23 +70,47 @@ class CardTestCase(rig.PersonaTestCase):
     """devnsd on the display (work active), work's and personal's containers attached, and each
     persona's fb0 frame (self.fb0[persona], XRGB8888) drawn anew before each test. Clients that
     start() started are stopped after each test. routed: devnsd also serves the routed nodes, and
-    the containers share the host's /dev (where those are) in mount namespaces of their own."""
+    the containers share the host's /dev (where those are) in mount namespaces of their own.
+    phone: devnsd runs the phone's whole configuration (phonerig: input, LEDs, backlight, routed
+    nodes and hotkeys beside the display, self.hw its devices) and the containers are made as
+    a container manager makes them (phonerig.Container); switch() then switches by the hotkey."""
 
     routed = False
+    phone = False
 
     @classmethod
     def setUpClass(cls):
         cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(fbrig.conf_display(routed=cls.routed))
+        if cls.phone:
+            cls.hw = phonerig.Hardware()
+            cls.daemon = rig.Daemon(cls.hw.conf(phonerig.DRM))
+            cls.work, cls.personal = (phonerig.Container(p, [os.path.basename(cls.hw.kbd_hw)])
+                                      for p in ("work", "personal"))
+            for c in (cls.work, cls.personal):
+                out = c.attach()
+                if out.returncode != 0:
+                    raise AssertionError("attach %s: %s" % (c.persona, out.stderr))
+        else:
+            cls.daemon = rig.Daemon(fbrig.conf_display(routed=cls.routed))
+            cls.work, cls.personal = rig.attached("work", "personal", private_dev=not cls.routed)
         var, _ = fbrig.screen_info("work")
         cls.w, cls.h = var["xres"], var["yres"]
-        cls.work, cls.personal = rig.attached("work", "personal", private_dev=not cls.routed)
 
     @classmethod
     def tearDownClass(cls):
         for c in (cls.work, cls.personal):
             c.stop()
         cls.stop_daemon()
+        if cls.phone:
+            cls.hw.close()
+
+    def switch(self, persona):
+        """To persona: in the phone's configuration by its hotkey, which devnsd takes on its own
+        time (what follows waits for the screen), else by devnsctl, which answers once shown."""
+        if self.phone:
+            self.hw.hotkey(persona)
+        else:
+            rig.devnsctl("switch", persona)
 
     def setUp(self):
         super().setUp()

@@ -2,9 +2,11 @@
 """Display stacks on a persona's card0, each unmodified in an attached container with
 libdevns-fbmmap.so preloaded, checked on the real screen (QEMU's screendump): Xorg's modesetting
 driver (shadow framebuffer, no glamor) painting its root with xsetroot, Qt's linuxfb platform in
-its DRM mode running a Qt example, and mpv's drm video output playing lavfi's testsrc. Each shows
+its DRM mode running a Qt example, and mpv's drm video output playing lavfi's testsrc. devnsd runs
+the phone's whole configuration (input, LEDs, backlight and routed nodes beside the display,
+phonerig), and the containers are made as a container manager makes them. Each client shows
 while its persona is active, stays off the screen while another is (personal, whose fb0 frame
-shows then), and comes back at the switch back.
+shows then), and comes back at the switch back, by the hotkey.
 
 What Xorg needs in a container: no VT (-sharevts -novtswitch, as over fb0), no logind (it logs
 that it found no session and opens the node itself), no glamor (AccelMethod none: there is no
@@ -47,6 +49,8 @@ def testsrc(shot):
 
 
 class DisplayStacks(drmrig.CardTestCase):
+    phone = True
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -86,7 +90,7 @@ class DisplayStacks(drmrig.CardTestCase):
             # X paints its root anew in the background: nothing of it reaches the screen.
             self.assertTrue(painted(later))
             self.assert_stays_off("xorg-background", lambda: x.proc.poll() is None)
-            rig.devnsctl("switch", "work")
+            self.switch("work")
             self.assertTrue(self.wait_screen("xorg-back", lambda s: fbrig.solid(s, later), 30),
                             "the switch back does not show X's root painted in the background (%.3f of it)" %
                             share(self.screen("xorg-back"), later))
@@ -117,7 +121,7 @@ class DisplayStacks(drmrig.CardTestCase):
         shown = self.screen("qt-drm-shown")[2]
         rig.devnsctl("switch", "personal")
         self.assert_stays_off("qt-drm-background", lambda: app.proc.poll() is None)
-        rig.devnsctl("switch", "work")
+        self.switch("work")
         # The same window (its text cursor blinking meanwhile).
         self.assertTrue(self.wait_screen("qt-drm-back", lambda s: qtrig.differing(s[2], shown) <= qtrig.NOISE, 30),
                         "the switch back does not show the Qt window (%d bytes differ)" % qtrig.differing(
@@ -139,7 +143,7 @@ class DisplayStacks(drmrig.CardTestCase):
         self.assertTrue(playing("mpv", 180), "the screen (mpv.png) does not show mpv's frames:\n" + mpv.text)
         rig.devnsctl("switch", "personal")
         self.assert_stays_off("mpv-background", lambda: mpv.proc.poll() is None)
-        rig.devnsctl("switch", "work")
+        self.switch("work")
         self.assertTrue(playing("mpv-back", 60), "the switch back does not show mpv's frames:\n" + mpv.text)
         drmrig.keep("mpv.log", mpv.text)
 

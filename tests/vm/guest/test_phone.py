@@ -11,12 +11,15 @@ in their views, and leaves them.
 A program waiting in epoll_wait() in each container, as a compositor does,
 is woken at each press while its persona is active, through switches.
 Programs under libdevns-fbmmap.so in both containers take the library's
-own paths (a write() copied into the memfd, a pan passed by value), and a
-DRM client in each draws on its persona's card0, following the hotkey. A
-container that blanks its screen powers the display down, and the hotkey
-to the other persona powers it up. The display's device goes and comes
-back while the containers draw, type and switch. All of it runs twice: with
-the display on DRM, and on the kernel's framebuffer (Backend=fbdev)."""
+own paths (a write() copied into the memfd, a pan passed by value), a
+DRM client in each draws on its persona's card0, following the hotkey, and
+one on the routed card (bound in each container beside its own card0) draws
+on its opener's persona's card. A container that blanks its screen powers
+the display down, and the hotkey to the other persona powers it up. The
+display's device goes and comes back while the containers draw, type and
+switch. All of it runs twice: with the display on DRM, and on the kernel's
+framebuffer (Backend=fbdev). The configuration and the containers are
+phonerig's, which the display programs' tests run in too."""
 
 import glob
 import os
@@ -27,13 +30,13 @@ import sys
 import tempfile
 import threading
 import time
-import unittest
 
 from evdev import ecodes as e
 
 import devnsrig as rig
 import drmrig
 import fbrig
+import phonerig
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = [sys.executable, os.path.join(HERE, "nsprobe.py")]
@@ -43,16 +46,8 @@ FBDRAW = os.path.join(rig.BUILD, "tests", "vm", "fbdraw")
 DRM_DRAW = os.path.join(rig.BUILD, "tests", "vm", "drm-dumb-draw")
 SECCOMP_DENY = os.path.join(rig.BUILD, "tests", "vm", "seccomp-deny")
 I8042 = "/dev/input/event0"
-PERSONAS = ("work", "personal")
 COLORS = {"work": (200, 30, 30), "personal": (30, 30, 200)}
-BL_MAX = 1000
-
-
-def find_capslock():
-    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
-        if glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*")):
-            return led
-    raise unittest.SkipTest("no keyboard with a capslock LED")
+PERSONAS = phonerig.PERSONAS
 
 
 def read_file(path):
@@ -68,65 +63,24 @@ def switches_by_flip():
     return 0
 
 
-class PhoneContainer(rig.Container):
-    """A container as a manager makes it: its own /dev and /run, the
-    persona's views bound at /sys/class/leds and /sys/class/backlight, and
-    the routed nodes given in its /dev as /dev/input/routedN, all from the
-    host's side before the container's pid namespace starts."""
-
-    def __init__(self, persona, routed):
-        self.userns = False
-        views = "/run/devns/%s/sys/class" % persona
-        setup = ("mount --bind %s/leds /sys/class/leds && mount --bind %s/backlight /sys/class/backlight && "
-                 "mkdir -p /mnt/host-devns && mount --bind /dev/devns /mnt/host-devns && "
-                 "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && mkdir /dev/input && ") % (views, views)
-        for i, node in enumerate(routed):
-            setup += ("touch /dev/input/routed%d && mount --bind /mnt/host-devns/%s /dev/input/routed%d && "
-                      % (i, node, i))
-        self.proc = subprocess.Popen(
-            ["unshare", "--mount", "sh", "-c",
-             setup + "exec unshare --pid --fork --mount-proc sleep 100000"])
-        self.pid = self._wait_for_init()
-
-
 class Phone(rig.PersonaTestCase):
     # How the display is driven, and its node, which comes back when its PCI device is found again.
-    DISPLAY = ("Backend=drm", "Device=/dev/dri/card0")
+    DISPLAY = phonerig.DRM
     DISPLAY_NODE = "/dev/dri/card0"
     # Whether the display keeps the frames shown before in buffers of their own (spares).
     SPARES = True
 
     @classmethod
     def setUpClass(cls):
-        cls.kbd = rig.make_keyboard()
-        cls.touch = rig.make_touchscreen()
-        cls.kbd_hw = rig.event_node(cls.kbd)
-        cls.touch_hw = rig.event_node(cls.touch)
-        cls.led = find_capslock()
-        cls.bl_dir = os.path.join(tempfile.mkdtemp(prefix="phone-sys-"), "panel0")
-        os.mkdir(cls.bl_dir)
-        for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
-                            ("bl_power", 0)):
-            rig.write_file(os.path.join(cls.bl_dir, name), "%d\n" % value)
+        cls.hw = phonerig.Hardware()
+        cls.kbd, cls.touch, cls.kbd_hw, cls.touch_hw = cls.hw.kbd, cls.hw.touch, cls.hw.kbd_hw, cls.hw.touch_hw
+        cls.led, cls.bl_dir = cls.hw.led, cls.hw.bl_dir
         cls.bus = rig.Bus()
-        conf = "\n".join([
-            "[Daemon]", "Routed=yes", "SwitchKeys=KEY_LEFTMETA+KEY_F1:work KEY_LEFTMETA+KEY_F2:personal", "",
-            "[Display]", *cls.DISPLAY, "",
-            # Every input device, those that come later included.
-            "[Input]", "Devices=/dev/input/event*", "",
-            # The capslock LEDs of every keyboard, those plugged in later included.
-            "[Leds]", "Devices=/sys/class/leds/input*::capslock", "",
-            "[Backlight]", "Devices=" + cls.bl_dir, "",
-            "[Persona work]", "Active=yes", "",
-            "[Persona personal]", "",
-        ])
-        cls.daemon = rig.Daemon(conf)
-        cls.containers = {p: PhoneContainer(p, [os.path.basename(cls.kbd_hw)]) for p in PERSONAS}
+        cls.daemon = rig.Daemon(cls.hw.conf(cls.DISPLAY))
+        cls.containers = {p: phonerig.Container(p, [os.path.basename(cls.kbd_hw)]) for p in PERSONAS}
         cls.attach_out = {}
         for p, c in cls.containers.items():
-            out = subprocess.run([rig.DEVNSCTL, "attach", p, "--pid", str(c.pid)], capture_output=True,
-                                 text=True, timeout=30)
-            cls.attach_out[p] = out
+            cls.attach_out[p] = c.attach()
         if not rig.answers_within(1.0):
             cls.stop_daemon()
             raise AssertionError("devnsd stopped answering after attach: %s\n%s" % (
@@ -143,8 +97,7 @@ class Phone(rig.PersonaTestCase):
         for c in cls.containers.values():
             c.stop()
         cls.stop_daemon()
-        cls.kbd.close()
-        cls.touch.close()
+        cls.hw.close()
 
     def tearDown(self):
         self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
@@ -282,9 +235,7 @@ class Phone(rig.PersonaTestCase):
                     "import fcntl, os; fcntl.ioctl(os.open('/dev/fb0', os.O_RDWR), %d, %d)" % (fbrig.FBIOBLANK, level))
 
     def hotkey(self, persona):
-        key = {"work": e.KEY_F1, "personal": e.KEY_F2}[persona]
-        for code, value in ((e.KEY_LEFTMETA, 1), (key, 1), (key, 0), (e.KEY_LEFTMETA, 0)):
-            rig.press(self.kbd, code, value)
+        self.hw.hotkey(persona)
 
     def draw_fb0_inside(self):
         """Each container writes a frame of its persona's colour to its /dev/fb0: the frames."""
@@ -402,6 +353,42 @@ class Phone(rig.PersonaTestCase):
             ok, diff = fbrig.screen_shows("phone-card-fb0", self.w, self.h, frames[p])
             self.assertTrue(ok, "%s's fb0 frame is not back after its card's client ended (%s pixels differ)"
                             % (p, diff))
+
+    def test_the_routed_card_gives_each_container_its_persona(self):
+        """Each container's phonerig.ROUTED_CARD is the routed card, its /dev/dri/card0 its
+        persona's: a DRM client on the routed card draws on the opener's persona's card, on the
+        screen while that persona is active and in its screenshot while it is in the background."""
+        colors = {"work": (0x40, 0xc0, 0x80), "personal": (0xc0, 0x40, 0x80)}
+        rig.devnsctl("switch", "work")
+        shot = os.path.join(tempfile.mkdtemp(prefix="phone-routed-card-"), "personal.png")
+
+        def personal_drawn():
+            rig.devnsctl("screenshot", "personal", shot)
+            return fbrig.solid(fbrig.read_png_rgb(shot), colors["personal"])
+
+        clients = []
+        try:
+            for p in PERSONAS:
+                clients.append(self.containers[p].popen(
+                    "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, phonerig.ROUTED_CARD, "0x%02x%02x%02x" % colors[p],
+                    "--hold", "600000", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    text=True, start_new_session=True))
+                out = rig.Output(clients[-1])
+                self.assertTrue(out.wait_for(r"\nshown", 60), "%s's client: %s" % (p, out.text))
+            self.assertTrue(rig.eventually(personal_drawn, 30), "personal's screenshot is not its client's frame")
+            self.assertTrue(rig.eventually(
+                lambda: fbrig.solid(fbrig.screendump("phone-routed-card-work"), colors["work"]), 15),
+                "the screen is not work's client's frame")
+            rig.devnsctl("switch", "personal")
+            # On the kernel's framebuffer the screen follows its memory a moment later (deferred I/O).
+            self.assertTrue(rig.eventually(
+                lambda: fbrig.solid(fbrig.screendump("phone-routed-card-personal"), colors["personal"]), 15),
+                "the switch to personal does not show its client's frame")
+        finally:
+            for c in clients:
+                os.killpg(c.pid, signal.SIGKILL)
+                c.wait(30)
+            rig.devnsctl("switch", "work")
 
     def test_routed_nodes_give_each_container_its_persona(self):
         routed = "/dev/input/routed0"
@@ -544,7 +531,7 @@ class PhoneFbdev(Phone):
     """The same phone with a display the kernel offers as a framebuffer only (Backend=fbdev on
     /dev/fb0, bochs' fbdev emulation here), as older phones and SoC boards have: no spares, and
     blanking through FBIOBLANK."""
-    DISPLAY = ("Backend=fbdev", "Device=/dev/fb0")
+    DISPLAY = phonerig.FBDEV
     DISPLAY_NODE = "/dev/fb0"
     SPARES = False
 

@@ -16,20 +16,24 @@ master (SET_MASTER) and passes the fds to Weston, which needs an input device to
 (require-input). Weston maps its dumb buffers through libdevns-fbmmap.so (LD_PRELOAD, as
 installed by meson install).
 
-Weston's desktop (its background colour, no panel) with simple-shm's window shows while work is
-active, stays off the screen while personal is (personal's fb0 frame shows then), and comes
-back at the switch back. Then a session switch on the machine's seat: logind drops master on the
+devnsd runs the phone's whole configuration (phonerig: the display, every input device, the
+capslock LEDs, a backlight, routed nodes and hotkeys), and the machine may use all of work's
+nodes. Weston's desktop (its background colour, no panel) with simple-shm's window shows while
+work is active, stays off the screen while personal is (personal's fb0 frame shows then), and
+comes back at the hotkey back, pressed on the keyboard Weston holds. Then a session switch on the machine's seat: logind drops master on the
 card and revokes the keyboard's file (EVIOCREVOKE) as Weston's session goes to the background,
 sets master again as it comes back; Weston takes the keyboard anew and draws again."""
 
 import glob
 import os
+import stat
 import time
 import unittest
 
 import devnsrig as rig
 import drmrig
 import fbrig
+import phonerig
 import systemdrig as sd
 from test_drm_clients import share
 
@@ -137,14 +141,9 @@ class Weston(unittest.TestCase):
         sd.run("mount", "-t", "overlay", "overlay", "-o",
                "lowerdir=/,upperdir=%s/upper,workdir=%s/work" % (LAYER, LAYER), ROOT)
 
-        cls.kbd = rig.make_keyboard()
-        cls.kbd_hw = rig.event_node(cls.kbd)
-        conf = "\n".join([
-            "[Display]", "Backend=drm", "Device=/dev/dri/card0", "",
-            "[Input]", "Devices=" + cls.kbd_hw, "",
-            "[Persona work]", "Active=yes", "",
-            "[Persona personal]", "",
-        ])
+        # The phone's whole configuration: input, LEDs, backlight, routed nodes and hotkeys beside the display.
+        cls.hw = phonerig.Hardware()
+        conf = cls.hw.conf(phonerig.DRM)
         sd.write_file(cls.inst.conf, conf)
         sd.run("systemctl", "start", sd.UNIT)
         var, _ = fbrig.screen_info("personal")
@@ -156,8 +155,9 @@ class Weston(unittest.TestCase):
         finally:
             os.close(fd)
 
-        nodes = ["/dev/devns/work/card0", "/dev/devns/work/fb0",
-                 "/dev/devns/work/" + os.path.basename(cls.kbd_hw), "/dev/null"]
+        # The persona's nodes (its card, fb0 and input devices) and /dev/null.
+        nodes = sorted(n for n in glob.glob("/dev/devns/work/*") if stat.S_ISCHR(os.stat(n).st_mode))
+        nodes.append("/dev/null")
         allow = [arg for n in nodes + ["char-pts"] for arg in ("-p", "DeviceAllow=%s rw" % n)]
         sd.run("systemd-run", "--unit=machine-" + MACHINE, "-p", "DevicePolicy=closed", *allow,
                "systemd-nspawn", "--quiet", "--keep-unit", "--boot", "--machine=" + MACHINE,
@@ -175,7 +175,7 @@ class Weston(unittest.TestCase):
         sd.run("umount", ROOT, check=False)
         sd.run("umount", LAYER, check=False)
         sd.run("systemctl", "stop", sd.UNIT, check=False)
-        cls.kbd.close()
+        cls.hw.close()
 
     def inside(self, *argv, check=False, timeout=120):
         """argv run in the machine's namespaces."""
@@ -256,8 +256,9 @@ class Weston(unittest.TestCase):
         ok, diff = fbrig.screen_shows("weston-background-later", self.w, self.h, self.personal_frame, timeout=20)
         self.assertTrue(ok, "Weston reached the screen in the background (%s pixels differ)" % diff)
 
-        sd.run(self.inst.devnsctl, "switch", "work")
-        self.assertTrue(self.desktop("weston-back", 60), "the switch back does not show Weston's desktop:\n" +
+        # Back by the hotkey, on the keyboard Weston holds.
+        self.hw.hotkey("work")
+        self.assertTrue(self.desktop("weston-back", 60), "the hotkey back does not show Weston's desktop:\n" +
                         self.diagnosis())
 
         # A session switch on the persona's seat: logind drops DRM master on the card it passed Weston and

@@ -1,0 +1,103 @@
+"""The configuration a phone has, for every test that runs in it: the display, a keyboard and a
+touchscreen (uinput) beside the i8042 keyboard, the keyboards' capslock LEDs, a backlight (a
+sysfs-like directory of its own), routed nodes and a switch hotkey per persona; and containers
+made as a container manager makes them, each with its own /dev and /run, the persona's LED and
+backlight views bound at /sys/class, and routed nodes bound in its /dev."""
+
+import glob
+import os
+import subprocess
+import tempfile
+import unittest
+
+from evdev import ecodes as e
+
+import devnsrig as rig
+
+PERSONAS = ("work", "personal")
+BL_MAX = 1000
+# How the display is driven: on the kernel's DRM card, or on its framebuffer.
+DRM = ("Backend=drm", "Device=/dev/dri/card0")
+FBDEV = ("Backend=fbdev", "Device=/dev/fb0")
+HOTKEYS = {"work": "KEY_F1", "personal": "KEY_F2"}
+# Where a phone container finds the routed card (its own /dev/dri/card0 is its persona's card).
+ROUTED_CARD = "/dev/dri/card1"
+
+
+def find_capslock():
+    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
+        if glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*")):
+            return led
+    raise unittest.SkipTest("no keyboard with a capslock LED")
+
+
+class Hardware:
+    """The phone's devices besides the display: kbd and touch (uinput, their nodes kbd_hw and
+    touch_hw), a capslock LED (led) and a backlight (bl_dir). close() unplugs the uinput ones."""
+
+    def __init__(self):
+        self.kbd = rig.make_keyboard()
+        self.touch = rig.make_touchscreen()
+        self.kbd_hw = rig.event_node(self.kbd)
+        self.touch_hw = rig.event_node(self.touch)
+        self.led = find_capslock()
+        self.bl_dir = os.path.join(tempfile.mkdtemp(prefix="phone-sys-"), "panel0")
+        os.mkdir(self.bl_dir)
+        for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
+                            ("bl_power", 0)):
+            rig.write_file(os.path.join(self.bl_dir, name), "%d\n" % value)
+
+    def conf(self, display, personas=PERSONAS, extra=()):
+        """devnsd's configuration: every class, the display as display says (DRM or FBDEV), the
+        first persona active; extra lines go into [Display]."""
+        keys = " ".join("KEY_LEFTMETA+%s:%s" % (HOTKEYS[p], p) for p in personas if p in HOTKEYS)
+        lines = ["[Daemon]", "Routed=yes", "SwitchKeys=" + keys, "",
+                 "[Display]", *display, *extra, "",
+                 # Every input device, those that come later included.
+                 "[Input]", "Devices=/dev/input/event*", "",
+                 # The capslock LEDs of every keyboard, those plugged in later included.
+                 "[Leds]", "Devices=/sys/class/leds/input*::capslock", "",
+                 "[Backlight]", "Devices=" + self.bl_dir, ""]
+        for i, p in enumerate(personas):
+            lines += ["[Persona %s]" % p] + (["Active=yes"] if i == 0 else []) + [""]
+        return "\n".join(lines)
+
+    def hotkey(self, persona):
+        """Presses the persona's switch hotkey on the keyboard (devnsd switches on its own time)."""
+        key = e.ecodes[HOTKEYS[persona]]
+        for code, value in ((e.KEY_LEFTMETA, 1), (key, 1), (key, 0), (e.KEY_LEFTMETA, 0)):
+            rig.press(self.kbd, code, value)
+
+    def close(self):
+        self.kbd.close()
+        self.touch.close()
+
+
+class Container(rig.Container):
+    """A container as a manager makes it: its own /dev and /run, the persona's views bound at
+    /sys/class/leds and /sys/class/backlight, the routed input nodes given in its /dev as
+    /dev/input/routedN and the routed card as ROUTED_CARD, all from the host's side before the
+    container's pid namespace starts. attach() gives it to its persona."""
+
+    def __init__(self, persona, routed=(), card=True):
+        self.userns = False
+        self.persona = persona
+        views = "/run/devns/%s/sys/class" % persona
+        setup = ("mount --bind %s/leds /sys/class/leds && mount --bind %s/backlight /sys/class/backlight && "
+                 "mkdir -p /mnt/host-devns && mount --bind /dev/devns /mnt/host-devns && "
+                 "mount -t tmpfs tmpfs /dev && mount -t tmpfs tmpfs /run && mkdir /dev/input && ") % (views, views)
+        for i, node in enumerate(routed):
+            setup += ("touch /dev/input/routed%d && mount --bind /mnt/host-devns/%s /dev/input/routed%d && "
+                      % (i, node, i))
+        if card:
+            setup += "mkdir /dev/dri && touch %s && mount --bind /mnt/host-devns/card0 %s && " % (
+                ROUTED_CARD, ROUTED_CARD)
+        self.proc = subprocess.Popen(
+            ["unshare", "--mount", "sh", "-c",
+             setup + "exec unshare --pid --fork --mount-proc sleep 100000"])
+        self.pid = self._wait_for_init()
+
+    def attach(self):
+        """devnsctl attach: its output (a CompletedProcess)."""
+        return subprocess.run([rig.DEVNSCTL, "attach", self.persona, "--pid", str(self.pid)],
+                              capture_output=True, text=True, timeout=30)
