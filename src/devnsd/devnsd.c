@@ -225,6 +225,9 @@ static int run(const struct conf *conf) {
 	if (r < 0)
 		return r;
 	state_restore_items(m);
+	/* Every persona's nodes have their numbers now: an earlier run's that none took are free. */
+	if (m->devnum)
+		devnum_settle(m->devnum);
 	/* Logged: devnsd runs on with the devices it has. */
 	(void)input_hotplug_new(m, input, &hotplug);
 	r = bus_new(&bus, m, display, leds);

@@ -97,11 +97,9 @@ static void test_old_state_keeps_its_numbers(void **state) {
 	assert_int_equal(minor_of(dn, "devns/personal/event0"), DEVNUM_CARD_MINORS);
 }
 
-/* The card range full: -ENOSPC, and nothing else suffers. */
-static void test_card_range_full(void **state) {
-	struct dir *d = *state;
-	_cleanup_(devnum_freep) struct devnum *dn = NULL;
-	unsigned int maj, min;
+/* A new devnum in d whose card minors are all given, to personas p0 to p63. */
+static struct devnum *full_card_range(const struct dir *d) {
+	struct devnum *dn;
 	char name[64];
 
 	assert_int_equal(devnum_new(&dn, d->path), 0);
@@ -109,11 +107,21 @@ static void test_card_range_full(void **state) {
 		snprintf(name, sizeof(name), "devns/p%u/card0", i);
 		assert_int_equal(minor_of(dn, name), i);
 	}
+	return dn;
+}
+
+/* The card range full: -ENOSPC, and nothing else suffers. */
+static void test_card_range_full(void **state) {
+	struct dir *d = *state;
+	_cleanup_(devnum_freep) struct devnum *dn = NULL;
+	unsigned int maj, min;
+
+	dn = full_card_range(d);
 	assert_int_equal(devnum_get(dn, "devns/late/card0", &maj, &min), -ENOSPC);
 	assert_int_equal(minor_of(dn, "devns/late/event0"), DEVNUM_CARD_MINORS);
 	assert_int_equal(minor_of(dn, "devns/p5/card0"), 5);
-	/* An input node released makes no room for a card: its minor is past their range. */
-	devnum_release(dn, "devns/late/event0");
+	/* A deleted persona's input node makes no room for a card: its minor is past their range. */
+	devnum_release_persona(dn, "late");
 	assert_int_equal(devnum_get(dn, "devns/late/card0", &maj, &min), -ENOSPC);
 }
 
@@ -122,27 +130,27 @@ static void test_card_minor_of_a_deleted_persona(void **state) {
 	struct dir *d = *state;
 	_cleanup_(devnum_freep) struct devnum *dn = NULL;
 	unsigned int maj, min;
-	char name[64];
 
-	assert_int_equal(devnum_new(&dn, d->path), 0);
-	for (unsigned int i = 0; i < DEVNUM_CARD_MINORS; i++) {
-		snprintf(name, sizeof(name), "devns/p%u/card0", i);
-		assert_int_equal(minor_of(dn, name), i);
-	}
-	devnum_release(dn, "devns/p7/card0");
-	devnum_release(dn, "devns/nobody/card0");
-	assert_int_equal(minor_of(dn, "devns/late/card0"), 7);
+	dn = full_card_range(d);
+	/* p1's nodes only, not p10's. */
+	devnum_release_persona(dn, "p1");
+	devnum_release_persona(dn, "nobody");
+	assert_int_equal(minor_of(dn, "devns/late/card0"), 1);
 	/* Held by late now: the next one finds none. */
 	assert_int_equal(devnum_get(dn, "devns/later/card0", &maj, &min), -ENOSPC);
-	/* The state file says so: after a restart, late keeps 7, and p7 is no more. */
+	/* The state file says so: after a restart, late keeps 1, and p1 is no more. */
 	devnum_free(dn);
 	dn = NULL;
 	assert_int_equal(devnum_new(&dn, d->path), 0);
-	assert_int_equal(minor_of(dn, "devns/late/card0"), 7);
-	/* An earlier run's cards that no persona of this run took are free to go. */
+	assert_int_equal(minor_of(dn, "devns/late/card0"), 1);
+	/* Until devnsd has started, the restored personas may yet ask for theirs: none is free. */
+	assert_int_equal(devnum_get(dn, "devns/new/card0", &maj, &min), -ENOSPC);
 	assert_int_equal(minor_of(dn, "devns/p0/card0"), 0);
-	assert_int_equal(minor_of(dn, "devns/new/card0"), 1);
-	assert_int_equal(minor_of(dn, "devns/late/card0"), 7);
+	/* Started: an earlier run's cards that no persona of this run took are free to go. */
+	devnum_settle(dn);
+	assert_int_equal(minor_of(dn, "devns/new/card0"), 2);
+	assert_int_equal(minor_of(dn, "devns/p0/card0"), 0);
+	assert_int_equal(minor_of(dn, "devns/late/card0"), 1);
 }
 
 int main(void) {

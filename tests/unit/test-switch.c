@@ -558,6 +558,9 @@ static int card_add_persona(struct device_class *dc, struct persona *p) {
 	snprintf(cc->paths[cc->n], sizeof(cc->paths[cc->n]), "/dev/devns/%s/card0", p->name);
 	manager_node_numbers(dc->manager, cc->paths[cc->n] + strlen("/dev/"), &major, &cc->minors[cc->n]);
 	assert_int_not_equal(major, 0);
+	/* A persona whose nodes cannot all be made, after its card has its numbers. */
+	if (strncmp(p->name, "fail", 4) == 0)
+		return -EIO;
 	cc->n++;
 	return 0;
 }
@@ -602,9 +605,9 @@ static const struct device_class_ops card_ops = {
 };
 
 /*
- * Personas created and deleted, more in all than card minors below 64
- * (libdrm's primary nodes): each new card still gets one, a deleted
- * persona's, while the living keep theirs.
+ * Personas created and deleted, and personas whose creation failed, more in
+ * all than card minors below 64 (libdrm's primary nodes): each new card
+ * still gets one, a deleted persona's, while the living keep theirs.
  */
 static void test_cards_of_deleted_personas(void **state) {
 	struct core_rig *r = core_rig_new("[Persona a]\nActive=yes\n");
@@ -622,6 +625,8 @@ static void test_cards_of_deleted_personas(void **state) {
 		assert_int_not_equal(cc.minors[1], cc.minors[0]);
 		assert_int_equal(manager_remove_persona(r->manager, p), 0);
 		cc.n = 1;
+		snprintf(name, sizeof(name), "fail%u", i);
+		assert_int_equal(manager_create_persona(r->manager, name, &p), -EIO);
 	}
 	/* As many living personas as minors: each its own, a's kept. */
 	bool taken[DEVNUM_CARD_MINORS] = { [0] = false };

@@ -17,8 +17,11 @@
 struct devnum_entry {
 	char *name;
 	unsigned int minor;
-	/* Asked for in this run and not released: a node of devnsd's may have it now. */
+	/* Asked for in this run: a node of devnsd's may have it now. */
 	bool held;
+	/* Its node is gone for good (its persona deleted, or no node of this run asked for it by the
+	 * time devnsd started): a new card may take its minor. */
+	bool free;
 };
 
 struct devnum {
@@ -85,7 +88,7 @@ static int add_entry(struct devnum *d, const char *name, unsigned int minor) {
 	if (!e[d->n_entries].name)
 		return -ENOMEM;
 	e[d->n_entries].minor = minor;
-	e[d->n_entries].held = false;
+	e[d->n_entries].held = e[d->n_entries].free = false;
 	d->n_entries++;
 	return 0;
 }
@@ -190,7 +193,7 @@ static bool minor_taken(const struct devnum *d, unsigned int minor) {
 
 /*
  * A card takes the lowest free minor below DEVNUM_CARD_MINORS, or, when
- * every one is given, that of a card no node of this run holds (a deleted
+ * every one is given, that of a card whose node is gone for good (a deleted
  * persona's, or an earlier run's that no persona took again): *ret_reuse is
  * then the entry to hand over. Any other node takes the next minor past
  * every one given, from DEVNUM_CARD_MINORS on. Numbers a state file gave
@@ -209,7 +212,7 @@ static int pick_minor(const struct devnum *d, const char *devname, unsigned int 
 		for (size_t i = 0; i < d->n_entries; i++) {
 			const struct devnum_entry *e = &d->entries[i];
 
-			if (e->minor < DEVNUM_CARD_MINORS && !e->held && is_card(e->name)) {
+			if (e->minor < DEVNUM_CARD_MINORS && e->free && is_card(e->name)) {
 				*ret = e->minor;
 				*ret_reuse = i;
 				return 0;
@@ -232,6 +235,7 @@ int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, u
 	for (size_t i = 0; i < d->n_entries; i++)
 		if (streq(d->entries[i].name, devname)) {
 			d->entries[i].held = true;
+			d->entries[i].free = false;
 			*ret_major = d->major;
 			*ret_minor = d->entries[i].minor;
 			return 0;
@@ -248,6 +252,7 @@ int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, u
 		free(d->entries[reuse].name);
 		d->entries[reuse].name = name;
 		d->entries[reuse].held = true;
+		d->entries[reuse].free = false;
 	} else {
 		r = add_entry(d, devname, minor);
 		if (r < 0)
@@ -262,8 +267,22 @@ int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, u
 	return 0;
 }
 
-void devnum_release(struct devnum *d, const char *devname) {
+void devnum_release_persona(struct devnum *d, const char *persona) {
+	size_t dir = strlen(DEVNS_DEV_DIR "/"), n = strlen(persona);
+
+	for (size_t i = 0; i < d->n_entries; i++) {
+		struct devnum_entry *e = &d->entries[i];
+
+		if (strncmp(e->name, DEVNS_DEV_DIR "/", dir) == 0 && strncmp(e->name + dir, persona, n) == 0 &&
+		    e->name[dir + n] == '/') {
+			e->held = false;
+			e->free = true;
+		}
+	}
+}
+
+void devnum_settle(struct devnum *d) {
 	for (size_t i = 0; i < d->n_entries; i++)
-		if (streq(d->entries[i].name, devname))
-			d->entries[i].held = false;
+		if (!d->entries[i].held)
+			d->entries[i].free = true;
 }

@@ -26,14 +26,22 @@ static inline void devnum_freep(struct devnum **d) {
 
 /*
  * The numbers for a node ("devns/work/event3"), assigned and saved on first
- * use, and held until devnum_release(). A new card takes a free minor below
- * DEVNUM_CARD_MINORS, else the minor of a name no node holds (a deleted
- * persona's card, an earlier run's); -ENOSPC when every one is held.
+ * use. A new card takes a free minor below DEVNUM_CARD_MINORS, else the
+ * minor of a card whose node is gone for good (devnum_release_persona(),
+ * devnum_settle()); -ENOSPC when there is none.
  */
 int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);
 
 /*
- * devname's node is gone for good (its persona deleted): its numbers stay
- * its own, unless a new card needs a minor and no other is free.
+ * The persona is deleted: its nodes ("devns/PERSONA/...") are gone for
+ * good. Their numbers stay theirs, unless a new card needs a minor and no
+ * other is free.
  */
-void devnum_release(struct devnum *d, const char *devname);
+void devnum_release_persona(struct devnum *d, const char *persona);
+
+/*
+ * devnsd has started: every node of this run, the restored personas'
+ * included, has asked for its numbers. Those of an earlier run that none
+ * asked for are gone for good, as a deleted persona's.
+ */
+void devnum_settle(struct devnum *d);

@@ -310,20 +310,13 @@ void manager_check_ready(struct manager *m) {
 }
 
 
-/* The node goes with its persona: its number may go to a card made later. */
-static void release_number(void *userdata, const struct node_desc *nd) {
-	struct manager *m = userdata;
-
-	if (nd->path && strncmp(nd->path, "/dev/", strlen("/dev/")) == 0)
-		devnum_release(m->devnum, nd->path + strlen("/dev/"));
-}
-
 static void remove_persona(struct manager *m, struct persona *p) {
 	struct device_class *dc;
 
 	signal_emit(&m->events.leaving, p);
+	/* Its nodes go with it: their numbers may go to cards made later. */
 	if (m->devnum)
-		manager_foreach_node(m, p, release_number, m);
+		devnum_release_persona(m->devnum, p->name);
 	LIST_FOREACH(dc, &m->classes, link)
 		dc->ops->remove_persona(dc, p);
 	persona_free(p);
