@@ -3,6 +3,7 @@ system bus, the built devnsd, and raw evdev ioctls on persona nodes."""
 
 import ctypes
 import fcntl
+import glob
 import os
 import re
 import select
@@ -14,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unittest
 
 import evdev
 from evdev import ecodes as e
@@ -217,6 +219,16 @@ def make_touchscreen():
     }
     return evdev.UInput(caps, name="devns test touchscreen", vendor=0x2222, product=0x3333,
                         bustype=e.BUS_VIRTUAL, input_props=[e.INPUT_PROP_DIRECT])
+
+
+def find_capslock():
+    """The capslock LED class device of a keyboard (/sys/class/leds/inputN::capslock), and that
+    keyboard's /dev/input/eventN; the test is skipped when there is none."""
+    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
+        events = glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*"))
+        if events:
+            return led, "/dev/input/" + os.path.basename(events[0])
+    raise unittest.SkipTest("no keyboard with a capslock LED")
 
 
 def event_node(uinput_dev):

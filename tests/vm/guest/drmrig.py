@@ -84,7 +84,7 @@ class CardTestCase(rig.PersonaTestCase):
         if cls.phone:
             cls.hw = phonerig.Hardware()
             cls.daemon = rig.Daemon(cls.hw.conf(phonerig.DRM))
-            cls.work, cls.personal = (phonerig.Container(p, [os.path.basename(cls.hw.kbd_hw)])
+            cls.work, cls.personal = (phonerig.Container(p, [os.path.basename(cls.hw.kbd_hw)], card=True)
                                       for p in ("work", "personal"))
             for c in (cls.work, cls.personal):
                 out = c.attach()

@@ -4,11 +4,9 @@ sysfs-like directory of its own), routed nodes and a switch hotkey per persona; 
 made as a container manager makes them, each with its own /dev and /run, the persona's LED and
 backlight views bound at /sys/class, and routed nodes bound in its /dev."""
 
-import glob
 import os
 import subprocess
 import tempfile
-import unittest
 
 from evdev import ecodes as e
 
@@ -24,13 +22,6 @@ HOTKEYS = {"work": "KEY_F1", "personal": "KEY_F2"}
 ROUTED_CARD = "/dev/dri/card1"
 
 
-def find_capslock():
-    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
-        if glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*")):
-            return led
-    raise unittest.SkipTest("no keyboard with a capslock LED")
-
-
 class Hardware:
     """The phone's devices besides the display: kbd and touch (uinput, their nodes kbd_hw and
     touch_hw), a capslock LED (led) and a backlight (bl_dir). close() unplugs the uinput ones."""
@@ -38,9 +29,13 @@ class Hardware:
     def __init__(self):
         self.kbd = rig.make_keyboard()
         self.touch = rig.make_touchscreen()
-        self.kbd_hw = rig.event_node(self.kbd)
-        self.touch_hw = rig.event_node(self.touch)
-        self.led = find_capslock()
+        try:
+            self.kbd_hw = rig.event_node(self.kbd)
+            self.touch_hw = rig.event_node(self.touch)
+            self.led = rig.find_capslock()[0]
+        except BaseException:
+            self.close()
+            raise
         self.bl_dir = os.path.join(tempfile.mkdtemp(prefix="phone-sys-"), "panel0")
         os.mkdir(self.bl_dir)
         for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
@@ -75,11 +70,12 @@ class Hardware:
 
 class Container(rig.Container):
     """A container as a manager makes it: its own /dev and /run, the persona's views bound at
-    /sys/class/leds and /sys/class/backlight, the routed input nodes given in its /dev as
-    /dev/input/routedN and the routed card as ROUTED_CARD, all from the host's side before the
-    container's pid namespace starts. attach() gives it to its persona."""
+    /sys/class/leds and /sys/class/backlight, the routed input nodes given (routed, their names
+    in /dev/devns) in its /dev as /dev/input/routedN and, with card, the routed card as
+    ROUTED_CARD, all from the host's side before the container's pid namespace starts. attach()
+    gives it to its persona."""
 
-    def __init__(self, persona, routed=(), card=True):
+    def __init__(self, persona, routed=(), card=False):
         self.userns = False
         self.persona = persona
         views = "/run/devns/%s/sys/class" % persona

@@ -17,7 +17,7 @@ import time
 from evdev import ecodes as e
 
 import devnsrig as rig
-from test_leds import find_capslock, put, read_file
+from test_leds import put, read_file
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROBE = os.path.join(HERE, "nsprobe.py")
@@ -200,7 +200,7 @@ def python(*args, prefix=(), container=None, **kw):
 class InputAndViewAttacks(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.led, cls.i8042 = find_capslock()
+        cls.led, cls.i8042 = rig.find_capslock()
         cls.led_name = os.path.basename(cls.led)
         cls.kbd = rig.make_keyboard()
         cls.kbd_hw = rig.event_node(cls.kbd)

@@ -11,23 +11,12 @@ import glob
 import os
 import subprocess
 import time
-import unittest
 
 from evdev import ecodes as e
 
 import devnsrig as rig
 
 VIEWS = "/run/devns"
-
-
-def find_capslock():
-    """The capslock LED class device of a keyboard, and that keyboard's /dev/input/eventN."""
-    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
-        input_dir = os.path.realpath(os.path.join(led, "device"))
-        events = glob.glob(os.path.join(input_dir, "event*"))
-        if events:
-            return led, "/dev/input/" + os.path.basename(events[0])
-    raise unittest.SkipTest("no keyboard with a capslock LED")
 
 
 def read_file(path):
@@ -46,7 +35,7 @@ def put(path, text):
 class CapslockViews(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
-        cls.led, cls.kbd = find_capslock()
+        cls.led, cls.kbd = rig.find_capslock()
         cls.name = os.path.basename(cls.led)
         cls.bus = rig.Bus()
         conf = "\n".join([

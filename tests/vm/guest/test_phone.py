@@ -77,7 +77,7 @@ class Phone(rig.PersonaTestCase):
         cls.led, cls.bl_dir = cls.hw.led, cls.hw.bl_dir
         cls.bus = rig.Bus()
         cls.daemon = rig.Daemon(cls.hw.conf(cls.DISPLAY))
-        cls.containers = {p: phonerig.Container(p, [os.path.basename(cls.kbd_hw)]) for p in PERSONAS}
+        cls.containers = {p: phonerig.Container(p, [os.path.basename(cls.kbd_hw)], card=True) for p in PERSONAS}
         cls.attach_out = {}
         for p, c in cls.containers.items():
             cls.attach_out[p] = c.attach()

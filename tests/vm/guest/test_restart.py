@@ -35,7 +35,7 @@ from evdev import ecodes as e
 import devnsrig as rig
 from devnsrig import eventually
 import fbrig
-from test_phone import PhoneContainer
+import phonerig
 
 BUILD = rig.BUILD
 FBDRAW = os.path.join(BUILD, "tests", "vm", "fbdraw")
@@ -48,13 +48,6 @@ STATE = "/run/devnsd/state"
 EVIOCGVERSION = 0x80044501
 BL_MAX = 1000
 LEVELS = {"work": 120, "personal": 880, "guest": 450}
-
-
-def find_capslock():
-    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
-        if glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*")):
-            return led
-    raise unittest.SkipTest("no keyboard with a capslock LED")
 
 
 def read_file(path):
@@ -184,7 +177,7 @@ class Restart(unittest.TestCase):
     def setUpClass(cls):
         cls.kbd = rig.make_keyboard()
         cls.kbd_hw = rig.event_node(cls.kbd)
-        cls.led = find_capslock()
+        cls.led = rig.find_capslock()[0]
         cls.led_input = os.path.basename(glob.glob(os.path.join(os.path.realpath(
             os.path.join(cls.led, "device")), "event*"))[0])
         cls.bl_dir = os.path.join(tempfile.mkdtemp(prefix="restart-sys-"), "panel0")
@@ -343,7 +336,7 @@ class Restart(unittest.TestCase):
 
         # A persona created at runtime, with a container attached as a manager makes one.
         rig.devnsctl("create", "guest")
-        c = PhoneContainer("guest", [])
+        c = phonerig.Container("guest")
         self.containers.append(c)
         out = rig.devnsctl("attach", "guest", "--pid", str(c.pid)).stdout
         self.assertRegex(out, r"attached, [1-9]\d* nodes made")
@@ -631,7 +624,7 @@ class Restart(unittest.TestCase):
             name = os.path.basename(pad_hw)
             record = "/run/udev/data/c%d:%d" % (os.major(os.stat(node).st_rdev), os.minor(os.stat(node).st_rdev))
             # An attached container has the node and its udev record.
-            c = PhoneContainer("work", [])
+            c = phonerig.Container("work")
             self.containers.append(c)
             rig.devnsctl("attach", "work", "--pid", str(c.pid))
             self.assertEqual(c.run("sh", "-c", "test -c /dev/input/%s && test -f %s && echo yes" % (name, record))

@@ -41,15 +41,6 @@ BL_DIR = BL_ROOT + "/panel0"
 BL_MAX = 1000
 
 
-def find_capslock():
-    """The capslock LED of a keyboard, and that keyboard's /dev/input/eventN."""
-    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
-        events = glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*"))
-        if events:
-            return led, "/dev/input/" + os.path.basename(events[0])
-    raise unittest.SkipTest("no keyboard with a capslock LED")
-
-
 def read_file(path):
     with open(path) as f:
         return f.read()
@@ -76,7 +67,7 @@ class Unit(unittest.TestCase):
         print("installed:", cls.inst.unit_file, cls.inst.devnsd, cls.inst.conf, cls.inst.devnsctl)
         cls.kbd = rig.make_keyboard()
         cls.kbd_hw = rig.event_node(cls.kbd)
-        cls.led, cls.i8042 = find_capslock()
+        cls.led, cls.i8042 = rig.find_capslock()
         cls.led_name = os.path.basename(cls.led)
         for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
                             ("bl_power", 0)):

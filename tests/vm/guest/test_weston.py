@@ -121,6 +121,8 @@ class Weston(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         print("boot:", sd.boot_time())
+        # The phone's devices, before anything that tearDownClass would have to undo.
+        cls.hw = phonerig.Hardware()
         cls.inst = sd.install()
         prefix = os.path.dirname(os.path.dirname(cls.inst.devnsd))
         cls.preload = (glob.glob(prefix + "/lib/*/libdevns-fbmmap.so") + glob.glob(prefix + "/lib/libdevns-fbmmap.so"))[0]
@@ -142,7 +144,6 @@ class Weston(unittest.TestCase):
                "lowerdir=/,upperdir=%s/upper,workdir=%s/work" % (LAYER, LAYER), ROOT)
 
         # The phone's whole configuration: input, LEDs, backlight, routed nodes and hotkeys beside the display.
-        cls.hw = phonerig.Hardware()
         conf = cls.hw.conf(phonerig.DRM)
         sd.write_file(cls.inst.conf, conf)
         sd.run("systemctl", "start", sd.UNIT)
