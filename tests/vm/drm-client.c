@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <errno.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <xf86drm.h>
 
@@ -51,6 +52,25 @@ int pick_output(int fd, drmModeConnector **ret_conn, uint32_t *ret_crtc) {
 	}
 	drmModeFreeResources(res);
 	return r;
+}
+
+int set_dpms(int fd, uint32_t connector_id, uint64_t value) {
+	drmModeObjectProperties *props = drmModeObjectGetProperties(fd, connector_id, DRM_MODE_OBJECT_CONNECTOR);
+	uint32_t dpms = 0;
+
+	if (!props)
+		return -errno;
+	for (uint32_t i = 0; i < props->count_props && !dpms; i++) {
+		drmModePropertyRes *p = drmModeGetProperty(fd, props->props[i]);
+
+		if (p && strcmp(p->name, "DPMS") == 0)
+			dpms = p->prop_id;
+		drmModeFreeProperty(p);
+	}
+	drmModeFreeObjectProperties(props);
+	if (!dpms)
+		return -ENOENT;
+	return drmModeConnectorSetProperty(fd, connector_id, dpms, value) < 0 ? -errno : 0;
 }
 
 int buffer_new(int fd, uint32_t w, uint32_t h, struct buffer *b, const char **ret_step) {

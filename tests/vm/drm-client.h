@@ -25,3 +25,6 @@ void buffer_free(int fd, struct buffer *b);
 
 /* Flips crtc to fb_id and waits for the flip's event: its sequence, or -errno with *ret_step naming what failed. */
 long flip_to(int fd, uint32_t crtc, uint32_t fb_id, const char **ret_step);
+
+/* Sets the connector's DPMS property (DRM_MODE_DPMS_ON, _OFF): 0 or -errno (-ENOENT: it has none). */
+int set_dpms(int fd, uint32_t connector_id, uint64_t value);

@@ -3,7 +3,7 @@
  * A plain DRM client that draws with dumb buffers, the way a simple
  * compositor does, through libdrm: the same steps on the kernel's own
  * card and on a devns card0 (mapped through libdevns-fbmmap.so). Usage:
- *   drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS]
+ *   drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS] [--dpms]
  * It opens DEVICE, asks VERSION, takes the first connected connector with
  * a mode and a CRTC for it, creates a dumb buffer of the mode's size,
  * adds it as an XRGB8888 framebuffer, maps it (MAP_DUMB, mmap()), fills
@@ -13,7 +13,9 @@
  * for each flip's event; with --redraw, each flip's buffer is drawn anew
  * first (a colour of its own a frame), as a player or compositor draws
  * every frame. --hold keeps the last frame shown MS
- * milliseconds longer. Each step prints one line:
+ * milliseconds longer. With --dpms it then reads lines from stdin until it
+ * ends: "off" and "on" set the connector's DPMS property, as a compositor
+ * turns its output off when idle. Each step prints one line:
  *   version NAME MAJOR.MINOR.PATCHLEVEL
  *   mode CONNECTOR_ID WIDTHxHEIGHT@REFRESH crtc CRTC_ID
  *   buffer I handle H pitch P size S fb FB_ID
@@ -23,6 +25,7 @@
  *   flip K fb FB_ID sequence SEQ
  *   flips N in USEC us
  *   waited for flips N in USEC us    (the PAGE_FLIP calls and the waits for their events alone)
+ *   dpms off | dpms on
  *   done
  * Exit status 0, or 1 with "drm-dumb-draw: STEP: REASON" on stderr.
  */
@@ -57,7 +60,7 @@ static void sleep_ms(unsigned int ms) {
 int main(int argc, char *argv[]) {
 	uint32_t colors[2], crtc = 0, w, h;
 	unsigned int flips = 0, hold_ms = 0;
-	bool redraw = false;
+	bool redraw = false, dpms = false;
 	struct timespec t0, t1;
 	long long flip_usec = 0;
 	bool color2_given = false;
@@ -66,10 +69,12 @@ int main(int argc, char *argv[]) {
 	drmModeModeInfo mode;
 	drmVersion *ver;
 	const char *step;
+	char line[16];
 	int fd, r, n_bufs;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS]\n");
+		fprintf(stderr, "usage: drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS] "
+			"[--dpms]\n");
 		return 2;
 	}
 	colors[0] = (uint32_t)strtoul(argv[2], NULL, 16) & 0xffffff;
@@ -83,6 +88,8 @@ int main(int argc, char *argv[]) {
 			flips = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--dpms") == 0)
+			dpms = true;
 		else {
 			fprintf(stderr, "drm-dumb-draw: unknown argument %s\n", argv[i]);
 			return 2;
@@ -156,6 +163,17 @@ int main(int argc, char *argv[]) {
 	}
 	fflush(stdout);
 	sleep_ms(hold_ms);
+	while (dpms && fgets(line, sizeof(line), stdin)) {
+		bool off = strcmp(line, "off\n") == 0;
+
+		if (!off && strcmp(line, "on\n") != 0)
+			continue;
+		r = set_dpms(fd, conn->connector_id, off ? DRM_MODE_DPMS_OFF : DRM_MODE_DPMS_ON);
+		if (r < 0)
+			return fail("DPMS", -r);
+		printf("dpms %s\n", off ? "off" : "on");
+		fflush(stdout);
+	}
 
 	for (int i = 0; i < n_bufs; i++)
 		buffer_free(fd, &bufs[i]);

@@ -14,10 +14,11 @@ Programs under libdevns-fbmmap.so in both containers take the library's
 own paths (a write() copied into the memfd, a pan passed by value), a
 DRM client in each draws on its persona's card0, following the hotkey, and
 one on the routed card (bound in each container beside its own card0) draws
-on its opener's persona's card. A container that blanks its screen powers
-the display down, and the hotkey to the other persona powers it up. The
-display's device goes and comes back while the containers draw, type and
-switch. All of it runs twice: with the display on DRM, and on the kernel's
+on its opener's persona's card. A container that blanks its screen, or
+turns its card off, powers the display down, and the hotkey to the other
+persona powers it up. The display's device goes and comes back while the
+containers draw, type and switch, and while a card's client holds its
+frame. All of it runs twice: with the display on DRM, and on the kernel's
 framebuffer (Backend=fbdev). The configuration and the containers are
 phonerig's, which the display programs' tests run in too."""
 
@@ -291,6 +292,52 @@ class Phone(rig.PersonaTestCase):
         ok, diff = fbrig.screen_shows("phone-power", self.w, self.h, frames["work"])
         self.assertTrue(ok, "work's frame is not shown after it unblanked (%s pixels differ)" % diff)
 
+    def test_a_card_turned_off_powers_the_display_down_and_the_hotkey_brings_the_other_up(self):
+        """work's DRM client turns its connector off (DPMS, as a compositor does when idle): the
+        display powers down, and the backlight with it. The hotkey to personal powers both up with
+        personal's frame, the hotkey back down again; DPMS on brings the client's frame back."""
+        color = (0x50, 0x90, 0x10)
+        frames = self.draw_fb0_inside()
+        rig.devnsctl("switch", "work")
+        client = self.containers["work"].popen(
+            "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % color, "--dpms",
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        out = rig.Output(client)
+
+        def dpms(value):
+            client.stdin.write(value + "\n")
+            client.stdin.flush()
+            self.assertTrue(out.wait_for(r"\ndpms %s\n" % value, 30), out.text)
+
+        try:
+            self.assertTrue(out.wait_for(r"\nshown", 60), out.text)
+            self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-dpms"), color), 15),
+                            "the client's frame is not on the screen")
+            dpms("off")
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "work's card turned off")
+            self.assertIn("Display: powered down", rig.devnsctl("status").stdout)
+            self.assertTrue(rig.eventually(lambda: self.bl_power() == "4"), "the backlight stayed on")
+
+            self.hotkey("personal")
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "the hotkey to personal")
+            self.assertTrue(rig.eventually(lambda: self.bl_power() == "0"),
+                            "the backlight with the display, switched to personal")
+            ok, diff = fbrig.screen_shows("phone-dpms", self.w, self.h, frames["personal"])
+            self.assertTrue(ok, "personal's frame is not shown (%s pixels differ)" % diff)
+
+            self.hotkey("work")
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "Off"), "the hotkey back to work, turned off")
+            self.assertTrue(rig.eventually(lambda: self.bl_power() == "4"), "the backlight, back to work")
+            dpms("on")
+            self.assertTrue(rig.eventually(lambda: fbrig.dpms() == "On"), "work's card turned on")
+            self.assertTrue(rig.eventually(lambda: self.bl_power() == "0"), "the backlight, work's card turned on")
+            self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-dpms"), color), 15),
+                            "the client's frame is not back")
+        finally:
+            os.killpg(client.pid, signal.SIGKILL)
+            client.wait(30)
+
     def test_cards_follow_the_hotkey(self):
         """A DRM client in each container draws on its persona's card0 (/dev/dri/card0), libdrm's
         modetest in personal's: the screen shows the active persona's card, the hotkey brings the
@@ -475,6 +522,44 @@ class Phone(rig.PersonaTestCase):
             ok, diff = fbrig.screen_shows("phone-preload", self.w, self.h, shown)
             self.assertTrue(ok, "the screen does not show %s's frame (%s pixels differ)" % (active, diff))
 
+    def remove_display(self):
+        """Removes the display's PCI device; devnsd notices."""
+        rig.write_file(os.path.join(os.path.realpath("/sys/class/drm/card0/device"), "remove"), "1")
+        self.assertTrue(rig.eventually(lambda: "Display: gone" in rig.devnsctl("status").stdout),
+                        "devnsd did not notice the display going:\n" + self.daemon.output())
+
+    def rescan_display(self):
+        """Finds the display's PCI device again: its node is back."""
+        rig.write_file("/sys/bus/pci/rescan", "1")
+        self.assertTrue(rig.eventually(lambda: os.path.exists(self.DISPLAY_NODE), timeout=20),
+                        "the display did not come back as " + self.DISPLAY_NODE)
+
+    def test_the_display_comes_back_with_a_cards_frame(self):
+        """The display's device goes and comes back while work's DRM client holds its frame on
+        its card0: once the display is back, the screen shows that frame."""
+        color = (0x90, 0x20, 0x70)
+        rig.devnsctl("switch", "work")
+        client = self.containers["work"].popen(
+            "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % color, "--hold", "600000",
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            start_new_session=True)
+        out = rig.Output(client)
+        try:
+            self.assertTrue(out.wait_for(r"\nshown", 60), out.text)
+            self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-card-gone"), color), 15),
+                            "the client's frame is not on the screen")
+            try:
+                self.remove_display()
+            finally:
+                self.rescan_display()
+            self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-card-back"), color), 30),
+                            "the client's frame is not on the screen once the display is back\n" +
+                            self.daemon.output())
+            self.assertIsNone(client.poll(), "the client ended: " + out.text)
+        finally:
+            os.killpg(client.pid, signal.SIGKILL)
+            client.wait(30)
+
     def test_the_display_goes_and_comes_back_while_the_containers_run(self):
         """The display's device goes (its PCI device removed) and comes back (a rescan) while both
         containers run: meanwhile they draw, their keyboard reaches the active one, the hotkey
@@ -482,15 +567,12 @@ class Phone(rig.PersonaTestCase):
         latest frame, and the next switch shows the other's."""
         bl = os.path.basename(self.bl_dir)
         levels = {"work": 300, "personal": 700}
-        pci = os.path.realpath("/sys/class/drm/card0/device")
         rig.devnsctl("switch", "work")
         for p in PERSONAS:
             self.inside(p, "sh", "-c", "echo %d > /sys/class/backlight/%s/brightness" % (levels[p], bl))
         frames = {p: fbrig.frame(self.w, self.h, COLORS[p], band=(200, 260)) for p in PERSONAS}
         try:
-            rig.write_file(os.path.join(pci, "remove"), "1")
-            self.assertTrue(rig.eventually(lambda: "Display: gone" in rig.devnsctl("status").stdout),
-                            "devnsd did not notice the display going:\n" + self.daemon.output())
+            self.remove_display()
             for p in PERSONAS:
                 path = os.path.join(tempfile.mkdtemp(), "frame")
                 with open(path, "wb") as f:
@@ -506,9 +588,7 @@ class Phone(rig.PersonaTestCase):
             self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(levels["personal"]))
             self.assertEqual(self.bl_power(), "0")
         finally:
-            rig.write_file("/sys/bus/pci/rescan", "1")
-        self.assertTrue(rig.eventually(lambda: os.path.exists(self.DISPLAY_NODE), timeout=20),
-                        "the display did not come back as " + self.DISPLAY_NODE)
+            self.rescan_display()
         ok, diff = fbrig.screen_shows("phone-back", self.w, self.h, frames["personal"])
         self.assertTrue(ok, "personal's frame is not shown once the display is back (%s pixels differ)\n%s"
                         % (diff, self.daemon.output()))
