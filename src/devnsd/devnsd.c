@@ -219,15 +219,14 @@ static int run(const struct conf *conf) {
 			.userdata = m,
 		});
 	state_restore_personas(m);
+	manager_numbers_begin(m);
 	r = add_classes(m, conf, &input, &display, &leds);
 	if (r == -ECANCELED)
 		return stop(m);
 	if (r < 0)
 		return r;
 	state_restore_items(m);
-	/* Every persona's nodes have their numbers now: an earlier run's that none took are free. */
-	if (m->devnum)
-		devnum_settle(m->devnum);
+	manager_numbers_settled(m);
 	/* Logged: devnsd runs on with the devices it has. */
 	(void)input_hotplug_new(m, input, &hotplug);
 	r = bus_new(&bus, m, display, leds);

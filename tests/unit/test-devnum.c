@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "test-util.h"
@@ -125,6 +126,11 @@ static void test_card_range_full(void **state) {
 	assert_int_equal(devnum_get(dn, "devns/late/card0", &maj, &min), -ENOSPC);
 }
 
+static bool all_but_p5(void *userdata, const char *persona) {
+	(void)userdata;
+	return strcmp(persona, "p5") != 0;
+}
+
 /* Personas come and go: a deleted persona's card minor goes to a new card once no other is free. */
 static void test_card_minor_of_a_deleted_persona(void **state) {
 	struct dir *d = *state;
@@ -142,15 +148,18 @@ static void test_card_minor_of_a_deleted_persona(void **state) {
 	devnum_free(dn);
 	dn = NULL;
 	assert_int_equal(devnum_new(&dn, d->path), 0);
+	/* Before any node asks: p5 is no persona now, its card is gone; the living keep theirs. */
+	devnum_release_gone(dn, all_but_p5, NULL);
+	assert_int_equal(minor_of(dn, "devns/new/card0"), 5);
+	assert_int_equal(devnum_get(dn, "devns/newer/card0", &maj, &min), -ENOSPC);
 	assert_int_equal(minor_of(dn, "devns/late/card0"), 1);
-	/* Until devnsd has started, the restored personas may yet ask for theirs: none is free. */
-	assert_int_equal(devnum_get(dn, "devns/new/card0", &maj, &min), -ENOSPC);
 	assert_int_equal(minor_of(dn, "devns/p0/card0"), 0);
 	/* Started: an earlier run's cards that no persona of this run took are free to go. */
 	devnum_settle(dn);
-	assert_int_equal(minor_of(dn, "devns/new/card0"), 2);
+	assert_int_equal(minor_of(dn, "devns/newer/card0"), 2);
 	assert_int_equal(minor_of(dn, "devns/p0/card0"), 0);
 	assert_int_equal(minor_of(dn, "devns/late/card0"), 1);
+	assert_int_equal(minor_of(dn, "devns/new/card0"), 5);
 }
 
 int main(void) {

@@ -577,12 +577,15 @@ static void card_switch_to(struct device_class *dc, struct persona *from, struct
 	(void)op;
 }
 
+/* Only the cards it made, as the display reports no node of a persona whose card failed. */
 static void card_foreach_node(struct device_class *dc, struct persona *p, node_desc_fn fn, void *userdata) {
+	struct card_class *cc = (struct card_class *)dc;
 	char path[64];
 
-	(void)dc;
 	snprintf(path, sizeof(path), "/dev/devns/%s/card0", p->name);
-	fn(userdata, &(struct node_desc){ .path = path, .kind = "drm" });
+	for (size_t i = 0; i < cc->n; i++)
+		if (strcmp(cc->paths[i], path) == 0)
+			fn(userdata, &(struct node_desc){ .path = cc->paths[i], .kind = "drm" });
 }
 
 static void card_rebind(struct device_class *dc, struct persona *p, bool revoke) {

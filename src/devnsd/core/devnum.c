@@ -19,8 +19,8 @@ struct devnum_entry {
 	unsigned int minor;
 	/* Asked for in this run: a node of devnsd's may have it now. */
 	bool held;
-	/* Its node is gone for good (its persona deleted, or no node of this run asked for it by the
-	 * time devnsd started): a new card may take its minor. */
+	/* Its node is gone for good (its persona deleted or gone from an earlier run, or no node of
+	 * this run asked for it by the time devnsd started): a new card may take its minor. */
 	bool free;
 };
 
@@ -267,22 +267,50 @@ int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, u
 	return 0;
 }
 
+/* The persona part of an entry's name ("devns/PERSONA/NODE"): its length, 0 when it has none. */
+static size_t persona_part(const char *name, const char **ret) {
+	size_t dir = strlen(DEVNS_DEV_DIR "/");
+	const char *end;
+
+	if (strncmp(name, DEVNS_DEV_DIR "/", dir) != 0 || !(end = strchr(name + dir, '/')))
+		return 0;
+	*ret = name + dir;
+	return (size_t)(end - *ret);
+}
+
+static void entry_gone(struct devnum_entry *e) {
+	e->held = false;
+	e->free = true;
+}
+
 void devnum_release_persona(struct devnum *d, const char *persona) {
-	size_t dir = strlen(DEVNS_DEV_DIR "/"), n = strlen(persona);
+	for (size_t i = 0; i < d->n_entries; i++) {
+		const char *p;
+		size_t n = persona_part(d->entries[i].name, &p);
+
+		if (n > 0 && n == strlen(persona) && strncmp(p, persona, n) == 0)
+			entry_gone(&d->entries[i]);
+	}
+}
+
+void devnum_release_gone(struct devnum *d, bool (*alive)(void *userdata, const char *persona), void *userdata) {
+	char name[256];
 
 	for (size_t i = 0; i < d->n_entries; i++) {
-		struct devnum_entry *e = &d->entries[i];
+		const char *p;
+		size_t n = persona_part(d->entries[i].name, &p);
 
-		if (strncmp(e->name, DEVNS_DEV_DIR "/", dir) == 0 && strncmp(e->name + dir, persona, n) == 0 &&
-		    e->name[dir + n] == '/') {
-			e->held = false;
-			e->free = true;
-		}
+		if (n == 0 || n >= sizeof(name))
+			continue;
+		memcpy(name, p, n);
+		name[n] = '\0';
+		if (!alive(userdata, name))
+			entry_gone(&d->entries[i]);
 	}
 }
 
 void devnum_settle(struct devnum *d) {
 	for (size_t i = 0; i < d->n_entries; i++)
 		if (!d->entries[i].held)
-			d->entries[i].free = true;
+			entry_gone(&d->entries[i]);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+#include <stdbool.h>
+
 /*
  * Device numbers for persona nodes that stay the same when devnsd restarts,
  * so nodes already made inside containers keep working: one major for all
@@ -40,8 +42,14 @@ int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, u
 void devnum_release_persona(struct devnum *d, const char *persona);
 
 /*
+ * Before any node asks: the nodes of an earlier run's personas that are no
+ * persona now (alive() says which are) are gone for good.
+ */
+void devnum_release_gone(struct devnum *d, bool (*alive)(void *userdata, const char *persona), void *userdata);
+
+/*
  * devnsd has started: every node of this run, the restored personas'
  * included, has asked for its numbers. Those of an earlier run that none
- * asked for are gone for good, as a deleted persona's.
+ * asked for (the routed nodes of a run with Routed=yes) are gone for good.
  */
 void devnum_settle(struct devnum *d);

@@ -284,6 +284,20 @@ void manager_node_numbers(struct manager *m, const char *devname, unsigned int *
 		*ret_major = *ret_minor = 0;
 }
 
+static bool persona_alive(void *userdata, const char *name) {
+	return manager_find_persona(userdata, name) != NULL;
+}
+
+void manager_numbers_begin(struct manager *m) {
+	if (m->devnum)
+		devnum_release_gone(m->devnum, persona_alive, m);
+}
+
+void manager_numbers_settled(struct manager *m) {
+	if (m->devnum)
+		devnum_settle(m->devnum);
+}
+
 void manager_node_added(struct manager *m, struct persona *p) {
 	m->n_nodes++;
 	if (p)

@@ -299,6 +299,15 @@ void manager_rebind(struct manager *m, struct persona *p, bool revoke);
 
 /* Stable device numbers for /dev/DEVNAME (0, 0 when none can be kept). */
 void manager_node_numbers(struct manager *m, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);
+/*
+ * At start: numbers_begin once every persona is there (the configuration's
+ * and the restored ones) and before any node asks for its numbers, so that
+ * the nodes of an earlier run's personas that are gone may give a new card
+ * their minor; numbers_settled once every node has asked, so that the
+ * earlier run's others may too.
+ */
+void manager_numbers_begin(struct manager *m);
+void manager_numbers_settled(struct manager *m);
 
 /* Counts a node of persona p (NULL: a routed node) that will announce itself with manager_node_ready(). */
 void manager_node_added(struct manager *m, struct persona *p);

@@ -83,13 +83,18 @@ class CardTestCase(rig.PersonaTestCase):
         cls.bus = rig.Bus()
         if cls.phone:
             cls.hw = phonerig.Hardware()
-            cls.daemon = rig.Daemon(cls.hw.conf(phonerig.DRM))
-            cls.work, cls.personal = (phonerig.Container(p, [os.path.basename(cls.hw.kbd_hw)], card=True)
-                                      for p in ("work", "personal"))
-            for c in (cls.work, cls.personal):
-                out = c.attach()
-                if out.returncode != 0:
-                    raise AssertionError("attach %s: %s" % (c.persona, out.stderr))
+            cls.work = cls.personal = None
+            try:
+                cls.daemon = rig.Daemon(cls.hw.conf(phonerig.DRM))
+                cls.work = phonerig.Container("work", [os.path.basename(cls.hw.kbd_hw)], card=True)
+                cls.personal = phonerig.Container("personal", [os.path.basename(cls.hw.kbd_hw)], card=True)
+                for c in (cls.work, cls.personal):
+                    out = c.attach()
+                    if out.returncode != 0:
+                        raise AssertionError("attach %s: %s" % (c.persona, out.stderr))
+            except BaseException:
+                cls.tearDownClass()
+                raise
         else:
             cls.daemon = rig.Daemon(fbrig.conf_display(routed=cls.routed))
             cls.work, cls.personal = rig.attached("work", "personal", private_dev=not cls.routed)
@@ -99,8 +104,10 @@ class CardTestCase(rig.PersonaTestCase):
     @classmethod
     def tearDownClass(cls):
         for c in (cls.work, cls.personal):
-            c.stop()
-        cls.stop_daemon()
+            if c:
+                c.stop()
+        if getattr(cls, "daemon", None):
+            cls.stop_daemon()
         if cls.phone:
             cls.hw.close()
 

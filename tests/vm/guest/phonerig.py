@@ -27,20 +27,21 @@ class Hardware:
     touch_hw), a capslock LED (led) and a backlight (bl_dir). close() unplugs the uinput ones."""
 
     def __init__(self):
-        self.kbd = rig.make_keyboard()
-        self.touch = rig.make_touchscreen()
+        self.kbd = self.touch = None
         try:
+            self.kbd = rig.make_keyboard()
+            self.touch = rig.make_touchscreen()
             self.kbd_hw = rig.event_node(self.kbd)
             self.touch_hw = rig.event_node(self.touch)
             self.led = rig.find_capslock()[0]
+            self.bl_dir = os.path.join(tempfile.mkdtemp(prefix="phone-sys-"), "panel0")
+            os.mkdir(self.bl_dir)
+            for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
+                                ("bl_power", 0)):
+                rig.write_file(os.path.join(self.bl_dir, name), "%d\n" % value)
         except BaseException:
             self.close()
             raise
-        self.bl_dir = os.path.join(tempfile.mkdtemp(prefix="phone-sys-"), "panel0")
-        os.mkdir(self.bl_dir)
-        for name, value in (("max_brightness", BL_MAX), ("brightness", 500), ("actual_brightness", 500),
-                            ("bl_power", 0)):
-            rig.write_file(os.path.join(self.bl_dir, name), "%d\n" % value)
 
     def conf(self, display, personas=PERSONAS, extra=()):
         """devnsd's configuration: every class, the display as display says (DRM or FBDEV), the
@@ -64,8 +65,9 @@ class Hardware:
             rig.press(self.kbd, code, value)
 
     def close(self):
-        self.kbd.close()
-        self.touch.close()
+        for dev in (self.kbd, self.touch):
+            if dev:
+                dev.close()
 
 
 class Container(rig.Container):
