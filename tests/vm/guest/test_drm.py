@@ -3,9 +3,10 @@
 its container as /dev/dri/card0, driven by unmodified clients (libdrm's modetest, drm_info, a plain
 dumb-buffer client) and checked on the real screen (bochs behind QEMU's -vga std, seen through
 QEMU's screendump): the active persona's frames show, a background persona's stay off the screen
-and come at a switch, and fb0's frame comes back when the card's master goes. The personas' cards
-are tested in the phone's whole configuration (phonerig: input, LEDs, backlight and routed nodes
-beside the display); the routed card with the display alone, in containers that share the host's
+and come at a switch, and fb0's frame comes back when the card's master goes. The clients of
+CardPersonas run in the phone's whole configuration (phonerig: input, LEDs, backlight and routed
+nodes beside the display); PRIME's with the display alone (the phone's own test shares a buffer
+by PRIME in that configuration), and the routed card's in containers that share the host's
 /dev."""
 
 import errno
@@ -119,8 +120,6 @@ class CardPrime(drmrig.CardTestCase):
     """PRIME on a kernel with udmabuf (Debian 13's 6.12): dumb buffers shared as dma-bufs between
     a card's files, as wlroots' dumb allocator and DRM backend share them. Without udmabuf
     (Debian 12's 6.1) the card says it has no PRIME, and export fails with EOPNOTSUPP."""
-
-    phone = True
 
     colors = ((0x20, 0x50, 0xa0), (0xe0, 0xc0, 0x20))
 
