@@ -30,7 +30,7 @@ static inline void devnum_freep(struct devnum **d) {
  * The numbers for a node ("devns/work/event3"), assigned and saved on first
  * use. A new card takes a free minor below DEVNUM_CARD_MINORS, else the
  * minor of a card whose node is gone for good (devnum_release_persona(),
- * devnum_settle()); -ENOSPC when there is none.
+ * devnum_release_gone(), devnum_settle()); -ENOSPC when there is none.
  */
 int devnum_get(struct devnum *d, const char *devname, unsigned int *ret_major, unsigned int *ret_minor);
 
