@@ -43,18 +43,18 @@ class Hardware:
             self.close()
             raise
 
-    def conf(self, display, personas=PERSONAS, extra=()):
-        """devnsd's configuration: every class, the display as display says (DRM or FBDEV), the
-        first persona active; extra lines go into [Display]."""
-        keys = " ".join("KEY_LEFTMETA+%s:%s" % (HOTKEYS[p], p) for p in personas if p in HOTKEYS)
+    def conf(self, display):
+        """devnsd's configuration: every class, the display as display says (DRM or FBDEV), work
+        and personal, work active."""
+        keys = " ".join("KEY_LEFTMETA+%s:%s" % (HOTKEYS[p], p) for p in PERSONAS)
         lines = ["[Daemon]", "Routed=yes", "SwitchKeys=" + keys, "",
-                 "[Display]", *display, *extra, "",
+                 "[Display]", *display, "",
                  # Every input device, those that come later included.
                  "[Input]", "Devices=/dev/input/event*", "",
                  # The capslock LEDs of every keyboard, those plugged in later included.
                  "[Leds]", "Devices=/sys/class/leds/input*::capslock", "",
                  "[Backlight]", "Devices=" + self.bl_dir, ""]
-        for i, p in enumerate(personas):
+        for i, p in enumerate(PERSONAS):
             lines += ["[Persona %s]" % p] + (["Active=yes"] if i == 0 else []) + [""]
         return "\n".join(lines)
 

@@ -230,6 +230,20 @@ class Phone(rig.PersonaTestCase):
         self.assertEqual([flips[1] - flips[0], flips[2] - flips[1]], [1, 1], flips)
         self.assertIn("Frames kept for a switch (most recent first): work", rig.devnsctl("status").stdout)
 
+    def start_client(self, persona, *argv):
+        """A program in persona's container under libdevns-fbmmap.so, in a session of its own, its
+        stdin a pipe: (the process, its Output)."""
+        proc = self.containers[persona].popen("env", "LD_PRELOAD=" + PRELOAD, *argv, stdin=subprocess.PIPE,
+                                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                              start_new_session=True)
+        return proc, rig.Output(proc)
+
+    @staticmethod
+    def stop_client(proc):
+        """Kills a start_client() program: it and nsenter, which forked it into the container, are one group."""
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(30)
+
     def blank_inside(self, persona, level):
         """FBIOBLANK on the container's /dev/fb0, as Android's display HAL does at the power key."""
         self.inside(persona, sys.executable, "-c",
@@ -299,11 +313,7 @@ class Phone(rig.PersonaTestCase):
         color = (0x50, 0x90, 0x10)
         frames = self.draw_fb0_inside()
         rig.devnsctl("switch", "work")
-        client = self.containers["work"].popen(
-            "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % color, "--dpms",
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)
-        out = rig.Output(client)
+        client, out = self.start_client("work", DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % color, "--dpms")
 
         def dpms(value):
             client.stdin.write(value + "\n")
@@ -335,8 +345,7 @@ class Phone(rig.PersonaTestCase):
             self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-dpms"), color), 15),
                             "the client's frame is not back")
         finally:
-            os.killpg(client.pid, signal.SIGKILL)
-            client.wait(30)
+            self.stop_client(client)
 
     def test_cards_follow_the_hotkey(self):
         """A DRM client in each container draws on its persona's card0 (/dev/dri/card0), libdrm's
@@ -375,10 +384,7 @@ class Phone(rig.PersonaTestCase):
         try:
             for p, argv in (("work", cmd), ("personal", ["modetest", "-M", "devns", "-s",
                                                          "35@32:%dx%d" % (self.w, self.h)])):
-                clients[p] = self.containers[p].popen(
-                    "env", "LD_PRELOAD=" + PRELOAD, *argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT, text=True, start_new_session=True)
-                out = rig.Output(clients[p])
+                clients[p], out = self.start_client(p, *argv)
                 if p == "work":
                     self.assertTrue(out.wait_for(r"\nshown", 60), "work's client: %s" % out.text)
                     if prime:
@@ -391,10 +397,8 @@ class Phone(rig.PersonaTestCase):
                 self.hotkey(p)
                 self.assertTrue(rig.eventually(lambda: shows(p), 15), "the hotkey to %s does not show its card" % p)
         finally:
-            # The client and nsenter, which forked it into the container, are one group.
             for c in clients.values():
-                os.killpg(c.pid, signal.SIGKILL)
-                c.wait(30)
+                self.stop_client(c)
         for p in ("personal", "work"):
             rig.devnsctl("switch", p)
             ok, diff = fbrig.screen_shows("phone-card-fb0", self.w, self.h, frames[p])
@@ -416,11 +420,9 @@ class Phone(rig.PersonaTestCase):
         clients = []
         try:
             for p in PERSONAS:
-                clients.append(self.containers[p].popen(
-                    "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, phonerig.ROUTED_CARD, "0x%02x%02x%02x" % colors[p],
-                    "--hold", "600000", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                    text=True, start_new_session=True))
-                out = rig.Output(clients[-1])
+                client, out = self.start_client(p, DRM_DRAW, phonerig.ROUTED_CARD, "0x%02x%02x%02x" % colors[p],
+                                                "--hold", "600000")
+                clients.append(client)
                 self.assertTrue(out.wait_for(r"\nshown", 60), "%s's client: %s" % (p, out.text))
             self.assertTrue(rig.eventually(personal_drawn, 30), "personal's screenshot is not its client's frame")
             self.assertTrue(rig.eventually(
@@ -433,8 +435,7 @@ class Phone(rig.PersonaTestCase):
                 "the switch to personal does not show its client's frame")
         finally:
             for c in clients:
-                os.killpg(c.pid, signal.SIGKILL)
-                c.wait(30)
+                self.stop_client(c)
             rig.devnsctl("switch", "work")
 
     def test_routed_nodes_give_each_container_its_persona(self):
@@ -539,11 +540,8 @@ class Phone(rig.PersonaTestCase):
         its card0: once the display is back, the screen shows that frame."""
         color = (0x90, 0x20, 0x70)
         rig.devnsctl("switch", "work")
-        client = self.containers["work"].popen(
-            "env", "LD_PRELOAD=" + PRELOAD, DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % color, "--hold", "600000",
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            start_new_session=True)
-        out = rig.Output(client)
+        client, out = self.start_client("work", DRM_DRAW, "/dev/dri/card0", "0x%02x%02x%02x" % color,
+                                        "--hold", "600000")
         try:
             self.assertTrue(out.wait_for(r"\nshown", 60), out.text)
             self.assertTrue(rig.eventually(lambda: fbrig.solid(fbrig.screendump("phone-card-gone"), color), 15),
@@ -557,8 +555,7 @@ class Phone(rig.PersonaTestCase):
                             self.daemon.output())
             self.assertIsNone(client.poll(), "the client ended: " + out.text)
         finally:
-            os.killpg(client.pid, signal.SIGKILL)
-            client.wait(30)
+            self.stop_client(client)
 
     def test_the_display_goes_and_comes_back_while_the_containers_run(self):
         """The display's device goes (its PCI device removed) and comes back (a rescan) while both
