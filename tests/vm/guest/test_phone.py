@@ -64,7 +64,9 @@ def switches_by_flip():
     return 0
 
 
-class Phone(rig.PersonaTestCase):
+class PhoneDisplay:
+    """The phone's whole configuration, and what in it depends on how the display is driven: the
+    two phones below, one for each display backend, share it."""
     # How the display is driven, and its node, which comes back when its PCI device is found again.
     DISPLAY = phonerig.DRM
     DISPLAY_NODE = "/dev/dri/card0"
@@ -143,60 +145,6 @@ class Phone(rig.PersonaTestCase):
                 self.assertEqual(line[:2], ["character", "special"], node)
                 host = os.stat("/dev/devns/%s/%s" % (p, os.path.basename(node)))
                 self.assertEqual(line[-1], "%x:%x" % (os.major(host.st_rdev), os.minor(host.st_rdev)))
-
-    def test_input_follows_the_active_persona(self):
-        node = "/dev/input/" + os.path.basename(self.kbd_hw)
-        for active in PERSONAS:
-            rig.devnsctl("switch", active)
-            for p, out in self.probe_key(node, self.kbd, e.KEY_A, active).items():
-                saw = "ev %d %d 1" % (e.EV_KEY, e.KEY_A) in out
-                self.assertEqual(saw, p == active, "%s saw %s while %s was active" % (p, out, active))
-
-    def test_waiting_programs_are_woken_at_each_press_across_switches(self):
-        """A program in each container waits in epoll_wait() on its keyboard node, as libinput does,
-        and stays there through six switches: each press while its persona is active wakes it at
-        once with the press; a press while its persona is in the background never reaches it."""
-        node = "/dev/input/" + os.path.basename(self.kbd_hw)
-        keys = [e.KEY_A, e.KEY_B, e.KEY_C, e.KEY_SPACE, e.KEY_ENTER, e.KEY_ESC]
-        waiters, readers, lines = {}, [], {p: [] for p in PERSONAS}
-        try:
-            for p in PERSONAS:
-                waiters[p] = self.containers[p].popen(*WAITER, node, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                      text=True)
-                self.assertEqual(waiters[p].stdout.readline().strip(), "open ok")
-                readers.append(threading.Thread(target=rig.collect, args=(waiters[p].stdout, lines[p]), daemon=True))
-                readers[-1].start()
-            for i, key in enumerate(keys):
-                active = PERSONAS[i % 2]
-                rig.devnsctl("switch", active)
-                time.sleep(0.3)
-                pressed = time.monotonic_ns()
-                rig.press(self.kbd, key, 1)
-                rig.press(self.kbd, key, 0)
-                press = "ev %d %d 1" % (e.EV_KEY, key)
-                # epoll_wait() has no timeout here: without a wake the press is never read at all.
-                self.assertTrue(rig.eventually(lambda: press in lines[active], timeout=10),
-                                "%s's waiter was not woken by press %d: %s" % (active, i, lines[active]))
-                got = lines[active][:lines[active].index(press)]
-                woke = int([line for line in got if line.startswith("woke ")][-1].split()[1])
-                self.assertLess((woke - pressed) / 1e9, 5, "%s, press %d: woken late" % (active, i))
-            # A marker behind the last press: once the active waiter read it, devnsd has dealt with
-            # every press for both personas, and each waiter prints what its node still holds as it ends.
-            marker = "ev %d %d %d" % rig.send_marker(self.kbd)
-            self.assertTrue(rig.eventually(lambda: marker in lines[active], timeout=60),
-                            "%s's waiter did not read the marker: %s" % (active, lines[active]))
-        finally:
-            for w in waiters.values():
-                w.stdin.close()
-                w.wait(timeout=30)
-            for r in readers:
-                r.join(30)
-            for w in waiters.values():
-                w.stdout.close()
-        for p in PERSONAS:
-            seen = [key for key in keys if "ev %d %d 1" % (e.EV_KEY, key) in lines[p]]
-            self.assertEqual(seen, keys[PERSONAS.index(p)::2], "%s read %s" % (p, lines[p]))
-            self.assertNotIn("read errno", " ".join(lines[p]))
 
     def test_screen_backlight_and_leds_follow_the_active_persona(self):
         levels = {"work": 120, "personal": 880}
@@ -438,42 +386,6 @@ class Phone(rig.PersonaTestCase):
                 self.stop_client(c)
             rig.devnsctl("switch", "work")
 
-    def test_routed_nodes_give_each_container_its_persona(self):
-        routed = "/dev/input/routed0"
-        rig.devnsctl("switch", "personal")
-        for p in PERSONAS:
-            out = self.probe_key(routed, self.kbd, e.KEY_B, "personal", personas=(p,))[p]
-            self.assertEqual("ev %d %d 1" % (e.EV_KEY, e.KEY_B) in out, p == "personal", out)
-
-    def test_keyboard_plugged_in_reaches_the_active_container_and_goes(self):
-        kbd = rig.make_keyboard()
-        try:
-            name = os.path.basename(rig.event_node(kbd))
-            node = "/dev/input/" + name
-            led = [os.path.basename(l) for l in glob.glob("/sys/class/leds/input*::capslock")
-                   if os.path.exists(os.path.join(os.path.realpath(os.path.join(l, "device")), name))][0]
-            led_view = "/sys/class/leds/%s/brightness" % led
-            for p in PERSONAS:
-                self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-c", node, check=False).returncode == 0),
-                                "%s did not appear in %s's container:\n%s" % (node, p, self.daemon.output()))
-                # Its capslock LED, in the persona's view the container has at /sys/class/leds.
-                self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-f", led_view, check=False).returncode == 0),
-                                "%s did not appear in %s's container" % (led_view, p))
-            for active in ("personal", "work"):
-                rig.devnsctl("switch", active)
-                for p, out in self.probe_key(node, kbd, e.KEY_C, active).items():
-                    self.assertEqual("ev %d %d 1" % (e.EV_KEY, e.KEY_C) in out, p == active,
-                                     "%s saw %s while %s was active" % (p, out, active))
-        finally:
-            kbd.close()
-        for p in PERSONAS:
-            self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-e", node, check=False).returncode != 0),
-                            "%s stayed in %s's container" % (node, p))
-            self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-e", led_view, check=False).returncode != 0),
-                            "%s stayed in %s's container" % (led_view, p))
-        # The rest of the phone is as it was: the first keyboard still reaches the active persona.
-        self.test_input_follows_the_active_persona()
-
     def redraw_top_rows(self, persona, frame, color, rows):
         """Writes rows [0, rows) of the persona's visible frame in color, through its node on the host;
         returns frame with those rows so."""
@@ -595,6 +507,101 @@ class Phone(rig.PersonaTestCase):
         self.assertTrue(ok, "work's frame is not shown after the hotkey (%s pixels differ)" % diff)
         self.assertEqual(read_file(os.path.join(self.bl_dir, "brightness")).strip(), str(levels["work"]))
 
+
+class Phone(PhoneDisplay, rig.PersonaTestCase):
+    """The phone with a DRM display. Input, the routed input nodes and the views do not depend on
+    the display's backend: they are checked here only."""
+
+    def test_input_follows_the_active_persona(self):
+        node = "/dev/input/" + os.path.basename(self.kbd_hw)
+        for active in PERSONAS:
+            rig.devnsctl("switch", active)
+            for p, out in self.probe_key(node, self.kbd, e.KEY_A, active).items():
+                saw = "ev %d %d 1" % (e.EV_KEY, e.KEY_A) in out
+                self.assertEqual(saw, p == active, "%s saw %s while %s was active" % (p, out, active))
+
+    def test_waiting_programs_are_woken_at_each_press_across_switches(self):
+        """A program in each container waits in epoll_wait() on its keyboard node, as libinput does,
+        and stays there through six switches: each press while its persona is active wakes it at
+        once with the press; a press while its persona is in the background never reaches it."""
+        node = "/dev/input/" + os.path.basename(self.kbd_hw)
+        keys = [e.KEY_A, e.KEY_B, e.KEY_C, e.KEY_SPACE, e.KEY_ENTER, e.KEY_ESC]
+        waiters, readers, lines = {}, [], {p: [] for p in PERSONAS}
+        try:
+            for p in PERSONAS:
+                waiters[p] = self.containers[p].popen(*WAITER, node, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                                      text=True)
+                self.assertEqual(waiters[p].stdout.readline().strip(), "open ok")
+                readers.append(threading.Thread(target=rig.collect, args=(waiters[p].stdout, lines[p]), daemon=True))
+                readers[-1].start()
+            for i, key in enumerate(keys):
+                active = PERSONAS[i % 2]
+                rig.devnsctl("switch", active)
+                time.sleep(0.3)
+                pressed = time.monotonic_ns()
+                rig.press(self.kbd, key, 1)
+                rig.press(self.kbd, key, 0)
+                press = "ev %d %d 1" % (e.EV_KEY, key)
+                # epoll_wait() has no timeout here: without a wake the press is never read at all.
+                self.assertTrue(rig.eventually(lambda: press in lines[active], timeout=10),
+                                "%s's waiter was not woken by press %d: %s" % (active, i, lines[active]))
+                got = lines[active][:lines[active].index(press)]
+                woke = int([line for line in got if line.startswith("woke ")][-1].split()[1])
+                self.assertLess((woke - pressed) / 1e9, 5, "%s, press %d: woken late" % (active, i))
+            # A marker behind the last press: once the active waiter read it, devnsd has dealt with
+            # every press for both personas, and each waiter prints what its node still holds as it ends.
+            marker = "ev %d %d %d" % rig.send_marker(self.kbd)
+            self.assertTrue(rig.eventually(lambda: marker in lines[active], timeout=60),
+                            "%s's waiter did not read the marker: %s" % (active, lines[active]))
+        finally:
+            for w in waiters.values():
+                w.stdin.close()
+                w.wait(timeout=30)
+            for r in readers:
+                r.join(30)
+            for w in waiters.values():
+                w.stdout.close()
+        for p in PERSONAS:
+            seen = [key for key in keys if "ev %d %d 1" % (e.EV_KEY, key) in lines[p]]
+            self.assertEqual(seen, keys[PERSONAS.index(p)::2], "%s read %s" % (p, lines[p]))
+            self.assertNotIn("read errno", " ".join(lines[p]))
+
+    def test_routed_nodes_give_each_container_its_persona(self):
+        routed = "/dev/input/routed0"
+        rig.devnsctl("switch", "personal")
+        for p in PERSONAS:
+            out = self.probe_key(routed, self.kbd, e.KEY_B, "personal", personas=(p,))[p]
+            self.assertEqual("ev %d %d 1" % (e.EV_KEY, e.KEY_B) in out, p == "personal", out)
+
+    def test_keyboard_plugged_in_reaches_the_active_container_and_goes(self):
+        kbd = rig.make_keyboard()
+        try:
+            name = os.path.basename(rig.event_node(kbd))
+            node = "/dev/input/" + name
+            led = [os.path.basename(l) for l in glob.glob("/sys/class/leds/input*::capslock")
+                   if os.path.exists(os.path.join(os.path.realpath(os.path.join(l, "device")), name))][0]
+            led_view = "/sys/class/leds/%s/brightness" % led
+            for p in PERSONAS:
+                self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-c", node, check=False).returncode == 0),
+                                "%s did not appear in %s's container:\n%s" % (node, p, self.daemon.output()))
+                # Its capslock LED, in the persona's view the container has at /sys/class/leds.
+                self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-f", led_view, check=False).returncode == 0),
+                                "%s did not appear in %s's container" % (led_view, p))
+            for active in ("personal", "work"):
+                rig.devnsctl("switch", active)
+                for p, out in self.probe_key(node, kbd, e.KEY_C, active).items():
+                    self.assertEqual("ev %d %d 1" % (e.EV_KEY, e.KEY_C) in out, p == active,
+                                     "%s saw %s while %s was active" % (p, out, active))
+        finally:
+            kbd.close()
+        for p in PERSONAS:
+            self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-e", node, check=False).returncode != 0),
+                            "%s stayed in %s's container" % (node, p))
+            self.assertTrue(rig.eventually(lambda: self.inside(p, "test", "-e", led_view, check=False).returncode != 0),
+                            "%s stayed in %s's container" % (led_view, p))
+        # The rest of the phone is as it was: the first keyboard still reaches the active persona.
+        self.test_input_follows_the_active_persona()
+
     def test_views_in_the_container_are_the_personas(self):
         bl = os.path.basename(self.bl_dir)
         for p in PERSONAS:
@@ -604,7 +611,7 @@ class Phone(rig.PersonaTestCase):
             self.assertTrue(stat.S_ISREG(st.st_mode))
 
 
-class PhoneFbdev(Phone):
+class PhoneFbdev(PhoneDisplay, rig.PersonaTestCase):
     """The same phone with a display the kernel offers as a framebuffer only (Backend=fbdev on
     /dev/fb0, bochs' fbdev emulation here), as older phones and SoC boards have: no spares, and
     blanking through FBIOBLANK."""
