@@ -280,7 +280,11 @@ class CardRouted(drmrig.CardTestCase):
     def setUpClass(cls):
         super().setUpClass()
         # The containers' manager binds the routed card over their /dev/dri/card0.
-        cls.bind_routed()
+        try:
+            cls.bind_routed()
+        except BaseException:
+            cls.tearDownClass()
+            raise
 
     @classmethod
     def bind_routed(cls):

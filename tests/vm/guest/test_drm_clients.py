@@ -51,6 +51,8 @@ def testsrc(shot):
 class DisplayStacks(drmrig.CardTestCase):
     phone = True
 
+    home = None
+
     @classmethod
     def setUpClass(cls):
         super().setUpClass()
@@ -58,8 +60,11 @@ class DisplayStacks(drmrig.CardTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        shutil.rmtree(cls.home, ignore_errors=True)
-        super().tearDownClass()
+        try:
+            if cls.home:
+                shutil.rmtree(cls.home, ignore_errors=True)
+        finally:
+            super().tearDownClass()
 
     def fb0_rgb(self, persona):
         return fbrig.to_rgb(self.fb0[persona])

@@ -141,14 +141,15 @@ class FramebufferTracking(rig.PersonaTestCase):
         # A frame the host's load delayed or slowed may be shown with the next one. A frame devnsd took
         # while it was being drawn is shown twice, torn and then whole: how often depends on how fast
         # devnsd and the host are, not on the program, so no upper bound on the count holds on a slow
-        # host (bench/fb-bench.py measures frames shown per frame drawn). What must hold is that a
-        # refresh presents only what changed: once the program is quiet, nothing more is shown.
+        # host (bench/fb-bench.py measures frames shown per frame drawn). What is checked instead is
+        # that a frame that does not change is not shown again: once the program is quiet, nothing
+        # more is shown for 2 s (presents of an unchanged frame, even one every 2 s, fail it).
         self.assertGreaterEqual(shown, n - disturbed - 2, "only %d of %d frames drawn were shown" % (shown, n))
-        def quiet_for_half_a_second():
+        def quiet_for_two_seconds():
             before = self.frames_shown()
-            time.sleep(0.5)
+            time.sleep(2.0)
             return self.frames_shown() == before
-        self.assertTrue(rig.eventually(quiet_for_half_a_second, 10),
+        self.assertTrue(rig.eventually(quiet_for_two_seconds, 15),
                         "devnsd went on showing frames after the program went quiet")
         idle = self.idle_wakeups(2.0)
         print("after the animation: %d devnsd wakeups in 2 s" % idle, flush=True)

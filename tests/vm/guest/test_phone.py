@@ -18,8 +18,9 @@ on its opener's persona's card. A container that blanks its screen, or
 turns its card off, powers the display down, and the hotkey to the other
 persona powers it up. The display's device goes and comes back while the
 containers draw, type and switch, and while a card's client holds its
-frame. All of it runs twice: with the display on DRM, and on the kernel's
-framebuffer (Backend=fbdev). The configuration and the containers are
+frame. What depends on the display runs twice: with the display on DRM, and
+on the kernel's framebuffer (Backend=fbdev); input, the routed input nodes
+and the views run with DRM only. The configuration and the containers are
 phonerig's, which the display programs' tests run in too."""
 
 import glob
