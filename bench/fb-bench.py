@@ -3,12 +3,14 @@
 fbdev emulation), in one QEMU guest run. Writes its section of bench/RESULTS.md.
 
 Usage: bench/fb-bench.py [--frames N] [--switches N] [--smp N] [--suite bookworm|trixie] [--no-write]
+       bench/fb-bench.py --mapped ROUNDS [--profile] [--smp N] [--suite bookworm|trixie]
 (run from the source tree after `ninja -C build`; needs the VM rig of tests/vm)."""
 
 import argparse
 import datetime
 import os
 import re
+import resource
 import subprocess
 import sys
 import time
@@ -148,6 +150,159 @@ def guest(frames, switches):
             res["%s_%s_spread" % (path, kind)] = (max(values) - min(values)) / res["%s_%s" % (path, kind)]
     for k, v in sorted(res.items()):
         print("RESULT %s %s" % (k, v))
+
+
+def thread_cpu_ms(pid):
+    """CPU time so far of a process's main thread and of its other threads together, in ms."""
+    main = others = 0
+    tick_ms = 1000.0 / os.sysconf("SC_CLK_TCK")
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/stat" % (pid, tid)) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        ms = (int(fields[11]) + int(fields[12])) * tick_ms
+        if int(tid) == pid:
+            main += ms
+        else:
+            others += ms
+    return main, others
+
+
+def hold_mapped(rig, daemon, node, rows, seconds, env=None, profile=None):
+    """`fb-bench hold` with rows changed every 16 ms, after a second of drawing measured for seconds:
+    devnsd's CPU (all, its loop, its other threads) and wakeups a second, frames shown and drawn a
+    second. With profile, a path: `perf record` of devnsd over the same seconds, afterwards."""
+    holder = subprocess.Popen([BIN, "hold", node, str(int(1000 * (seconds + 2 + (seconds if profile else 0)))),
+                               str(rows)], stdout=subprocess.PIPE, text=True, env=env)
+    time.sleep(1.0)
+    # The frame counter is asked over D-Bus outside the window that counts wakeups and CPU.
+    shown0, ts0 = frames_shown_at(rig)
+    pid = daemon.proc.pid
+    wake0, cpu0, threads0, t0 = rig.sleeps(pid), rig.cpu_ms(pid), thread_cpu_ms(pid), time.monotonic()
+    time.sleep(seconds)
+    wake1, cpu1, threads1, t1 = rig.sleeps(pid), rig.cpu_ms(pid), thread_cpu_ms(pid), time.monotonic()
+    shown1, ts1 = frames_shown_at(rig)
+    if profile:
+        subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4000", "-g", "-o", profile, "-p", str(pid),
+                        "--", "sleep", str(seconds)], check=True)
+    out = holder.communicate()[0]
+    m = re.search(r"drawn_per_s ([\d.]+)", out)
+    return {
+        "drawn_per_s": float(m.group(1)) if m else 0.0,
+        "cpu_ms_per_s": (cpu1 - cpu0) / (t1 - t0),
+        "loop_ms_per_s": (threads1[0] - threads0[0]) / (t1 - t0),
+        "threads_ms_per_s": (threads1[1] - threads0[1]) / (t1 - t0),
+        "frames_per_s": (shown1 - shown0) / (ts1 - ts0),
+        "wakeups_per_s": (wake1 - wake0) / (t1 - t0),
+    }
+
+
+def floor_mapped(seconds=3.0):
+    """The floor of presenting a mapped frame's 80 changed rows every 16 ms: a program on the kernel's
+    own card0 that copies 80 rows into its back buffer, flips and waits for the flip's event, then sleeps
+    16 ms (tests/vm/drm-dumb-draw --rows 80 --interval 16). Its CPU ms a second and frames a second."""
+    flips = int(seconds * 1000 / 17)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([os.path.join(BUILD, "tests", "vm", "drm-dumb-draw"), "/dev/dri/card0", "0x204060",
+                          "--flips", str(flips), "--redraw", "--rows", "80", "--interval", "16"],
+                         capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    m = re.search(r"^flips (\d+) in (\d+) us$", out.stdout, re.M)
+    if out.returncode != 0 or not m:
+        raise RuntimeError("drm-dumb-draw on the kernel's card0 failed: %s%s" % (out.stdout, out.stderr))
+    wall = int(m.group(2)) / 1e6
+    cpu_ms = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
+    return cpu_ms / wall, int(m.group(1)) / wall
+
+
+def guest_mapped(rounds, profile):
+    """Rounds of a mapped frame with 40 rows changed every 16 ms, tracked as the library chooses
+    (asynchronously where the kernel can) and through write faults (DEVNS_FB_TRACK_ASYNC=0), one after
+    the other in each round; then the idle frame once each way."""
+    sys.path.insert(0, os.path.join(TOP, "tests", "vm", "guest"))
+    import devnsrig as rig
+    import fbrig
+
+    floors = [floor_mapped()]
+    bus = rig.Bus()
+    daemon = rig.Daemon(fbrig.conf_display(personas=["p00", "p01"], active="p00", track=True))
+    node = fbrig.fb_node("p00")
+    ways = {"chosen": {}, "faults": {"DEVNS_FB_TRACK_ASYNC": "0"}}
+    try:
+        for rnd in range(1, rounds + 1):
+            for way, extra in ways.items():
+                env = dict(os.environ, LD_PRELOAD=os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so"), **extra)
+                res = hold_mapped(rig, daemon, node, 40, 3.0, env)
+                for k, v in res.items():
+                    print("RESULT mapped_%s_%d_%s %s" % (way, rnd, k, v))
+        for way, extra in ways.items():
+            env = dict(os.environ, LD_PRELOAD=os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so"), **extra)
+            res = hold_mapped(rig, daemon, node, 0, 3.0, env)
+            print("RESULT idle_%s_cpu_ms_per_s %s" % (way, res["cpu_ms_per_s"]))
+            print("RESULT idle_%s_wakeups_per_s %s" % (way, res["wakeups_per_s"]))
+        m = re.search(r"Tracking writes to mapped framebuffers with (\S+)", daemon.output())
+        print("RESULT async %d" % (1 if m and m.group(1) == "PAGEMAP_SCAN" else 0))
+        if profile:
+            env = dict(os.environ, LD_PRELOAD=os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so"))
+            hold_mapped(rig, daemon, node, 40, 3.0, env, profile="/tmp/fb-mapped.data")
+            for sort in (["--no-children", "--sort", "pid,dso,sym", "--percent-limit", "1"],
+                         ["--children", "--sort", "sym", "--percent-limit", "4"]):
+                out = subprocess.run(["perf", "report", "-i", "/tmp/fb-mapped.data", "--stdio", "-g", "none", *sort],
+                                     capture_output=True, text=True).stdout
+                for line in out.splitlines():
+                    print("PROFILE " + line)
+    finally:
+        daemon.stop()
+        bus.stop()
+    floors.append(floor_mapped())
+    for i, (cpu, fps) in enumerate(floors):
+        print("RESULT floor_%d_cpu_ms_per_s %s" % (i + 1, cpu))
+        print("RESULT floor_%d_frames_per_s %s" % (i + 1, fps))
+
+
+def report_mapped(r, rounds, suite):
+    kernel = SUITES.get(suite, suite)
+    lines = ["Run of %s UTC, devns %s, `bench/fb-bench.py --mapped %d --suite %s`, the %s guest; devnsd "
+             "tracks %s where the library may choose." % (
+                 datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M"), git_describe(), rounds,
+                 suite, kernel, "with PAGEMAP_SCAN" if r.get("async") else "through write faults"), "",
+             "| round | tracking | devnsd CPU ms/s | its loop | its other threads | ms per frame shown | wakeups/s | "
+             "frames shown/s | drawn/s | shown per drawn |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    ratios = []
+    for rnd in range(1, rounds + 1):
+        for way, name in (("chosen", "the library's choice"), ("faults", "write faults")):
+            k = "mapped_%s_%d_" % (way, rnd)
+            drawn = r[k + "drawn_per_s"]
+            shown = r[k + "frames_per_s"]
+            lines.append("| %d | %s | %.0f | %.0f | %.0f | %.2f | %.1f | %.1f | %.1f | %.2f |" % (
+                rnd, name, r[k + "cpu_ms_per_s"], r[k + "loop_ms_per_s"], r[k + "threads_ms_per_s"],
+                r[k + "cpu_ms_per_s"] / shown if shown else 0, r[k + "wakeups_per_s"], r[k + "frames_per_s"], drawn, r[k + "frames_per_s"] / drawn if drawn else 0))
+        faults = r["mapped_faults_%d_cpu_ms_per_s" % rnd]
+        if faults:
+            ratios.append(r["mapped_chosen_%d_cpu_ms_per_s" % rnd] / faults)
+    # Per frame shown: the floor draws fewer frames a second (its 16 ms sleep comes after its flip's wait).
+    floor = sum(r["floor_%d_cpu_ms_per_s" % i] / r["floor_%d_frames_per_s" % i] for i in (1, 2)) / 2
+
+    def per_frame(way, k):
+        shown = r["mapped_%s_%d_frames_per_s" % (way, k)]
+        return r["mapped_%s_%d_cpu_ms_per_s" % (way, k)] / shown / floor if shown else 0
+
+    lines += ["", "The floor (the kernel's card0, 80 rows copied into the back buffer, a flip and its event, then "
+              "16 ms of sleep; before devnsd and after): %.0f and %.0f ms/s of CPU at %.1f and %.1f frames a second, "
+              "%.2f ms a frame. devnsd's CPU per frame shown against the floor's, as the library chooses: %s; "
+              "through write faults: %s." % (
+                  r["floor_1_cpu_ms_per_s"], r["floor_2_cpu_ms_per_s"], r["floor_1_frames_per_s"],
+                  r["floor_2_frames_per_s"], floor,
+                  ", ".join("%.2f×" % per_frame("chosen", k) for k in range(1, rounds + 1)),
+                  ", ".join("%.2f×" % per_frame("faults", k) for k in range(1, rounds + 1)))]
+    lines += ["", "devnsd's CPU, the library's choice against write faults in the same round: %s. Idle frame: "
+              "%.0f and %.0f ms/s, %.1f and %.1f wakeups/s." % (
+                  ", ".join("%.2f×" % x for x in ratios), r["idle_chosen_cpu_ms_per_s"], r["idle_faults_cpu_ms_per_s"],
+                  r["idle_chosen_wakeups_per_s"], r["idle_faults_wakeups_per_s"])]
+    return "\n".join(lines) + "\n"
 
 
 def native_flip(flips, redraw=False):
@@ -357,7 +512,7 @@ def write_section(text, suite):
 
 def in_guest(vm_args, script, script_args):
     """Runs script --guest script_args in a guest (vm-run's vm_args): its RESULT lines as a dict,
-    or {} after printing its output when it failed."""
+    or {} after printing its output when it failed. Its PROFILE lines go to stderr."""
     cmd = [os.path.join(TOP, "tests", "vm", "vm-run"), *vm_args, "--share", BUILD, "--share", TOP,
            "--env", "DEVNS_BUILD_DIR=" + BUILD, "--env", "DEVNS_SOURCE_DIR=" + TOP,
            "--", "/usr/bin/python3", script, "--guest", *script_args]
@@ -367,6 +522,8 @@ def in_guest(vm_args, script, script_args):
         if line.startswith("RESULT "):
             _, k, v = line.split()
             res[k] = float(v)
+        elif line.startswith("PROFILE "):
+            sys.stderr.write(line[len("PROFILE "):] + "\n")
     if out.returncode != 0 or not res:
         sys.stderr.write(out.stdout + out.stderr)
         return {}
@@ -381,11 +538,25 @@ def main():
     ap.add_argument("--suite", default="bookworm", choices=sorted(SUITES),
                     help="the guest's kernel: bookworm (6.1, the default) or trixie (6.12)")
     ap.add_argument("--no-write", action="store_true", help="print the section, leave RESULTS.md as it is")
+    ap.add_argument("--mapped", type=int, metavar="ROUNDS",
+                    help="only a mapped frame with 40 rows changing, tracked as the library chooses and through "
+                    "write faults, ROUNDS times each; prints a table, writes nothing")
+    ap.add_argument("--profile", action="store_true", help="with --mapped: a perf profile of devnsd tracking as the library chooses, on stderr")
     ap.add_argument("--guest", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.guest:
+        if args.mapped:
+            return guest_mapped(args.mapped, args.profile)
         return guest(args.frames, args.switches)
     compile_bench()
+    if args.mapped:
+        res = in_guest(["--timeout", "900", "--suite", args.suite, "--smp", str(args.smp),
+                        "--env", "DEVNS_FB_BENCH=" + BIN], os.path.realpath(__file__),
+                       ["--mapped", str(args.mapped)] + (["--profile"] if args.profile else []))
+        if not res:
+            return 1
+        print(report_mapped(res, args.mapped, args.suite))
+        return 0
     res = in_guest(["--timeout", "1200", "--suite", args.suite, "--smp", str(args.smp), "--env", "DEVNS_FB_BENCH=" + BIN],
                    os.path.realpath(__file__), ["--frames", str(args.frames), "--switches", str(args.switches)])
     if not res:

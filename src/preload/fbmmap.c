@@ -83,6 +83,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -362,6 +363,13 @@ static uint64_t uffd_features(void) {
 	return features;
 }
 
+/* DEVNS_FB_TRACK_ASYNC=0 keeps tracking to write faults where the kernel could do without (devns-framebuffer(7)). */
+static bool async_wanted(void) {
+	const char *v = secure_getenv("DEVNS_FB_TRACK_ASYNC");
+
+	return !v || strcmp(v, "0") != 0;
+}
+
 /*
  * Offers the mapping [p, p + len) at offset off to devnsd for tracking
  * over sock: whether a userfaultfd was sent. Never waits for devnsd.
@@ -400,7 +408,7 @@ static bool track(int sock, void *p, size_t len, off_t off) {
 
 	if (!(offered & UFFD_FEATURE_WP_HUGETLBFS_SHMEM))
 		return false;
-	if (offered & UFFD_FEATURE_WP_ASYNC) {
+	if ((offered & UFFD_FEATURE_WP_ASYNC) && async_wanted()) {
 		fds[1] = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC | O_NOCTTY);
 		if (fds[1] >= 0)
 			fds[2] = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);

@@ -3,7 +3,8 @@
  * A plain DRM client that draws with dumb buffers, the way a simple
  * compositor does, through libdrm: the same steps on the kernel's own
  * card and on a devns card0 (mapped through libdevns-fbmmap.so). Usage:
- *   drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS] [--dpms]
+ *   drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--rows N] [--interval MS]
+ *                 [--hold MS] [--dpms]
  * It opens DEVICE, asks VERSION, takes the first connected connector with
  * a mode and a CRTC for it, creates a dumb buffer of the mode's size,
  * adds it as an XRGB8888 framebuffer, maps it (MAP_DUMB, mmap()), fills
@@ -12,7 +13,10 @@
  * complement unless given) and flips between the two N times, waiting
  * for each flip's event; with --redraw, each flip's buffer is drawn anew
  * first (a colour of its own a frame), as a player or compositor draws
- * every frame. --hold keeps the last frame shown MS
+ * every frame. --rows N draws only the first N rows of it anew, copied
+ * from a frame in memory and not read back, as a compositor copies what
+ * changed; --interval MS waits MS between flips, as a program drawing at
+ * its own pace does. --hold keeps the last frame shown MS
  * milliseconds longer. With --dpms it then reads lines from stdin until it
  * ends: "off" and "on" set the connector's DPMS property, as a compositor
  * turns its output off when idle. Each step prints one line:
@@ -59,7 +63,8 @@ static void sleep_ms(unsigned int ms) {
 
 int main(int argc, char *argv[]) {
 	uint32_t colors[2], crtc = 0, w, h;
-	unsigned int flips = 0, hold_ms = 0;
+	unsigned int flips = 0, hold_ms = 0, rows = 0, interval_ms = 0;
+	uint32_t *frame = NULL;
 	bool redraw = false, dpms = false;
 	struct timespec t0, t1;
 	long long flip_usec = 0;
@@ -73,8 +78,8 @@ int main(int argc, char *argv[]) {
 	int fd, r, n_bufs;
 
 	if (argc < 3) {
-		fprintf(stderr, "usage: drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--hold MS] "
-			"[--dpms]\n");
+		fprintf(stderr, "usage: drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--rows N] "
+			"[--interval MS] [--hold MS] [--dpms]\n");
 		return 2;
 	}
 	colors[0] = (uint32_t)strtoul(argv[2], NULL, 16) & 0xffffff;
@@ -86,6 +91,10 @@ int main(int argc, char *argv[]) {
 			redraw = true;
 		else if (strcmp(argv[i], "--flips") == 0 && i + 1 < argc)
 			flips = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--rows") == 0 && i + 1 < argc)
+			rows = (unsigned int)strtoul(argv[++i], NULL, 0);
+		else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc)
+			interval_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--hold") == 0 && i + 1 < argc)
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--dpms") == 0)
@@ -136,13 +145,24 @@ int main(int argc, char *argv[]) {
 	printf("shown\n");
 	fflush(stdout);
 
+	if (redraw && rows > 0) {
+		rows = rows < h ? rows : h;
+		frame = calloc((size_t)rows * w, sizeof(*frame));
+		if (!frame)
+			return fail("frame", ENOMEM);
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (unsigned int k = 1; k <= flips; k++) {
 		uint32_t fb_id = bufs[k % 2].fb_id;
 		struct timespec f0, f1;
 		long seq;
 
-		if (redraw && !buffer_fill(&bufs[k % 2], w, h, colors[k % 2] ^ (k & 0xff))) {
+		if (frame) {
+			for (uint32_t y = 0; y < rows; y++)
+				memcpy(bufs[k % 2].mem + (size_t)y * (bufs[k % 2].pitch / 4), frame + (size_t)y * w,
+				       (size_t)w * 4);
+			frame[k % ((size_t)rows * w)] ^= 0xff;
+		} else if (redraw && !buffer_fill(&bufs[k % 2], w, h, colors[k % 2] ^ (k & 0xff))) {
 			fprintf(stderr, "drm-dumb-draw: buffer %u does not read back what was drawn\n", k % 2);
 			return 1;
 		}
@@ -154,7 +174,9 @@ int main(int argc, char *argv[]) {
 		flip_usec += (f1.tv_sec - f0.tv_sec) * 1000000 + (f1.tv_nsec - f0.tv_nsec) / 1000;
 		printf("flip %u fb %u sequence %ld\n", k, fb_id, seq);
 		fflush(stdout);
+		sleep_ms(interval_ms);
 	}
+	free(frame);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	if (flips > 0) {
 		printf("flips %u in %lld us\n", flips,

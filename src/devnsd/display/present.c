@@ -120,6 +120,9 @@ static bool take_rows(struct display_class *dc, struct fb_rows *ret) {
  * Takes the rows of the spans the kernel says were written into dc->snap,
  * those whose hash changed; the rest of the frame is as the last scan took
  * it. The whole frame is scanned instead while the last scan is not valid.
+ * A written row has most likely changed: it is copied first and hashed
+ * once, as taken. One that hashes as before was taken unchanged and is
+ * no damage.
  */
 static bool take_written(struct display_class *dc, const struct fb_rows *spans, size_t n, struct fb_rows *ret) {
 	uint32_t line = 0, height = dc->backend->mode.height, y0 = height, y1 = 0;
@@ -131,10 +134,13 @@ static bool take_written(struct display_class *dc, const struct fb_rows *spans, 
 	for (size_t i = 0; i < n; i++)
 		for (uint32_t y = spans[i].y0; y < MIN(spans[i].y1, height); y++) {
 			size_t off = (size_t)y * line;
-			if (XXH64(src + off, width, 0) == dc->scan[y])
-				continue;
+			uint64_t h;
+
 			memcpy(dc->snap + off, src + off, width);
-			dc->scan[y] = XXH64(dc->snap + off, width, 0);
+			h = XXH64(dc->snap + off, width, 0);
+			if (h == dc->scan[y])
+				continue;
+			dc->scan[y] = h;
 			y0 = MIN(y0, y);
 			y1 = MAX(y1, y + 1);
 		}

@@ -240,7 +240,10 @@ static void *worker_main(void *arg) {
 		}
 		w->result = r;
 		w->answered = n;
+		/* After the unlock, so that the loop, woken, does not wait for the lock as well. */
+		pthread_mutex_unlock(&w->lock);
 		pthread_cond_signal(&w->done);
+		pthread_mutex_lock(&w->lock);
 	}
 	pthread_mutex_unlock(&w->lock);
 	/* The release takes the program's lock too. */
@@ -311,7 +314,10 @@ static int worker_call(struct track_worker *w, const struct track_request *reque
 	pthread_mutex_lock(&w->lock);
 	w->request = *request;
 	n = ++w->asked;
+	pthread_mutex_unlock(&w->lock);
+	/* The worker holds a reference: it is there to take the lock once woken. */
 	pthread_cond_signal(&w->wake);
+	pthread_mutex_lock(&w->lock);
 	while (w->answered != n)
 		if (pthread_cond_timedwait(&w->done, &w->lock, &deadline) == ETIMEDOUT)
 			break;
