@@ -12,8 +12,9 @@
  *                              redraw, each persona draws a new frame before it is switched to;
  *                              with busy, the last persona named draws one before each switch
  *                              and is never switched to
- *   fb-bench ping N            N calls of a method that does nothing (org.freedesktop.DBus.Peer.Ping)
- *                              on devnsd's bus name (median): one D-Bus round trip
+ *   fb-bench ping N [P]        N calls of a method that does nothing (org.freedesktop.DBus.Peer.Ping)
+ *                              on devnsd's bus name (median): one D-Bus round trip; with P, persona
+ *                              P draws a whole frame before each call, untimed
  */
 #include <fcntl.h>
 #include <linux/fb.h>
@@ -250,8 +251,8 @@ int main(int argc, char *argv[]) {
 		return bench_mmap(argv[2], atoi(argv[3]));
 	if (argc == 4 && strcmp(argv[1], "ioctl") == 0)
 		return bench_ioctl(argv[2], atoi(argv[3]));
-	if (argc == 3 && strcmp(argv[1], "ping") == 0)
-		return bench_calls("ping_us", NULL, 0, atoi(argv[2]), false, NULL);
+	if ((argc == 3 || argc == 4) && strcmp(argv[1], "ping") == 0)
+		return bench_calls("ping_us", NULL, 0, atoi(argv[2]), false, argc == 4 ? argv[3] : NULL);
 	if (argc == 5 && strcmp(argv[1], "hold") == 0)
 		return bench_hold(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (argc >= 6 && strcmp(argv[1], "switch") == 0 && strcmp(argv[3], "busy") != 0)
@@ -259,6 +260,6 @@ int main(int argc, char *argv[]) {
 	if (argc >= 7 && strcmp(argv[1], "switch") == 0)
 		return bench_calls("switch_us", argv + 4, argc - 5, atoi(argv[2]), false, argv[argc - 1]);
 	fprintf(stderr, "usage: fb-bench write|mmap DEV N | hold DEV MS ROWS | switch N static|redraw|busy P1 P2 [P3...] "
-			"| ping N\n");
+			"| ping N [P]\n");
 	return 2;
 }

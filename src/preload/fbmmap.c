@@ -363,11 +363,11 @@ static uint64_t uffd_features(void) {
 	return features;
 }
 
-/* DEVNS_FB_TRACK_ASYNC=0 keeps tracking to write faults where the kernel could do without (devns-framebuffer(7)). */
+/* DEVNS_FB_TRACK=faults keeps tracking to write faults where the kernel could do without (devns-framebuffer(7)). */
 static bool async_wanted(void) {
-	const char *v = secure_getenv("DEVNS_FB_TRACK_ASYNC");
+	const char *v = secure_getenv("DEVNS_FB_TRACK");
 
-	return !v || strcmp(v, "0") != 0;
+	return !v || strcmp(v, "faults") != 0;
 }
 
 /*

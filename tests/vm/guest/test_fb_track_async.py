@@ -72,6 +72,31 @@ class AsynchronousTracking(rig.PersonaTestCase):
         print("after the animation: %d devnsd wakeups in 2 s" % idle, flush=True)
         self.assertLessEqual(idle, 3, "devnsd went on waking (%d times in 2 s) after the program went quiet" % idle)
 
+    def test_write_faults_when_the_program_asks(self):
+        """A program started with DEVNS_FB_TRACK=faults is tracked through write faults, as on older kernels:
+        devnsd holds one userfaultfd for it, without asynchronous write-protection, and its frames reach the
+        screen."""
+        color = (10, 70, 30)
+        n = 10
+        p = base.Program(self, "fill", base.hexrgb(color), "wait", "anim", str(n), "30", "sleep", "60000",
+                         env={"DEVNS_FB_TRACK": "faults"})
+        p.wait_for("fill ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, color), "the first frame")
+        uffds = []
+
+        def one_held():
+            uffds[:] = userfaultfds(self.daemon.proc.pid)
+            return len(uffds) == 1
+
+        # The userfaultfds of an earlier test's program are closed off devnsd's loop.
+        self.assertTrue(rig.eventually(one_held, 10), "devnsd does not hold one userfaultfd for the program: %s"
+                        % ", ".join("%#x" % u for u in uffds))
+        self.assertFalse(uffds[0] & UFFD_FEATURE_WP_ASYNC, "the program's userfaultfd resolves its faults itself")
+        p.go()
+        p.wait_for("anim ok")
+        self.assert_screen(fbrig.frame(self.w, self.h, color, band=(0, base.ANIM_ROWS),
+                                       band_color=base.anim_color(n - 1)), "the last frame")
+
 
 if __name__ == "__main__":
     rig.main()
