@@ -13,9 +13,9 @@
  * complement unless given) and flips between the two N times, waiting
  * for each flip's event; with --redraw, each flip's buffer is drawn anew
  * first (a colour of its own a frame), as a player or compositor draws
- * every frame. --rows N draws only the first N rows of it anew, copied
- * from a frame in memory and not read back, as a compositor copies what
- * changed; --interval MS waits MS between flips, as a program drawing at
+ * every frame. --rows N draws only the first N rows of each flip's buffer
+ * anew (and implies --redraw), copied from a frame in memory and not read
+ * back, as a compositor copies what changed; --interval MS waits MS between flips, as a program drawing at
  * its own pace does. --hold keeps the last frame shown MS
  * milliseconds longer. With --dpms it then reads lines from stdin until it
  * ends: "off" and "on" set the connector's DPMS property, as a compositor
@@ -145,7 +145,8 @@ int main(int argc, char *argv[]) {
 	printf("shown\n");
 	fflush(stdout);
 
-	if (redraw && rows > 0) {
+	if (rows > 0) {
+		redraw = true;
 		rows = rows < h ? rows : h;
 		frame = calloc((size_t)rows * w, sizeof(*frame));
 		if (!frame)

@@ -86,12 +86,11 @@ class CardTestCase(rig.PersonaTestCase):
             if cls.phone:
                 cls.hw = phonerig.Hardware()
                 cls.daemon = rig.Daemon(cls.hw.conf(phonerig.DRM))
-                cls.work = phonerig.Container("work", [os.path.basename(cls.hw.kbd_hw)], card=True)
-                cls.personal = phonerig.Container("personal", [os.path.basename(cls.hw.kbd_hw)], card=True)
-                for c in (cls.work, cls.personal):
-                    out = c.attach()
+                made, outs = phonerig.containers(cls.hw)
+                cls.work, cls.personal = made["work"], made["personal"]
+                for p, out in outs.items():
                     if out.returncode != 0:
-                        raise AssertionError("attach %s: %s" % (c.persona, out.stderr))
+                        raise AssertionError("attach %s: %s" % (p, out.stderr))
             else:
                 cls.daemon = rig.Daemon(fbrig.conf_display(routed=cls.routed))
                 cls.work, cls.personal = rig.attached("work", "personal", private_dev=not cls.routed)

@@ -70,6 +70,23 @@ class Hardware:
                 dev.close()
 
 
+def containers(hw, personas=PERSONAS):
+    """The phone's containers, one per persona, each given hw's keyboard as a routed node and the
+    routed card, then attached: ({persona: Container}, {persona: attach's CompletedProcess}). What
+    was made is stopped again when making or attaching one fails."""
+    made, outs = {}, {}
+    try:
+        for p in personas:
+            made[p] = Container(p, [os.path.basename(hw.kbd_hw)], card=True)
+        for p, c in made.items():
+            outs[p] = c.attach()
+    except BaseException:
+        for c in made.values():
+            c.stop()
+        raise
+    return made, outs
+
+
 class Container(rig.Container):
     """A container as a manager makes it: its own /dev and /run, the persona's views bound at
     /sys/class/leds and /sys/class/backlight, the routed input nodes given (routed, their names

@@ -48,7 +48,7 @@ class Program:
     """fbanim run with the preload library, its steps reported line by line."""
 
     def __init__(self, test, *steps, wrap=(), env=None):
-        env = dict(os.environ, LD_PRELOAD=PRELOAD, **(env or {}))
+        env = {**os.environ, "LD_PRELOAD": PRELOAD, **(env or {})}
         self.proc = subprocess.Popen([*wrap, FBANIM, fbrig.fb_node("work"), *steps], env=env, text=True,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         test.addCleanup(self.stop)

@@ -79,29 +79,36 @@ class PhoneDisplay:
         cls.hw = phonerig.Hardware()
         cls.kbd, cls.touch, cls.kbd_hw, cls.touch_hw = cls.hw.kbd, cls.hw.touch, cls.hw.kbd_hw, cls.hw.touch_hw
         cls.led, cls.bl_dir = cls.hw.led, cls.hw.bl_dir
-        cls.bus = rig.Bus()
-        cls.daemon = rig.Daemon(cls.hw.conf(cls.DISPLAY))
-        cls.containers = {p: phonerig.Container(p, [os.path.basename(cls.kbd_hw)], card=True) for p in PERSONAS}
-        cls.attach_out = {}
-        for p, c in cls.containers.items():
-            cls.attach_out[p] = c.attach()
-        if not rig.answers_within(1.0):
-            cls.stop_daemon()
-            raise AssertionError("devnsd stopped answering after attach: %s\n%s" % (
-                {p: o.stderr for p, o in cls.attach_out.items()}, cls.daemon.output()))
-        fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        cls.bus = cls.daemon = None
+        cls.containers = {}
         try:
-            cls.var = fbrig.get_var(fd)
-        finally:
-            os.close(fd)
+            cls.bus = rig.Bus()
+            cls.daemon = rig.Daemon(cls.hw.conf(cls.DISPLAY))
+            cls.containers, cls.attach_out = phonerig.containers(cls.hw)
+            if not rig.answers_within(1.0):
+                raise AssertionError("devnsd stopped answering after attach: %s\n%s" % (
+                    {p: o.stderr for p, o in cls.attach_out.items()}, cls.daemon.output()))
+            fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
+            try:
+                cls.var = fbrig.get_var(fd)
+            finally:
+                os.close(fd)
+        except BaseException:
+            cls.tearDownClass()
+            raise
         cls.w, cls.h = cls.var["xres"], cls.var["yres"]
 
     @classmethod
     def tearDownClass(cls):
-        for c in cls.containers.values():
-            c.stop()
-        cls.stop_daemon()
-        cls.hw.close()
+        try:
+            for c in cls.containers.values():
+                c.stop()
+            if cls.daemon:
+                cls.stop_daemon()
+            elif cls.bus:
+                cls.bus.stop()
+        finally:
+            cls.hw.close()
 
     def tearDown(self):
         self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
