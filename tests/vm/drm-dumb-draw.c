@@ -15,9 +15,9 @@
  * first (a colour of its own a frame), as a player or compositor draws
  * every frame. --rows N draws only the first N rows of each flip's buffer
  * anew (and implies --redraw), copied from a frame in memory and not read
- * back, as a compositor copies what changed; --interval MS waits MS between flips, as a program drawing at
- * its own pace does. --hold keeps the last frame shown MS
- * milliseconds longer. With --dpms it then reads lines from stdin until it
+ * back, as a compositor copies what changed; --interval MS waits MS
+ * between flips, as a program drawing at its own pace does. --hold keeps
+ * the last frame shown MS milliseconds longer. With --dpms it then reads lines from stdin until it
  * ends: "off" and "on" set the connector's DPMS property, as a compositor
  * turns its output off when idle. Each step prints one line:
  *   version NAME MAJOR.MINOR.PATCHLEVEL

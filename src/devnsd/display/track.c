@@ -240,7 +240,10 @@ static void *worker_main(void *arg) {
 		}
 		w->result = r;
 		w->answered = n;
-		/* After the unlock, so that the loop, woken, does not wait for the lock as well; w is the worker's own until it quits. */
+		/*
+		 * After the unlock, so that the loop, woken, does not wait for
+		 * the lock as well; w is the worker's own until it quits.
+		 */
 		pthread_mutex_unlock(&w->lock);
 		pthread_cond_signal(&w->done);
 		pthread_mutex_lock(&w->lock);
@@ -315,7 +318,10 @@ static int worker_call(struct track_worker *w, const struct track_request *reque
 	w->request = *request;
 	n = ++w->asked;
 	pthread_mutex_unlock(&w->lock);
-	/* After the unlock, so that the worker, woken, does not wait for the lock as well; the caller's reference keeps w. */
+	/*
+	 * After the unlock, so that the worker, woken, does not wait for the
+	 * lock as well; the caller's reference keeps w.
+	 */
 	pthread_cond_signal(&w->wake);
 	pthread_mutex_lock(&w->lock);
 	while (w->answered != n)
