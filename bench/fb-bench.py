@@ -112,24 +112,10 @@ def guest(frames, switches):
                 # A mapped frame, unchanged and with 40 rows changed every 16 ms: devnsd's CPU time and
                 # the frames the display shows, over 3 s.
                 for rows in (0, 40):
-                    os.environ["LD_PRELOAD"] = os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so")
-                    try:
-                        holder = subprocess.Popen([BIN, "hold", node, "5000", str(rows)], stdout=subprocess.PIPE, text=True)
-                    finally:
-                        del os.environ["LD_PRELOAD"]
-                    time.sleep(1.0)
-                    # The frame counter is asked over D-Bus outside the window that counts wakeups and CPU.
-                    shown0, ts0 = frames_shown_at(rig)
-                    wake0, cpu0, t0 = rig.sleeps(daemon.proc.pid), rig.cpu_ms(daemon.proc.pid), time.monotonic()
-                    time.sleep(3.0)
-                    wake1, cpu1, t1 = rig.sleeps(daemon.proc.pid), rig.cpu_ms(daemon.proc.pid), time.monotonic()
-                    shown1, ts1 = frames_shown_at(rig)
-                    out = holder.communicate()[0]
-                    m = re.search(r"drawn_per_s ([\d.]+)", out)
-                    res["mapped_%d_drawn_per_s" % rows] = float(m.group(1)) if m else 0.0
-                    res["mapped_%d_cpu_ms_per_s" % rows] = (cpu1 - cpu0) / (t1 - t0)
-                    res["mapped_%d_frames_per_s" % rows] = (shown1 - shown0) / (ts1 - ts0)
-                    res["mapped_%d_wakeups_per_s" % rows] = (wake1 - wake0) / (t1 - t0)
+                    env = dict(os.environ, LD_PRELOAD=os.path.join(rig.BUILD, "src", "libdevns-fbmmap.so"))
+                    held = hold_mapped(rig, daemon, node, rows, 3.0, env)
+                    for k in ("drawn_per_s", "cpu_ms_per_s", "frames_per_s", "wakeups_per_s"):
+                        res["mapped_%d_%s" % (rows, k)] = held[k]
                 # Again at the end, so that the host's drift weighs on both paths alike.
                 measure_devns(node)
         finally:
@@ -201,13 +187,8 @@ def floor_mapped(seconds=3.0):
     second."""
     flips = int(seconds * 1000 / 17)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    out = subprocess.run([os.path.join(BUILD, "tests", "vm", "drm-dumb-draw"), "/dev/dri/card0", "0x204060",
-                          "--flips", str(flips), "--redraw", "--rows", "80", "--interval", "16"],
-                         capture_output=True, text=True, timeout=600)
+    m = dumb_draw(r"^flips (\d+) in (\d+) us$", "--flips", str(flips), "--redraw", "--rows", "80", "--interval", "16")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    m = re.search(r"^flips (\d+) in (\d+) us$", out.stdout, re.M)
-    if out.returncode != 0 or not m:
-        raise RuntimeError("drm-dumb-draw on the kernel's card0 failed: %s%s" % (out.stdout, out.stderr))
     wall = int(m.group(2)) / 1e6
     cpu_ms = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) * 1000
     return cpu_ms / wall, int(m.group(1)) / wall
@@ -316,16 +297,22 @@ def report_mapped(r, rounds, suite):
     return "\n".join(lines) + "\n"
 
 
+def dumb_draw(pattern, *args):
+    """tests/vm/drm-dumb-draw on the kernel's own card0 with args: the match of pattern (a multi-line
+    regex) in its output. Raises when it fails or prints no such line."""
+    out = subprocess.run([os.path.join(BUILD, "tests", "vm", "drm-dumb-draw"), "/dev/dri/card0", "0x204060", *args],
+                         capture_output=True, text=True, timeout=600)
+    m = re.search(pattern, out.stdout, re.M)
+    if out.returncode != 0 or not m:
+        raise RuntimeError("drm-dumb-draw on the kernel's card0 failed: %s%s" % (out.stdout, out.stderr))
+    return m
+
+
 def native_flip(flips, redraw=False):
     """The kernel's own switch to a frame drawn beforehand: PAGE_FLIP of a ready dumb buffer on its
     card0, then the wait for the flip's event (tests/vm/drm-dumb-draw, µs per flip). With redraw,
     each buffer is drawn whole just before its flip (untimed), as the rows with a new frame do."""
-    out = subprocess.run([os.path.join(BUILD, "tests", "vm", "drm-dumb-draw"), "/dev/dri/card0", "0x204060",
-                          "--flips", str(flips)] + (["--redraw"] if redraw else []),
-                         capture_output=True, text=True, timeout=600)
-    m = re.search(r"^waited for flips (\d+) in (\d+) us$", out.stdout, re.M)
-    if out.returncode != 0 or not m:
-        raise RuntimeError("drm-dumb-draw on the kernel's card0 failed: %s%s" % (out.stdout, out.stderr))
+    m = dumb_draw(r"^waited for flips (\d+) in (\d+) us$", "--flips", str(flips), *(["--redraw"] if redraw else []))
     return int(m.group(2)) / int(m.group(1))
 
 

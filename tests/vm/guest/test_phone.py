@@ -88,11 +88,7 @@ class PhoneDisplay:
             if not rig.answers_within(1.0):
                 raise AssertionError("devnsd stopped answering after attach: %s\n%s" % (
                     {p: o.stderr for p, o in cls.attach_out.items()}, cls.daemon.output()))
-            fd = os.open(fbrig.fb_node("work"), os.O_RDWR)
-            try:
-                cls.var = fbrig.get_var(fd)
-            finally:
-                os.close(fd)
+            cls.var, _ = fbrig.screen_info("work")
         except BaseException:
             cls.tearDownClass()
             raise
