@@ -117,6 +117,15 @@ int drm_node_check_mode(const struct drm_node *n, const struct drm_mode_modeinfo
 	return -EINVAL;
 }
 
+/* The CRTC off, its gamma table linear, the connector on: the card as it was made. */
+static void reset_output(struct drm_node *n) {
+	if (n->state.mode_blob || n->state.fb)
+		drm_kms_disable(n);
+	n->state.dpms = DRM_MODE_DPMS_ON;
+	for (unsigned int i = 0; i < DRM_NODE_GAMMA_SIZE; i++)
+		n->gamma[0][i] = n->gamma[1][i] = n->gamma[2][i] = (uint16_t)(i * 0x101u);
+}
+
 int drm_node_new(struct drm_node **ret, const struct drm_node_config *cfg) {
 	_cleanup_(drm_node_freep) struct drm_node *n = NULL;
 	uint64_t frame;
@@ -136,9 +145,7 @@ int drm_node_new(struct drm_node **ret, const struct drm_node_config *cfg) {
 	LIST_INIT(&n->blobs);
 	TAILQ_INIT(&n->pending);
 	n->next_id = DRM_NODE_FIRST_DYNAMIC_ID;
-	n->state.dpms = DRM_MODE_DPMS_ON;
-	for (unsigned int i = 0; i < DRM_NODE_GAMMA_SIZE; i++)
-		n->gamma[0][i] = n->gamma[1][i] = n->gamma[2][i] = (uint16_t)(i * 0x101u);
+	reset_output(n);
 	n->shown.memfd = -1;
 	snprintf(n->name, sizeof(n->name), "%s", cfg->name ? cfg->name : "devns");
 	n->memory = cfg->memory ? cfg->memory : &drm_memfd_ops;
@@ -388,6 +395,14 @@ void drm_file_close(struct drm_file *f) {
 	}
 	LIST_REMOVE(f, link);
 	n->n_files--;
+	/*
+	 * The last file gone (closed, or revoked with the persona's
+	 * container), its output goes too, as at the kernel's last close: fb0's
+	 * frame is shown again, and the next opener finds nothing of this
+	 * one's.
+	 */
+	if (n->n_files == 0)
+		reset_output(n);
 	if (n->master == f) {
 		n->master = NULL;
 		n->unique_set = false;

@@ -4,7 +4,7 @@
  * compositor does, through libdrm: the same steps on the kernel's own
  * card and on a devns card0 (mapped through libdevns-fbmmap.so). Usage:
  *   drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--rows N] [--interval MS]
- *                 [--hold MS] [--dpms]
+ *                 [--hold MS] [--dpms] [--plane-off]
  * It opens DEVICE, asks VERSION, takes the first connected connector with
  * a mode and a CRTC for it, creates a dumb buffer of the mode's size,
  * adds it as an XRGB8888 framebuffer, maps it (MAP_DUMB, mmap()), fills
@@ -19,7 +19,9 @@
  * between flips, as a program drawing at its own pace does. --hold keeps
  * the last frame shown MS milliseconds longer. With --dpms it then reads lines from stdin until it
  * ends: "off" and "on" set the connector's DPMS property, as a compositor
- * turns its output off when idle. Each step prints one line:
+ * turns its output off when idle. --plane-off then takes the framebuffer
+ * off the CRTC's primary plane (SETPLANE with none), leaving the CRTC on,
+ * before it ends. Each step prints one line:
  *   version NAME MAJOR.MINOR.PATCHLEVEL
  *   mode CONNECTOR_ID WIDTHxHEIGHT@REFRESH crtc CRTC_ID
  *   buffer I handle H pitch P size S fb FB_ID
@@ -30,6 +32,7 @@
  *   flips N in USEC us
  *   waited for flips N in USEC us    (the PAGE_FLIP calls and the waits for their events alone)
  *   dpms off | dpms on
+ *   plane PLANE_ID off
  *   done
  * Exit status 0, or 1 with "drm-dumb-draw: STEP: REASON" on stderr.
  */
@@ -61,11 +64,47 @@ static void sleep_ms(unsigned int ms) {
 		;
 }
 
+/* The primary plane that can be on crtc; 0 if none. */
+static uint32_t primary_plane(int fd, uint32_t crtc) {
+	drmModeRes *res = drmModeGetResources(fd);
+	drmModePlaneRes *planes;
+	uint32_t found = 0;
+	int index = -1;
+
+	if (!res || drmSetClientCap(fd, DRM_CLIENT_CAP_UNIVERSAL_PLANES, 1) < 0) {
+		drmModeFreeResources(res);
+		return 0;
+	}
+	for (int i = 0; i < res->count_crtcs; i++)
+		if (res->crtcs[i] == crtc)
+			index = i;
+	drmModeFreeResources(res);
+	planes = drmModeGetPlaneResources(fd);
+	for (uint32_t i = 0; planes && index >= 0 && i < planes->count_planes && !found; i++) {
+		drmModePlane *plane = drmModeGetPlane(fd, planes->planes[i]);
+		drmModeObjectProperties *props =
+			drmModeObjectGetProperties(fd, planes->planes[i], DRM_MODE_OBJECT_PLANE);
+
+		for (uint32_t j = 0; plane && props && j < props->count_props; j++) {
+			drmModePropertyRes *prop = drmModeGetProperty(fd, props->props[j]);
+
+			if (prop && strcmp(prop->name, "type") == 0 && props->prop_values[j] == DRM_PLANE_TYPE_PRIMARY &&
+			    (plane->possible_crtcs & (1u << index)))
+				found = plane->plane_id;
+			drmModeFreeProperty(prop);
+		}
+		drmModeFreeObjectProperties(props);
+		drmModeFreePlane(plane);
+	}
+	drmModeFreePlaneResources(planes);
+	return found;
+}
+
 int main(int argc, char *argv[]) {
 	uint32_t colors[2], crtc = 0, w, h;
 	unsigned int flips = 0, hold_ms = 0, rows = 0, interval_ms = 0;
 	uint32_t *frame = NULL;
-	bool redraw = false, dpms = false;
+	bool redraw = false, dpms = false, plane_off = false;
 	struct timespec t0, t1;
 	long long flip_usec = 0;
 	bool color2_given = false;
@@ -79,7 +118,7 @@ int main(int argc, char *argv[]) {
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: drm-dumb-draw DEVICE COLOR [--color2 COLOR2] [--flips N] [--redraw] [--rows N] "
-			"[--interval MS] [--hold MS] [--dpms]\n");
+			"[--interval MS] [--hold MS] [--dpms] [--plane-off]\n");
 		return 2;
 	}
 	colors[0] = (uint32_t)strtoul(argv[2], NULL, 16) & 0xffffff;
@@ -99,6 +138,8 @@ int main(int argc, char *argv[]) {
 			hold_ms = (unsigned int)strtoul(argv[++i], NULL, 0);
 		else if (strcmp(argv[i], "--dpms") == 0)
 			dpms = true;
+		else if (strcmp(argv[i], "--plane-off") == 0)
+			plane_off = true;
 		else {
 			fprintf(stderr, "drm-dumb-draw: unknown argument %s\n", argv[i]);
 			return 2;
@@ -195,6 +236,14 @@ int main(int argc, char *argv[]) {
 		if (r < 0)
 			return fail("DPMS", -r);
 		printf("dpms %s\n", off ? "off" : "on");
+		fflush(stdout);
+	}
+	if (plane_off) {
+		uint32_t plane = primary_plane(fd, crtc);
+
+		if (!plane || drmModeSetPlane(fd, plane, crtc, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) < 0)
+			return fail("SETPLANE", plane ? errno : ENOENT);
+		printf("plane %u off\n", plane);
 		fflush(stdout);
 	}
 

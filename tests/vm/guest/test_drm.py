@@ -100,6 +100,16 @@ class CardPersonas(drmrig.CardTestCase):
         self.assertEqual(draw.proc.returncode, 0, text)
         self.assertEqual(len(re.findall(r"^flip ", text, re.M)), 10, text)
 
+    def test_last_close_gives_fb0_back(self):
+        """A client shows a frame, takes it off the primary plane with the CRTC left on, and ends: with the
+        card's last file gone its state goes, as at the kernel's last close, and the screen shows fb0's frame
+        again."""
+        draw = self.start(self.work, DRAW, CARD, "0x3060a0", "--plane-off")
+        text = draw.finish(120)
+        self.assertEqual(draw.proc.returncode, 0, text)
+        self.assertRegex(text, r"\nplane \d+ off\n", text)
+        self.assert_fb0_shown("work", "last-close")
+
     def test_modetest_vsynced_flipping(self):
         mt = self.start(self.work, *(self.modetest_args() + ["-v"]))
         self.assertTrue(mt.wait_for(r"freq: \d+\.\d+Hz", 90), mt.text)
