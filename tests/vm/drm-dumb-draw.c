@@ -17,11 +17,11 @@
  * anew (and implies --redraw), copied from a frame in memory and not read
  * back, as a compositor copies what changed; --interval MS waits MS
  * between flips, as a program drawing at its own pace does. --hold keeps
- * the last frame shown MS milliseconds longer. With --dpms it then reads lines from stdin until it
- * ends: "off" and "on" set the connector's DPMS property, as a compositor
- * turns its output off when idle. --plane-off then takes the framebuffer
- * off the CRTC's primary plane (SETPLANE with none), leaving the CRTC on,
- * before it ends. Each step prints one line:
+ * the last frame shown MS milliseconds longer. With --dpms it then reads
+ * lines from stdin until it ends: "off" and "on" set the connector's DPMS
+ * property, as a compositor turns its output off when idle. --plane-off
+ * then takes the framebuffer off the CRTC's primary plane (SETPLANE with
+ * none), leaving the CRTC on, before it ends. Each step prints one line:
  *   version NAME MAJOR.MINOR.PATCHLEVEL
  *   mode CONNECTOR_ID WIDTHxHEIGHT@REFRESH crtc CRTC_ID
  *   buffer I handle H pitch P size S fb FB_ID
