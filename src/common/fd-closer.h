@@ -5,33 +5,35 @@
 
 /*
  * Closing descriptors that a client sent. close() runs the file's flush,
- * which for a FUSE file waits for the FUSE server's answer, uninterruptibly:
- * a container serving its own FUSE file system could hold devnsd there for
- * as long as it likes. Such descriptors are closed on a thread of their
- * own, at most FD_CLOSER_MAX waiting or being closed at once, and at most
- * a quota's max of one owner's (a persona's), so that one owner cannot
- * take every other's room. While one waits there, the others wait in
- * devnsd's file table.
+ * which for a FUSE file waits for the FUSE server's answer, uninterruptibly,
+ * and a userfaultfd's release waits for the memory-map lock of the process
+ * that made it: a container could hold devnsd there for as long as it
+ * likes. Such descriptors are closed on a thread of their owner's (a
+ * persona's node), at most FD_CLOSER_MAX waiting or being closed at once,
+ * and at most a quota's max of one owner's, so that one owner cannot take
+ * every other's room. A close that waits holds up its owner's other
+ * descriptors only; they wait in devnsd's file table meanwhile.
  */
-#define FD_CLOSER_MAX 256
+#define FD_CLOSER_MAX 512
 /* What one persona may have waiting: FD_CLOSER_MAX is room for this many of each of 64 personas. */
-#define FD_CLOSER_PER_OWNER 4
+#define FD_CLOSER_PER_OWNER 8
 
-/* One owner's share of the closer; it lives on while the closer holds any of its descriptors. */
+/* One owner's share of the closer, with its thread; it lives on while that thread has descriptors to close. */
 struct fd_closer_quota;
 
 /* A share of at most max descriptors waiting at once; NULL without memory. */
 struct fd_closer_quota *fd_closer_quota_new(unsigned int max);
-/* Drops the owner's reference (NULL is fine); always returns NULL. */
+/* The owner's end (NULL is fine): what it queued is still closed. Always returns NULL. */
 struct fd_closer_quota *fd_closer_quota_unref(struct fd_closer_quota *q);
 
 /* Whether fd_closer_close_for(q, ...) can take n more descriptors now (q NULL: only the closer's own limit). */
 bool fd_closer_has_room(struct fd_closer_quota *q, unsigned int n);
 
 /*
- * Closes fd on the closer thread (started on first use), counted against
- * q (may be NULL) until it is closed. Takes fd in any case: when that is
- * not possible it stays open, counted, rather than being closed here.
+ * Closes fd on q's thread (started on first use), counted against q until
+ * it is closed; with q NULL, on a thread for devnsd's own descriptors.
+ * Takes fd in any case: when that is not possible it stays open, counted,
+ * rather than being closed here.
  */
 void fd_closer_close_for(struct fd_closer_quota *q, int fd);
 

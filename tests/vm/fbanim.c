@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A mapped fbdev program driven step by step, for the dirty tracking tests:
- *   fbanim DEVICE STEP...
+ *   fbanim DEVICE STEP...      (DEVICE "-": none, for the steps that draw nothing)
  *   fill RGB          every visible pixel becomes RGB (hex), through the mapping
  *   anim N FPS        N frames at FPS: frame i fills rows [0, 64) with anim_color(i)
  *   read FILE         read() FILE into the mapping from the visible frame's start
@@ -10,7 +10,13 @@
  *                     (a fuse-stall file that never answers) through /proc/self/mem, which keeps
  *                     the lock while it waits, and another waits to map memory behind it, so
  *                     that nobody else gets the lock either; the main thread goes on
- *   sleep MS          wait             (for a line on stdin)
+ *   fdprep SOCKET N   makes a userfaultfd of this program and a message of 16 zero bytes carrying N
+ *                     descriptors, the userfaultfd last (the others: a pipe's end), for SOCKET: a
+ *                     unix socket's path (stream, else seqpacket) or fd:NUM, a socket inherited
+ *   fdsend            sends that message and closes the userfaultfd: the message holds the last
+ *                     reference (prepared beforehand, so that no fault waits for a lock held)
+ *   sleep MS          sleep MS milliseconds
+ *   wait              wait for a line on stdin
  * No pan, no vsync wait: the frame changes only through the mapping.
  * Each step prints "STEP ok" (read: "read ok BYTES" or "read errno N";
  * anim: "anim ok disturbed FRAMES longest_us US") when done.
@@ -26,7 +32,9 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -135,30 +143,108 @@ static int hold_lock(const char *path) {
 	return 0;
 }
 
+/* A message ready to go: everything the kernel reads of it is in memory already. */
+static struct {
+	int sock, ufd;
+	uint8_t data[16];
+	struct iovec iov;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+	} control;
+	struct msghdr msg;
+} sending = { .sock = -1, .ufd = -1 };
+
+static int connect_to(const char *where) {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int types[] = { SOCK_STREAM, SOCK_SEQPACKET };
+
+	if (strncmp(where, "fd:", 3) == 0)
+		return (int)strtol(where + 3, NULL, 10);
+	if (strlen(where) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(sa.sun_path, where);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		close(fd);
+		if (errno != EPROTOTYPE)
+			return -1;
+	}
+	return -1;
+}
+
+static int send_prepare(const char *where, unsigned int n) {
+	int fds[8], pipefd[2];
+	struct cmsghdr *cmsg;
+
+	if (n < 1 || n > 8 || pipe(pipefd) < 0)
+		return errno = EINVAL, -1;
+	sending.sock = connect_to(where);
+	sending.ufd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	if (sending.sock < 0 || sending.ufd < 0)
+		return -1;
+	for (unsigned int i = 0; i + 1 < n; i++)
+		fds[i] = pipefd[0];
+	fds[n - 1] = sending.ufd;
+	memset(sending.data, 0, sizeof(sending.data));
+	sending.iov = (struct iovec){ .iov_base = sending.data, .iov_len = sizeof(sending.data) };
+	memset(&sending.control, 0, sizeof(sending.control));
+	sending.msg = (struct msghdr){ .msg_iov = &sending.iov, .msg_iovlen = 1, .msg_control = sending.control.buf,
+				       .msg_controllen = CMSG_SPACE(n * sizeof(int)) };
+	cmsg = CMSG_FIRSTHDR(&sending.msg);
+	cmsg->cmsg_level = SOL_SOCKET;
+	cmsg->cmsg_type = SCM_RIGHTS;
+	cmsg->cmsg_len = CMSG_LEN(n * sizeof(int));
+	memcpy(CMSG_DATA(cmsg), fds, n * sizeof(int));
+	return 0;
+}
+
+static int send_now(void) {
+	if (sendmsg(sending.sock, &sending.msg, MSG_NOSIGNAL) != (ssize_t)sizeof(sending.data))
+		return -1;
+	close(sending.ufd);
+	sending.ufd = -1;
+	return 0;
+}
+
 int main(int argc, char *argv[]) {
-	struct fb_var_screeninfo var;
-	struct fb_fix_screeninfo fix;
-	uint8_t *mem, *frame;
-	int fd;
+	struct fb_var_screeninfo var = { 0 };
+	struct fb_fix_screeninfo fix = { 0 };
+	uint8_t *mem = NULL, *frame = NULL;
+	int fd = -1;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: fbanim DEVICE [fill RGB | anim N FPS | read FILE | sleep MS | wait]...\n");
+		fprintf(stderr, "usage: fbanim DEVICE|- STEP...\n");
 		return 2;
 	}
-	fd = open(argv[1], O_RDWR);
-	if (fd < 0 || ioctl(fd, FBIOGET_VSCREENINFO, &var) < 0 || ioctl(fd, FBIOGET_FSCREENINFO, &fix) < 0) {
-		perror(argv[1]);
-		return 1;
+	if (strcmp(argv[1], "-") != 0) {
+		fd = open(argv[1], O_RDWR);
+		if (fd < 0 || ioctl(fd, FBIOGET_VSCREENINFO, &var) < 0 || ioctl(fd, FBIOGET_FSCREENINFO, &fix) < 0) {
+			perror(argv[1]);
+			return 1;
+		}
+		mem = mmap(NULL, fix.smem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		if (mem == MAP_FAILED) {
+			perror("mmap");
+			return 1;
+		}
+		frame = mem + (size_t)var.yoffset * fix.line_length;
 	}
-	mem = mmap(NULL, fix.smem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (mem == MAP_FAILED) {
-		perror("mmap");
-		return 1;
-	}
-	frame = mem + (size_t)var.yoffset * fix.line_length;
 	for (int i = 2; i < argc; i++) {
 		const char *step = argv[i];
 
+		if (!frame && (strcmp(step, "fill") == 0 || strcmp(step, "anim") == 0 || strcmp(step, "read") == 0 ||
+			       strcmp(step, "forkfill") == 0)) {
+			fprintf(stderr, "fbanim: %s needs a DEVICE\n", step);
+			return 2;
+		}
 		if (strcmp(step, "fill") == 0 && i + 1 < argc) {
 			fill_rows(frame, &fix, &var, var.yres, (uint32_t)strtoul(argv[++i], NULL, 16));
 			printf("fill ok\n");
@@ -195,6 +281,20 @@ int main(int argc, char *argv[]) {
 				return 1;
 			}
 			printf("holdlock ok\n");
+		} else if (strcmp(step, "fdprep") == 0 && i + 2 < argc) {
+			const char *where = argv[++i];
+
+			if (send_prepare(where, (unsigned int)strtoul(argv[++i], NULL, 0)) < 0) {
+				perror("fdprep");
+				return 1;
+			}
+			printf("fdprep ok\n");
+		} else if (strcmp(step, "fdsend") == 0) {
+			if (send_now() < 0) {
+				perror("fdsend");
+				return 1;
+			}
+			printf("fdsend ok\n");
 		} else if (strcmp(step, "sleep") == 0 && i + 1 < argc) {
 			usleep((useconds_t)strtoul(argv[++i], NULL, 0) * 1000u);
 			printf("sleep ok\n");
@@ -210,7 +310,9 @@ int main(int argc, char *argv[]) {
 		}
 		fflush(stdout);
 	}
-	munmap(mem, fix.smem_len);
-	close(fd);
+	if (mem)
+		munmap(mem, fix.smem_len);
+	if (fd >= 0)
+		close(fd);
 	return 0;
 }

@@ -27,6 +27,7 @@
 #include "devns-endpoint.h"
 #include "idmap.h"
 #include "log.h"
+#include "peer-socket.h"
 #include "util.h"
 
 /* Where the endpoints' directories are made, unless $DEVNS_ENDPOINT_DIR (an absolute path) says otherwise. */
@@ -56,6 +57,8 @@ struct endpoint {
 	sd_event_source *source;
 	LIST_HEAD(, endpoint_conn) conns;
 	unsigned int n_conns;
+	/* Where a connection with descriptors queued is closed (peer-socket.h); made with the first. */
+	struct fd_closer_quota *closer;
 	LIST_ENTRY(endpoint) link;
 };
 
@@ -69,11 +72,15 @@ struct bus_endpoints {
 };
 
 static void conn_free(struct endpoint_conn *c) {
+	struct endpoint *ep = c->endpoint;
+
+	if (!ep->closer)
+		ep->closer = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
 	LIST_REMOVE(c, link);
-	c->endpoint->n_conns--;
+	ep->n_conns--;
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->idle);
-	closep(&c->fd);
+	peer_close(c->fd, ep->closer);
 	free(c);
 }
 
@@ -138,11 +145,13 @@ static bool handle_one(struct endpoint_conn *c) {
 	ssize_t n;
 	int r;
 
-	/* No control buffer: descriptors sent along are dropped by the kernel, unopened. */
-	n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC);
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR;
-	if (n == 0)
+	/* A request carries no descriptor: one that does ends the connection, unread. */
+	n = peer_recv(c->fd, buf, sizeof(buf), MSG_TRUNC);
+	if (n == -EAGAIN)
+		return true;
+	if (n == -EBADMSG)
+		log_refused(ep, c->uid, "descriptors sent along with a request");
+	if (n <= 0)
 		return false;
 	/* MSG_TRUNC: n is the packet's size, also past the buffer. */
 	r = devns_endpoint_parse_request(buf, (size_t)n, &req);
@@ -322,6 +331,7 @@ static struct endpoint *endpoint_of(struct bus_endpoints *e, struct persona *p) 
 
 static void endpoint_free(struct endpoint *ep) {
 	endpoint_close(ep);
+	fd_closer_quota_unref(ep->closer);
 	LIST_REMOVE(ep, link);
 	free(ep);
 }

@@ -22,6 +22,7 @@
 #include "display/display-internal.h"
 #include "fd-closer.h"
 #include "log.h"
+#include "peer-socket.h"
 #include "ratelimit.h"
 #include "util.h"
 
@@ -59,6 +60,11 @@ struct conn {
 	bool read_only;
 	/* The mapping's track message came (or something else in its place); its tracking, if it was taken. */
 	bool track_asked;
+	/*
+	 * Something came with descriptors devnsd does not take: it stays unread
+	 * (peer-socket.h), and only the connection's end is watched.
+	 */
+	bool deaf;
 	struct display_track *track;
 	uid_t uid;
 	sd_event_source *io, *deadline;
@@ -81,6 +87,10 @@ struct display_socket {
 };
 
 static void conn_free(struct conn *c) {
+	struct display_node *dn = c->socket->node;
+
+	if (!dn->closer_quota)
+		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
 	LIST_REMOVE(c, link);
 	if (c->mapping)
 		c->socket->n_mappers--;
@@ -89,7 +99,7 @@ static void conn_free(struct conn *c) {
 	sd_event_source_disable_unref(c->io);
 	sd_event_source_disable_unref(c->deadline);
 	display_track_free(c->track);
-	close(c->fd);
+	peer_close(c->fd, dn->closer_quota);
 	free(c);
 }
 
@@ -253,9 +263,11 @@ static void handle_request(struct conn *c) {
 	ssize_t n;
 	int r;
 
-	n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	n = peer_recv(c->fd, buf, sizeof(buf), 0);
+	if (n == -EAGAIN)
 		return;
+	if (n == -EBADMSG)
+		return refuse(c, "descriptors sent along with a request");
 	if (n != (ssize_t)sizeof(req))
 		return refuse(c, n <= 0 ? "no request" : "a malformed request");
 	memcpy(&req, buf, sizeof(req));
@@ -301,30 +313,11 @@ static void reply_track(struct conn *c, int status) {
 	(void)send(c->fd, &reply, sizeof(reply), MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-/*
- * The first three descriptors a message brought (-1: none). Any other one
- * that fitted the buffer goes to the closer; those that did not, the
- * kernel dropped (MSG_CTRUNC).
- */
-static void received_fds(struct msghdr *msg, struct fd_closer_quota *quota, int ret_fds[3]) {
-	struct cmsghdr *cmsg;
-	int n = 0;
-
-	ret_fds[0] = ret_fds[1] = ret_fds[2] = -1;
-
-	for (cmsg = CMSG_FIRSTHDR(msg); cmsg; cmsg = CMSG_NXTHDR(msg, cmsg)) {
-		if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; CMSG_LEN((i + 1) * sizeof(int)) <= cmsg->cmsg_len; i++) {
-			int one;
-
-			memcpy(&one, CMSG_DATA(cmsg) + i * sizeof(int), sizeof(int));
-			if (n < 3)
-				ret_fds[n++] = one;
-			else
-				fd_closer_close_for(quota, one);
-		}
-	}
+/* Only the connection's end is watched from here on: what waits on it is not read. */
+static void conn_deafen(struct conn *c) {
+	c->deaf = true;
+	/* Cannot fail: the source exists and its fd is watched already. */
+	(void)sd_event_source_set_io_events(c->io, EPOLLRDHUP);
 }
 
 /* The program at the other end of fd, as a pidfd (Linux 6.5 and later); -1 if the kernel gives none. */
@@ -342,48 +335,38 @@ static int peer_pidfd(int fd) {
  * userfaultfd (and its pagemap and second userfaultfd, with
  * DEVNS_FB_TRACK_ASYNC). Descriptors are taken only while tracking is on
  * (TrackWrites=) and the closer has room for as many as a message can
- * carry, in case they turn out to be something else. Otherwise no
- * control buffer is given and the kernel discards them: that drops the
- * last reference without a flush (a close() of a FUSE file would wait
- * for its server), though the release of a userfaultfd still takes its
- * maker's memory-map lock, on this thread.
+ * carry, in case they turn out to be something else. A message with
+ * descriptors that are not taken (more than three, or any at all
+ * otherwise) is left unread: letting go of them is the closer's, once the
+ * connection ends (peer-socket.h). The mapping is scanned meanwhile.
  */
 static void handle_track(struct conn *c) {
 	struct display_node *dn = c->socket->node;
 	struct devns_fb_track msg = { 0 };
 	uint8_t buf[sizeof(msg) + 1];
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(3 * sizeof(int))];
-	} control;
-	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	bool tracking = dn->class->base.manager->conf->display_track;
 	bool room;
 	const char *why;
 	ssize_t n;
 	int fds[3] = { -1, -1, -1 }, r;
 
-	if (tracking && !dn->closer_quota)
+	if (!dn->closer_quota)
 		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
-	room = tracking && dn->closer_quota && fd_closer_has_room(dn->closer_quota, 3);
+	/* Counting them takes one more reference of each (peer-socket.h). */
+	room = tracking && dn->closer_quota && fd_closer_has_room(dn->closer_quota, 2 * 3);
 
-	if (room) {
-		mh.msg_control = control.buf;
-		/* Room for 3 descriptors and no more: CMSG_SPACE's padding would take a fourth. */
-		mh.msg_controllen = CMSG_LEN(3 * sizeof(int));
-	}
-	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	n = peer_recv_fds(c->fd, buf, sizeof(buf), fds, room ? 3 : 0, dn->closer_quota);
+	if (n == -EAGAIN)
 		return;
 	c->track_asked = true;
 	/* One track message per mapping: nothing more to take. */
 	pass_rights(c->fd, false);
-	if (n <= 0)
+	if (n == -EMFILE)
+		conn_deafen(c);
+	else if (n <= 0)
 		return;
-	if (room)
-		received_fds(&mh, dn->closer_quota, fds);
-	memcpy(&msg, buf, MIN((size_t)n, sizeof(msg)));
+	else
+		memcpy(&msg, buf, MIN((size_t)n, sizeof(msg)));
 	if (!tracking)
 		r = -EOPNOTSUPP;
 	else if (!room)
@@ -406,7 +389,8 @@ static void handle_track(struct conn *c) {
 				     "to track its mapping with" :
 		      r == -EBUSY  ? "asked for tracking while too many of its persona's descriptors wait to be closed, "
 				     "or too many of its persona's are tracked" :
-		      r == -EINVAL ? "asked for tracking of a range that is not its registered mapping" :
+		      r == -EINVAL ? (n == -EMFILE ? "sent more descriptors than a track message has" :
+						     "asked for tracking of a range that is not its registered mapping") :
 		      r == -EOPNOTSUPP ? "asked for tracking, which is off (TrackWrites=)" :
 		      r == -ETIMEDOUT ? "asked for tracking, which its persona lost by holding devnsd up" :
 				     "asked for tracking, which failed";
@@ -429,22 +413,23 @@ static int on_conn(sd_event_source *s, int fd, uint32_t revents, void *userdata)
 	ssize_t n;
 
 	(void)s;
-	(void)revents;
 	if (!c->mapping) {
 		handle_request(c);
 		return 0;
 	}
-	if (!c->track_asked && !(revents & (EPOLLHUP | EPOLLERR))) {
+	if (!c->deaf && !c->track_asked && !(revents & (EPOLLHUP | EPOLLERR))) {
 		handle_track(c);
 		return 0;
 	}
 	/* After the track message a mapping sends nothing; whatever comes ends its tracking. */
-	n = read(fd, buf, sizeof(buf));
-	if (n > 0 || (n < 0 && (errno == EAGAIN || errno == EINTR))) {
-		if (n > 0 && c->track) {
+	n = c->deaf ? 0 : peer_recv(fd, buf, sizeof(buf), 0);
+	if (n > 0 || n == -EAGAIN || n == -EBADMSG) {
+		if (n != -EAGAIN && c->track) {
 			c->track = display_track_free(c->track);
 			display_node_mapped_written(dn);
 		}
+		if (n == -EBADMSG)
+			conn_deafen(c);
 		return 0;
 	}
 	conn_free(c);

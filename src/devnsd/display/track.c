@@ -260,25 +260,27 @@ static void *worker_main(void *arg) {
 	return NULL;
 }
 
-static void close_fds(const int fds[TRACK_FDS]) {
+/* Off the loop, on the persona's closer: closing them might wait for the program. */
+static void close_fds(struct fd_closer_quota *q, const int fds[TRACK_FDS]) {
 	for (int i = 0; i < TRACK_FDS; i++)
 		if (fds[i] >= 0)
-			fd_closer_close(fds[i]);
+			fd_closer_close_for(q, fds[i]);
 }
 
 /*
  * A worker for fds (TRACK_FD_*; -1 for none but the first), counted in
- * budget, which owns them from now on (closed on failure as well, off
- * the loop).
+ * budget, which owns them from now on (closed on failure as well, on q's
+ * closer).
  */
-static int worker_new(const int fds[TRACK_FDS], struct track_budget *budget, struct track_worker **ret) {
+static int worker_new(const int fds[TRACK_FDS], struct track_budget *budget, struct fd_closer_quota *q,
+		      struct track_worker **ret) {
 	pthread_condattr_t cattr;
 	struct track_worker *w;
 	int r;
 
 	w = calloc(1, sizeof(*w));
 	if (!w) {
-		close_fds(fds);
+		close_fds(q, fds);
 		return -ENOMEM;
 	}
 	memcpy(w->fds, fds, sizeof(w->fds));
@@ -292,7 +294,7 @@ static int worker_new(const int fds[TRACK_FDS], struct track_budget *budget, str
 	pthread_condattr_destroy(&cattr);
 	r = thread_start_detached(worker_main, w, TRACK_STACK_BYTES);
 	if (r < 0) {
-		close_fds(fds);
+		close_fds(q, fds);
 		w->refs = 1;
 		worker_unref(w);
 		return r;
@@ -552,7 +554,7 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 	}
 	t = r >= 0 ? calloc(1, sizeof(*t)) : NULL;
 	if (!t) {
-		close_fds(fds);
+		close_fds(dn->closer_quota, fds);
 		return r < 0 ? r : -ENOMEM;
 	}
 	/* The loop watches the userfaultfd whose faults wait: the synchronous one. */
@@ -560,7 +562,7 @@ int display_track_new(struct display_node *dn, const struct devns_fb_track *msg,
 		.node = dn, .uffd = fds[async ? TRACK_FD_FAULT : TRACK_FD_UFFD], .addr = msg->addr, .len = msg->len,
 		.offset = msg->offset, .async = async
 	};
-	r = worker_new(fds, dn->track_budget, &t->worker);
+	r = worker_new(fds, dn->track_budget, dn->closer_quota, &t->worker);
 	if (r < 0) {
 		free(t);
 		return r;

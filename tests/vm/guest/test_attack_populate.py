@@ -468,27 +468,53 @@ class HeldDescriptors(rig.PersonaTestCase):
             os.close(fd)
         self.assertEqual(reply, (TRACK_MAGIC, status))
 
+    def held_by_devnsd(self, path):
+        """How many of devnsd's descriptors are path."""
+        n = 0
+        for fd in os.listdir("/proc/%d/fd" % self.daemon.proc.pid):
+            try:
+                n += os.readlink("/proc/%d/fd/%s" % (self.daemon.proc.pid, fd)) == path
+            except OSError:
+                pass  # closed meanwhile
+        return n
+
+    def test_a_close_that_waits_holds_up_no_other_persona(self):
+        """work's descriptors wait to be closed behind one whose flush never ends; personal's are closed
+        meanwhile, and its share of the closer is free again each time."""
+        path = self.stall_server()
+        # Three taken and three references of the count's: one waits in its flush, five in devnsd's table.
+        self.send_held("work", path, 3)
+        self.assertTrue(wait_for(lambda: self.held_by_devnsd(path) == 5, timeout=30),
+                        "devnsd holds %d of work's descriptors, not 5" % self.held_by_devnsd(path))
+        fd, plain = tempfile.mkstemp(prefix="plain-")
+        os.close(fd)
+        self.addCleanup(os.unlink, plain)
+        for _ in range(3):
+            self.send_held("personal", plain, 3)
+            self.assertTrue(wait_for(lambda: self.held_by_devnsd(plain) == 0, timeout=30),
+                            "personal's descriptors are not closed while work's wait")
+        self.assertEqual(self.held_by_devnsd(path), 5, "work's descriptors were closed with the flush waiting")
+        self.assertTrue(rig.answers_within(1.0), "devnsd does not answer D-Bus within a second")
+        # The server's end lets work's go too: the next test finds work's share free.
+        self.doCleanups()
+        self.assertTrue(wait_for(lambda: self.held_by_devnsd(path) == 0, timeout=30),
+                        "work's descriptors stay open after the flush ended")
+
     def test_descriptors_waiting_to_close_hold_no_helper(self):
         path = self.stall_server()
-        # The persona's share of the closer, and never more. A message takes three descriptors at most (a
-        # fourth is the kernel's to drop), and once a message's three could take the persona past its share,
-        # tracking is refused and none is taken.
-        self.send_held("work", path, 4)
+        # The persona's share of the closer, and never more. A message takes three descriptors at most: one
+        # with a fourth is refused whole, and none is taken (counting them took a reference of three, which
+        # the closer closes). Once a message's could take the persona past its share, tracking is refused and
+        # none is taken.
+        self.send_held("work", path, 4, -errno.EINVAL)
         self.send_held("work", path, 1, -errno.EBUSY)
         self.send_held("work", path, 3, -errno.EBUSY)
 
         # The closer closes one at a time: one waits in its flush, the others in devnsd's file table.
-        def held():
-            n = 0
-            for fd in os.listdir("/proc/%d/fd" % self.daemon.proc.pid):
-                try:
-                    n += os.readlink("/proc/%d/fd/%s" % (self.daemon.proc.pid, fd)) == path
-                except OSError:
-                    pass  # closed meanwhile
-            return n
-        self.assertTrue(wait_for(lambda: held() == 2, timeout=30),
-                        "devnsd took %d descriptors from one message (%d in its file table, one in its flush), not 3"
-                        % (held() + 1, held()))
+        ok = wait_for(lambda: self.held_by_devnsd(path) == 2, timeout=30)
+        held = self.held_by_devnsd(path)
+        self.assertTrue(ok, "devnsd took %d descriptors from one message (%d in its file table, one in its flush), "
+                        "not 3" % (held + 1, held))
         c = rig.Container(private_dev=True)
         self.addCleanup(c.stop)
         p = subprocess.run([rig.DEVNSCTL, "attach", "personal", "--pid", str(c.pid)],

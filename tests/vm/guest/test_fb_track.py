@@ -47,10 +47,11 @@ def hexrgb(rgb):
 class Program:
     """fbanim run with the preload library, its steps reported line by line."""
 
-    def __init__(self, test, *steps, wrap=(), env=None):
+    def __init__(self, test, *steps, wrap=(), env=None, pass_fds=()):
         env = {**os.environ, "LD_PRELOAD": PRELOAD, **(env or {})}
         self.proc = subprocess.Popen([*wrap, FBANIM, fbrig.fb_node("work"), *steps], env=env, text=True,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     pass_fds=pass_fds)
         test.addCleanup(self.stop)
         self.out = rig.Output(self.proc)
 
@@ -472,15 +473,19 @@ class FramebufferTracking(rig.PersonaTestCase):
         self.daemon.start()
 
 
-class HeldMemoryLock(rig.PersonaTestCase):
-    """A program that holds its own memory-map lock, which every change of its mapping's write protection
-    needs. A devnsd of its own: the persona loses its tracking here."""
+class OwnDaemon(rig.PersonaTestCase):
+    """FramebufferTracking's rig, with a devnsd of the class's own."""
     track = None
     setUpClass = classmethod(FramebufferTracking.setUpClass.__func__)
     tearDownClass = classmethod(FramebufferTracking.tearDownClass.__func__)
     assert_screen = FramebufferTracking.assert_screen
     assert_responsive = FramebufferTracking.assert_responsive
     map_by_hand = FramebufferTracking.map_by_hand
+
+
+class HeldMemoryLock(OwnDaemon):
+    """A program that holds its own memory-map lock, which every change of its mapping's write protection
+    needs. A devnsd of its own: the persona loses its tracking here."""
 
     def test_held_lock_holds_devnsd_up_a_moment_at_most(self):
         """The program's fault on a FUSE file it serves keeps its lock (read through /proc/self/mem) with a
@@ -534,6 +539,50 @@ class HeldMemoryLock(rig.PersonaTestCase):
             server.kill()
             server.wait()
             subprocess.run(["umount", "-l", mnt], check=False)
+
+
+class DescriptorsSentAlong(OwnDaemon):
+    """Descriptors that a program sends on the framebuffer socket where devnsd takes none, or more than it
+    takes: the last reference to a userfaultfd of a program that holds its own memory-map lock, whose
+    release waits for that lock. devnsd's loop must never be the one to release it."""
+
+    def send_with_lock_held(self, where, count, pass_fds=()):
+        """fbanim sends a message with count descriptors to where, the last its userfaultfd, while it holds
+        its lock (a read of a FUSE file that never answers it); devnsd must still answer the bus and show
+        frames."""
+        mnt = tempfile.mkdtemp(prefix="stallfs-")
+        server = subprocess.Popen([FUSE_STALL, "fbanim", mnt, "-f"], stdout=subprocess.DEVNULL)
+        try:
+            self.assertTrue(rig.eventually(lambda: os.path.exists(os.path.join(mnt, "file")), timeout=10))
+            p = Program(self, "fdprep", where, str(count), "wait", "holdlock", os.path.join(mnt, "file"), "fdsend",
+                        "sleep", "60000", pass_fds=pass_fds)
+            p.wait_for("fdprep ok")
+            # A D-Bus connection made beforehand: what its call waits for is devnsd alone.
+            bus = busping.Connection()
+            self.addCleanup(bus.close)
+            p.go()
+            p.wait_for("holdlock ok")
+            p.wait_for("fdsend ok")
+            took = bus.ping(timeout=60)
+            print("ListPersonas after the message: %.0f ms" % (took * 1000), flush=True)
+            self.assertIsNone(p.proc.poll(), "the program holding its lock stopped")
+            self.assert_responsive()
+            bus.ping(timeout=60)
+            self.assertIsNone(server.poll(), "the FUSE server holding the program's lock ended")
+        finally:
+            # The server's end fails the read that holds the lock; until then the program cannot end.
+            server.kill()
+            server.wait()
+            subprocess.run(["umount", "-l", mnt], check=False)
+
+    def test_request_with_a_descriptor(self):
+        """A request, which carries no descriptor, carrying a userfaultfd."""
+        self.send_with_lock_held(fbrig.socket_path("work"), 1)
+
+    def test_track_message_with_a_fourth_descriptor(self):
+        """A mapping's track message with four descriptors, one more than any track message takes."""
+        sock, m, addr, size = self.map_by_hand()
+        self.send_with_lock_held("fd:%d" % sock.fileno(), 4, pass_fds=(sock.fileno(),))
 
 
 class TrackingOff(rig.PersonaTestCase):

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "fd-closer.h"
+
+/*
+ * Reading a unix socket whose peer is not trusted. A peer may send
+ * descriptors along with any message, and the kernel lets go of those the
+ * reader does not take when the read returns, on the reader's thread: for
+ * the last reference to a file, that is the file's release, which can wait
+ * for the peer as long as the peer likes (a userfaultfd's takes the
+ * memory-map lock of the process that made it; a TCP socket's may linger).
+ * The same goes for the messages still queued when the socket is closed.
+ * And a descriptor taken is no better: its close() runs the file's flush,
+ * which a FUSE server can keep from returning. So these calls look before
+ * they read (MSG_PEEK), read only what carries no descriptor or what the
+ * caller takes whole, and leave the closing of anything else to the closer
+ * (fd-closer.h): descriptors taken, and a socket with descriptors queued.
+ */
+
+/*
+ * Reads what comes next, at most len bytes, without waiting. Returns the
+ * bytes read, 0 at the end, -EAGAIN when nothing waits, or -EBADMSG (and
+ * reads nothing) when descriptors come with any of it, or with the message
+ * right after it (a look past the bytes it reads finds those too). flags
+ * are added to the read's (MSG_TRUNC, for a packet's whole size).
+ */
+ssize_t peer_recv(int fd, void *buf, size_t len, int flags);
+
+/* Descriptors peer_recv_fds() takes at most. */
+#define PEER_RECV_FDS_MAX 8
+
+/*
+ * Reads what comes next, at most len bytes, with the descriptors that come
+ * with it if they are no more than max; each is then in ret_fds[], the
+ * others -1. Returns the bytes read, 0 at the end, -EAGAIN, or -EMFILE (and
+ * reads nothing) when more than max come. Counting them takes a reference
+ * of each, up to max, closed on q's closer: the caller sees to room for
+ * 2 * max there.
+ */
+ssize_t peer_recv_fds(int fd, void *buf, size_t len, int *ret_fds, size_t max, struct fd_closer_quota *q);
+
+/*
+ * Closes a connection's socket: here when nothing queued on it carries a
+ * descriptor (it is shut down first, so nothing more comes), on the closer
+ * counted against q otherwise.
+ */
+void peer_close(int fd, struct fd_closer_quota *q);

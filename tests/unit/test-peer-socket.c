@@ -1,0 +1,174 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Reading a peer's socket: a message with descriptors nobody asked for
+ * stays unread, and they are let go on the closer, never by the reader.
+ * The descriptors sent are pipes' write ends: the read end sees the end of
+ * the pipe when the last reference goes.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "peer-socket.h"
+
+struct pair {
+	int us, peer;
+};
+
+static struct pair pair_new(int type) {
+	int sv[2];
+
+	assert_int_equal(socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv), 0);
+	return (struct pair){ .us = sv[0], .peer = sv[1] };
+}
+
+/* Sends len bytes with n descriptors: each a pipe's write end, whose read end goes to ret_ends[]. */
+static void send_with(int sock, const char *data, size_t len, unsigned int n, int *ret_ends) {
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(8 * sizeof(int))];
+	} control = { 0 };
+	struct iovec iov = { .iov_base = (void *)data, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[8];
+
+	assert_true(n <= 8);
+	for (unsigned int i = 0; i < n; i++) {
+		int p[2];
+
+		assert_int_equal(pipe2(p, O_CLOEXEC), 0);
+		ret_ends[i] = p[0];
+		fds[i] = p[1];
+	}
+	if (n) {
+		struct cmsghdr *cmsg;
+
+		mh.msg_control = control.buf;
+		mh.msg_controllen = CMSG_SPACE(n * sizeof(int));
+		cmsg = CMSG_FIRSTHDR(&mh);
+		cmsg->cmsg_level = SOL_SOCKET;
+		cmsg->cmsg_type = SCM_RIGHTS;
+		cmsg->cmsg_len = CMSG_LEN(n * sizeof(int));
+		memcpy(CMSG_DATA(cmsg), fds, n * sizeof(int));
+	}
+	assert_int_equal(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t)len);
+	/* The message holds the last reference of each. */
+	for (unsigned int i = 0; i < n; i++)
+		close(fds[i]);
+}
+
+/* Whether the pipe's writers are all gone (its read end at its end), waiting up to ms. */
+static bool writers_gone(int end, int ms) {
+	struct pollfd p = { .fd = end, .events = POLLIN };
+	char c;
+
+	return poll(&p, 1, ms) == 1 && read(end, &c, 1) == 0;
+}
+
+static void test_recv_without_descriptors(void **state) {
+	struct pair s = pair_new(SOCK_STREAM);
+	char buf[16];
+	int ends[2];
+
+	(void)state;
+	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), 0), -EAGAIN);
+	send_with(s.peer, "plain", 5, 0, NULL);
+	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), 0), 5);
+	assert_memory_equal(buf, "plain", 5);
+	/*
+	 * Plain bytes, then a message with descriptors: the look sees those of
+	 * the message right after what it reads, so nothing is read, however
+	 * few bytes are asked for.
+	 */
+	send_with(s.peer, "ab", 2, 0, NULL);
+	send_with(s.peer, "cd", 2, 2, ends);
+	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), 0), -EBADMSG);
+	assert_int_equal(peer_recv(s.us, buf, 2, 0), -EBADMSG);
+	assert_false(writers_gone(ends[0], 0));
+	/* Closed with them queued: they go on the closer's thread. */
+	peer_close(s.us, NULL);
+	assert_true(writers_gone(ends[0], 5000));
+	assert_true(writers_gone(ends[1], 5000));
+	close(ends[0]);
+	close(ends[1]);
+	close(s.peer);
+}
+
+static void test_recv_fds(void **state) {
+	struct fd_closer_quota *q = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+	struct pair s = pair_new(SOCK_STREAM);
+	int fds[3], ends[4];
+	char buf[16];
+
+	(void)state;
+	/* As many as asked for, or fewer: taken. */
+	send_with(s.peer, "track", 5, 3, ends);
+	assert_int_equal(peer_recv_fds(s.us, buf, sizeof(buf), fds, 3, q), 5);
+	for (int i = 0; i < 3; i++) {
+		assert_true(fds[i] >= 0);
+		close(fds[i]);
+		/* The count's references were closed on the closer; this was the last. */
+		assert_true(writers_gone(ends[i], 5000));
+		close(ends[i]);
+	}
+	/* None: read as it is. */
+	send_with(s.peer, "none", 4, 0, NULL);
+	assert_int_equal(peer_recv_fds(s.us, buf, sizeof(buf), fds, 3, q), 4);
+	assert_int_equal(fds[0], -1);
+	/* One more than asked for: nothing read, nothing taken. */
+	send_with(s.peer, "more", 4, 4, ends);
+	assert_int_equal(peer_recv_fds(s.us, buf, sizeof(buf), fds, 3, q), -EMFILE);
+	assert_int_equal(fds[0], -1);
+	assert_int_equal(peer_recv_fds(s.us, buf, sizeof(buf), fds, 0, q), -EMFILE);
+	assert_false(writers_gone(ends[3], 100));
+	peer_close(s.us, q);
+	for (int i = 0; i < 4; i++) {
+		assert_true(writers_gone(ends[i], 5000));
+		close(ends[i]);
+	}
+	fd_closer_quota_unref(q);
+	close(s.peer);
+}
+
+static void test_packets(void **state) {
+	struct pair s = pair_new(SOCK_SEQPACKET);
+	char buf[4];
+	int ends[1];
+
+	(void)state;
+	/* A packet's whole size, as MSG_TRUNC gives it. */
+	send_with(s.peer, "longer", 6, 0, NULL);
+	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), MSG_TRUNC), 6);
+	send_with(s.peer, "fd", 2, 1, ends);
+	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), MSG_TRUNC), -EBADMSG);
+	/* Nothing queued carries one: closed here, at once. */
+	close(s.peer);
+	peer_close(s.us, NULL);
+	assert_true(writers_gone(ends[0], 5000));
+	close(ends[0]);
+	s = pair_new(SOCK_SEQPACKET);
+	send_with(s.peer, "x", 1, 0, NULL);
+	peer_close(s.us, NULL);
+	close(s.peer);
+}
+
+int main(void) {
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_recv_without_descriptors),
+		cmocka_unit_test(test_recv_fds),
+		cmocka_unit_test(test_packets),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
