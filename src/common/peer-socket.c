@@ -7,6 +7,9 @@
 #include "peer-socket.h"
 #include "util.h"
 
+/* How long a listening socket takes no connection once paused. */
+#define LISTEN_PAUSE_USEC (1000 * 1000ULL)
+
 /* Messages peer_close() looks through before it leaves the socket to the closer. */
 #define CLOSE_DRAIN_MAX 64
 
@@ -69,10 +72,11 @@ ssize_t peer_recv(int fd, void *buf, size_t len, int flags) {
 	bool fds;
 	ssize_t n = peek(fd, buf, len, flags, &fds);
 
+	/* Before the size: an empty packet may carry descriptors too. */
+	if (n >= 0 && fds)
+		return -EBADMSG;
 	if (n <= 0)
 		return n;
-	if (fds)
-		return -EBADMSG;
 	n = recv(fd, buf, (flags & MSG_TRUNC) ? len : (size_t)n, MSG_DONTWAIT | flags);
 	return n < 0 ? -errno : n;
 }
@@ -91,8 +95,10 @@ ssize_t peer_recv_fds(int fd, void *buf, size_t len, int *ret_fds, size_t max, s
 	for (size_t i = 0; i < max; i++)
 		ret_fds[i] = -1;
 	n = peek(fd, buf, len, 0, &any);
-	if (n <= 0 || !any)
-		return n <= 0 ? n : peer_recv(fd, buf, (size_t)n, 0);
+	if (n < 0)
+		return n;
+	if (!any)
+		return n == 0 ? 0 : peer_recv(fd, buf, (size_t)n, 0);
 	if (t.max == 0)
 		return -EMFILE;
 	/*
@@ -121,20 +127,69 @@ ssize_t peer_recv_fds(int fd, void *buf, size_t len, int *ret_fds, size_t max, s
 
 void peer_close(int fd, struct fd_closer_quota *q) {
 	char buf[4096];
+	int type = 0;
+	socklen_t len = sizeof(type);
 
 	if (fd < 0)
 		return;
 	/* Nothing more comes: the peer's sends fail from here on. */
 	(void)shutdown(fd, SHUT_RDWR);
-	for (int i = 0; i < CLOSE_DRAIN_MAX; i++) {
-		ssize_t n = peer_recv(fd, buf, sizeof(buf), 0);
+	/*
+	 * On a stream, 0 is the end of what was sent. A packet socket's empty
+	 * packet reads as 0 too, with more behind it: that one is always the
+	 * closer's.
+	 */
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) == 0 && type == SOCK_STREAM)
+		for (int i = 0; i < CLOSE_DRAIN_MAX; i++) {
+			ssize_t n = peer_recv(fd, buf, sizeof(buf), 0);
 
-		if (n == 0 || n == -EAGAIN) {
-			close(fd);
-			return;
+			if (n == 0 || n == -EAGAIN) {
+				close(fd);
+				return;
+			}
+			if (n < 0)
+				break;
 		}
-		if (n < 0)
-			break;
-	}
 	fd_closer_close_for(q, fd);
+}
+
+int peer_accept(int listen_fd, struct fd_closer_quota *q, int *ret_fd) {
+	int fd, on = 1;
+
+	/* A connection refused, or ended, may go to the closer: none is taken while it has no room. */
+	if (!fd_closer_has_room(q, 1))
+		return -EBUSY;
+	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	/*
+	 * Out-of-band data in line with the rest: otherwise a look passes over
+	 * it, and its descriptors, which a read then lets go.
+	 */
+	if (setsockopt(fd, SOL_SOCKET, SO_OOBINLINE, &on, sizeof(on)) < 0) {
+		int r = -errno;
+
+		fd_closer_close_for(q, fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+static int on_listen_resume(sd_event_source *s, uint64_t usec, void *userdata) {
+	(void)s;
+	(void)usec;
+	/* Cannot fail: the listener lives as long as this timer. */
+	(void)sd_event_source_set_enabled(userdata, SD_EVENT_ON);
+	return 0;
+}
+
+void peer_listen_pause(sd_event_source *listener, sd_event_source **resume) {
+	(void)sd_event_source_set_enabled(listener, SD_EVENT_OFF);
+	if (*resume) {
+		(void)sd_event_source_set_time_relative(*resume, LISTEN_PAUSE_USEC);
+		(void)sd_event_source_set_enabled(*resume, SD_EVENT_ONESHOT);
+	} else if (sd_event_add_time_relative(sd_event_source_get_event(listener), resume, CLOCK_MONOTONIC,
+					      LISTEN_PAUSE_USEC, 0, on_listen_resume, listener) < 0)
+		(void)sd_event_source_set_enabled(listener, SD_EVENT_ON);
 }

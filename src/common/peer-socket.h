@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 #include <sys/types.h>
+#include <systemd/sd-event.h>
 
 #include "fd-closer.h"
 
@@ -44,8 +45,28 @@ ssize_t peer_recv(int fd, void *buf, size_t len, int flags);
 ssize_t peer_recv_fds(int fd, void *buf, size_t len, int *ret_fds, size_t max, struct fd_closer_quota *q);
 
 /*
- * Closes a connection's socket: here when nothing queued on it carries a
- * descriptor (it is shut down first, so nothing more comes), on the closer
- * counted against q otherwise.
+ * Closes a connection's socket: here when it is a stream on which nothing
+ * queued carries a descriptor (it is shut down first, so nothing more
+ * comes), on the closer counted against q otherwise. A listening socket,
+ * whose connections not yet taken may hold descriptors, goes to the closer
+ * with fd_closer_close_for().
  */
 void peer_close(int fd, struct fd_closer_quota *q);
+
+/*
+ * Takes the next connection of a listening socket (non-blocking, close on
+ * exec, out-of-band data in line). -EBUSY, and nothing taken, while q's
+ * closer has no room for one more socket: the caller stops listening for
+ * a while, so that a persona whose closes wait cannot make devnsd hold
+ * ever more of its sockets.
+ */
+int peer_accept(int listen_fd, struct fd_closer_quota *q, int *ret_fd);
+
+/*
+ * Stops listener (the io source of a listening socket) for a second, as
+ * when peer_accept() says -EBUSY or accept() failed: the socket stays
+ * readable, and would otherwise wake the loop at once. *resume is the
+ * timer that turns it on again, made the first time; its owner frees it
+ * with the listener.
+ */
+void peer_listen_pause(sd_event_source *listener, sd_event_source **resume);

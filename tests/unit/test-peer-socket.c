@@ -16,7 +16,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "peer-socket.h"
@@ -32,8 +34,8 @@ static struct pair pair_new(int type) {
 	return (struct pair){ .us = sv[0], .peer = sv[1] };
 }
 
-/* Sends len bytes with n descriptors: each a pipe's write end, whose read end goes to ret_ends[]. */
-static void send_with(int sock, const char *data, size_t len, unsigned int n, int *ret_ends) {
+/* Sends len bytes with n descriptors (flags: MSG_OOB, say): each a pipe's write end, whose read end goes to ret_ends[]. */
+static ssize_t send_flags(int sock, const char *data, size_t len, unsigned int n, int *ret_ends, int flags) {
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(8 * sizeof(int))];
@@ -61,10 +63,16 @@ static void send_with(int sock, const char *data, size_t len, unsigned int n, in
 		cmsg->cmsg_len = CMSG_LEN(n * sizeof(int));
 		memcpy(CMSG_DATA(cmsg), fds, n * sizeof(int));
 	}
-	assert_int_equal(sendmsg(sock, &mh, MSG_NOSIGNAL), (ssize_t)len);
+	ssize_t sent = sendmsg(sock, &mh, MSG_NOSIGNAL | flags);
+
 	/* The message holds the last reference of each. */
 	for (unsigned int i = 0; i < n; i++)
 		close(fds[i]);
+	return sent < 0 ? -errno : sent;
+}
+
+static void send_with(int sock, const char *data, size_t len, unsigned int n, int *ret_ends) {
+	assert_int_equal(send_flags(sock, data, len, n, ret_ends, 0), (ssize_t)len);
 }
 
 /* Whether the pipe's writers are all gone (its read end at its end), waiting up to ms. */
@@ -151,8 +159,12 @@ static void test_packets(void **state) {
 	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), MSG_TRUNC), 6);
 	send_with(s.peer, "fd", 2, 1, ends);
 	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), MSG_TRUNC), -EBADMSG);
-	/* Nothing queued carries one: closed here, at once. */
+	close(ends[0]);
+	/* An empty packet with one: not taken for the end. */
+	send_with(s.peer, "", 0, 1, ends + 0);
 	close(s.peer);
+	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), MSG_TRUNC), -EBADMSG);
+	/* What is queued goes with the socket, on the closer. */
 	peer_close(s.us, NULL);
 	assert_true(writers_gone(ends[0], 5000));
 	close(ends[0]);
@@ -162,11 +174,51 @@ static void test_packets(void **state) {
 	close(s.peer);
 }
 
+/* Out-of-band data with a descriptor, then plain bytes, on a connection peer_accept() took. */
+static void test_out_of_band(void **state) {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int listener, client, conn, ends[1];
+	char buf[16];
+	ssize_t sent;
+
+	(void)state;
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "devns-test-peer-%d", (int)getpid());
+	listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(listener >= 0);
+	assert_int_equal(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(listener, 4), 0);
+	client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(client, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(peer_accept(listener, NULL, &conn), 0);
+	sent = send_flags(client, "!", 1, 1, ends, MSG_OOB);
+	/* A kernel without out-of-band data on unix sockets refuses it: nothing to get around then. */
+	if (sent == -EOPNOTSUPP) {
+		close(ends[0]);
+		ends[0] = -1;
+	} else
+		assert_int_equal(sent, 1);
+	send_with(client, "data", 4, 0, NULL);
+	if (ends[0] >= 0) {
+		/* In line with the rest: the look sees its descriptor, and nothing is read. */
+		assert_int_equal(peer_recv(conn, buf, sizeof(buf), 0), -EBADMSG);
+		assert_false(writers_gone(ends[0], 100));
+	} else
+		assert_int_equal(peer_recv(conn, buf, sizeof(buf), 0), 4);
+	peer_close(conn, NULL);
+	if (ends[0] >= 0) {
+		assert_true(writers_gone(ends[0], 5000));
+		close(ends[0]);
+	}
+	close(client);
+	close(listener);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_recv_without_descriptors),
 		cmocka_unit_test(test_recv_fds),
 		cmocka_unit_test(test_packets),
+		cmocka_unit_test(test_out_of_band),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

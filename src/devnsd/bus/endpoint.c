@@ -54,7 +54,7 @@ struct endpoint {
 	int fd;
 	/* The directory's name below ENDPOINTS_DIR ("" while there is none). */
 	char dir_name[NAME_MAX_LEN + 20];
-	sd_event_source *source;
+	sd_event_source *source, *resume;
 	LIST_HEAD(, endpoint_conn) conns;
 	unsigned int n_conns;
 	/* Where a connection with descriptors queued is closed (peer-socket.h); made with the first. */
@@ -235,31 +235,38 @@ static int conn_new(struct endpoint *ep, int fd, uid_t uid) {
 
 static int on_connect(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct endpoint *ep = userdata;
-	_cleanup_(closep) int conn = -1;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	int off = 0, r;
+	int conn, off = 0, r;
 
 	(void)s;
 	(void)revents;
-	conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (conn < 0)
+	if (!ep->closer)
+		ep->closer = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+	r = peer_accept(fd, ep->closer, &conn);
+	if (r == -EAGAIN || r == -EINTR || r == -ECONNABORTED)
 		return 0;
+	if (r < 0) {
+		peer_listen_pause(ep->source, &ep->resume);
+		return 0;
+	}
 	/* The uid the kernel recorded at connect(): which of the persona's users speaks. */
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		peer_close(conn, ep->closer);
 		return 0;
+	}
 	if (ep->n_conns >= DEVNS_ENDPOINT_MAX_CONNECTIONS ||
 	    conns_of_uid(ep, cred.uid) >= DEVNS_ENDPOINT_MAX_CONNECTIONS / 4) {
 		log_refused(ep, cred.uid, "too many connections");
+		peer_close(conn, ep->closer);
 		return 0;
 	}
 	(void)setsockopt(conn, SOL_SOCKET, SO_PASSRIGHTS, &off, sizeof(off));
 	r = conn_new(ep, conn, cred.uid);
 	if (r < 0) {
 		log_warning_errno(r, "persona %s: cannot take a connection on its endpoint: %m", ep->persona->name);
-		return 0;
+		peer_close(conn, ep->closer);
 	}
-	take_fd(&conn);
 	return 0;
 }
 
@@ -271,7 +278,13 @@ static void endpoint_close(struct endpoint *ep) {
 	while ((c = LIST_FIRST(&ep->conns)))
 		conn_free(c);
 	ep->source = sd_event_source_disable_unref(ep->source);
-	closep(&ep->fd);
+	ep->resume = sd_event_source_disable_unref(ep->resume);
+	/* Connections not taken yet go with it, and what they hold (peer-socket.h). */
+	if (ep->fd >= 0) {
+		if (!ep->closer)
+			ep->closer = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+		fd_closer_close_for(ep->closer, take_fd(&ep->fd));
+	}
 	if (ep->dir_name[0]) {
 		dir = openat(ep->server->dir_fd, ep->dir_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (dir >= 0) {
@@ -307,6 +320,8 @@ static int endpoint_open(struct endpoint *ep) {
 	ep->fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (ep->fd < 0)
 		return -errno;
+	/* Linux 6.16: no descriptor comes on its connections, from before they are taken too. */
+	(void)setsockopt(ep->fd, SOL_SOCKET, SO_PASSRIGHTS, &(int){ 0 }, sizeof(int));
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "/proc/self/fd/%d/" DEVNS_ENDPOINT_NAME, dir);
 	mask = umask(0111);
 	r = bind(ep->fd, (struct sockaddr *)&sa, sizeof(sa));

@@ -78,7 +78,7 @@ struct display_socket {
 	int dir_fd;
 	dev_t dev;
 	ino_t ino;
-	sd_event_source *source;
+	sd_event_source *source, *resume;
 	LIST_HEAD(, conn) conns;
 	unsigned int n_pending, n_mappers;
 	uid_t refused[REFUSALS_REMEMBERED];
@@ -473,30 +473,38 @@ static int conn_new(struct display_socket *ds, int fd, uid_t uid) {
 
 static int on_connect(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct display_socket *ds = userdata;
-	_cleanup_(closep) int conn = -1;
+	struct display_node *dn = ds->node;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
-	int r;
+	int conn, r;
 
 	(void)s;
 	(void)revents;
-	conn = accept4(fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	if (conn < 0)
+	if (!dn->closer_quota)
+		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
+	r = peer_accept(fd, dn->closer_quota, &conn);
+	if (r == -EAGAIN || r == -EINTR || r == -ECONNABORTED)
 		return 0;
+	if (r < 0) {
+		peer_listen_pause(ds->source, &ds->resume);
+		return 0;
+	}
 	/* The uid only counts the peer's waiting requests; it grants nothing. */
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0)
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+		peer_close(conn, dn->closer_quota);
 		return 0;
+	}
 	if (ds->n_pending >= DISPLAY_SOCKET_MAX_PENDING ||
 	    conns_of_uid(ds, false, cred.uid) >= DISPLAY_SOCKET_MAX_PENDING_PER_UID) {
 		log_refused(ds, cred.uid, "too many requests waiting");
+		peer_close(conn, dn->closer_quota);
 		return 0;
 	}
 	r = conn_new(ds, conn, cred.uid);
 	if (r < 0) {
-		log_warning_errno(r, "%s: cannot take a connection: %m", ds->node->socket_path);
-		return 0;
+		log_warning_errno(r, "%s: cannot take a connection: %m", dn->socket_path);
+		peer_close(conn, dn->closer_quota);
 	}
-	take_fd(&conn);
 	return 0;
 }
 
@@ -630,10 +638,13 @@ struct display_socket *display_socket_free(struct display_socket *ds) {
 		return NULL;
 	display_socket_revoke(ds);
 	sd_event_source_disable_unref(ds->source);
+	sd_event_source_disable_unref(ds->resume);
 	/* Only the socket devnsd bound is removed, not what may have replaced it. */
 	if (ds->dir_fd >= 0 && ds->ino && open_socket_file(ds, &fd) == 0)
 		(void)unlinkat(ds->dir_fd, SOCKET_NAME, 0);
-	closep(&ds->fd);
+	/* Connections not taken yet go with it, and what they hold (peer-socket.h). */
+	if (ds->fd >= 0)
+		fd_closer_close_for(ds->node->closer_quota, take_fd(&ds->fd));
 	closep(&ds->dir_fd);
 	free(ds);
 	return NULL;
