@@ -9,10 +9,12 @@
  * and a userfaultfd's release waits for the memory-map lock of the process
  * that made it: a container could hold devnsd there for as long as it
  * likes. Such descriptors are closed on a thread of their owner's (a
- * persona's node), at most FD_CLOSER_MAX waiting or being closed at once,
- * and at most a quota's max of one owner's, so that one owner cannot take
- * every other's room. A close that waits holds up its owner's other
- * descriptors only; they wait in devnsd's file table meanwhile.
+ * persona's fb0, card0 or endpoint). Callers take no new descriptor for an
+ * owner past a quota's max, nor past FD_CLOSER_MAX in all
+ * (fd_closer_has_room()); what is queued past them regardless is bounded
+ * by the callers (the sockets of a node's connections). A close that
+ * waits holds up its owner's other descriptors only; they wait in
+ * devnsd's file table meanwhile.
  */
 #define FD_CLOSER_MAX 512
 /* What one persona may have waiting: FD_CLOSER_MAX is room for this many of each of 64 personas. */

@@ -39,8 +39,8 @@ ssize_t peer_recv(int fd, void *buf, size_t len, int flags);
  * with it if they are no more than max; each is then in ret_fds[], the
  * others -1. Returns the bytes read, 0 at the end, -EAGAIN, or -EMFILE (and
  * reads nothing) when more than max come. Counting them takes a reference
- * of each, up to max, closed on q's closer: the caller sees to room for
- * 2 * max there.
+ * of each, up to max, closed on q's closer, past q's share if need be: the
+ * caller sees to room for the max it takes.
  */
 ssize_t peer_recv_fds(int fd, void *buf, size_t len, int *ret_fds, size_t max, struct fd_closer_quota *q);
 

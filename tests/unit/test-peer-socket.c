@@ -102,6 +102,8 @@ static void test_recv_without_descriptors(void **state) {
 	send_with(s.peer, "cd", 2, 2, ends);
 	assert_int_equal(peer_recv(s.us, buf, sizeof(buf), 0), -EBADMSG);
 	assert_int_equal(peer_recv(s.us, buf, 2, 0), -EBADMSG);
+	/* Both are still there. */
+	assert_int_equal(recv(s.us, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT), 4);
 	assert_false(writers_gone(ends[0], 0));
 	/* Closed with them queued: they go on the closer's thread. */
 	peer_close(s.us, NULL);
@@ -168,9 +170,12 @@ static void test_packets(void **state) {
 	peer_close(s.us, NULL);
 	assert_true(writers_gone(ends[0], 5000));
 	close(ends[0]);
+	/* Shut down first: the peer can send nothing more. */
 	s = pair_new(SOCK_SEQPACKET);
 	send_with(s.peer, "x", 1, 0, NULL);
 	peer_close(s.us, NULL);
+	assert_int_equal(send(s.peer, "y", 1, MSG_NOSIGNAL | MSG_DONTWAIT), -1);
+	assert_int_equal(errno, EPIPE);
 	close(s.peer);
 }
 

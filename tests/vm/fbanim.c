@@ -14,7 +14,8 @@
  *                     descriptors, the userfaultfd last (the others: a pipe's end), for SOCKET: a
  *                     unix socket's path (stream, else seqpacket) or fd:NUM, a socket inherited
  *   fdsend            sends that message and closes the userfaultfd: the message holds the last
- *                     reference (prepared beforehand, so that no fault waits for a lock held)
+ *                     reference (prepared beforehand, the program's memory locked in, so that
+ *                     no fault waits for a lock held)
  *   sleep MS          sleep MS milliseconds
  *   wait              wait for a line on stdin
  * No pan, no vsync wait: the frame changes only through the mapping.
@@ -180,7 +181,7 @@ static int connect_to(const char *where) {
 	return -1;
 }
 
-/* Touches the stack below the caller's frame: a fault there later would wait for the lock held. */
+/* Touches the stack below the caller's frame, so that mlockall() keeps it. */
 static void __attribute__((noinline)) stack_touch(void) {
 	volatile char pad[256 * 1024];
 
@@ -213,6 +214,13 @@ static int send_prepare(const char *where, unsigned int n) {
 	cmsg->cmsg_type = SCM_RIGHTS;
 	cmsg->cmsg_len = CMSG_LEN(n * sizeof(int));
 	memcpy(CMSG_DATA(cmsg), fds, n * sizeof(int));
+	/*
+	 * Everything mapped now, the code of the steps to come among it, is in
+	 * memory and stays: once the lock is held, any fault of this thread
+	 * would wait for it.
+	 */
+	if (mlockall(MCL_CURRENT) < 0)
+		return -1;
 	return 0;
 }
 

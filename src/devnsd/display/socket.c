@@ -352,8 +352,12 @@ static void handle_track(struct conn *c) {
 
 	if (!dn->closer_quota)
 		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
-	/* Counting them takes one more reference of each (peer-socket.h). */
-	room = tracking && dn->closer_quota && fd_closer_has_room(dn->closer_quota, 2 * 3);
+	/*
+	 * Room for the three that may be taken. Counting them takes one more
+	 * reference of each (peer-socket.h), closed at once unless a flush
+	 * waits: that may take the persona three past its share.
+	 */
+	room = tracking && dn->closer_quota && fd_closer_has_room(dn->closer_quota, 3);
 
 	n = peer_recv_fds(c->fd, buf, sizeof(buf), fds, room ? 3 : 0, dn->closer_quota);
 	if (n == -EAGAIN)

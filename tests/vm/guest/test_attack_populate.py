@@ -504,17 +504,23 @@ class HeldDescriptors(rig.PersonaTestCase):
         path = self.stall_server()
         # The persona's share of the closer, and never more. A message takes three descriptors at most: one
         # with a fourth is refused whole, and none is taken (counting them took a reference of three, which
-        # the closer closes). Once a message's could take the persona past its share, tracking is refused and
-        # none is taken.
+        # the closer closes). Once work's share of 8 is full, its socket takes no new connection: a ticket
+        # brought meanwhile gets no answer.
         self.send_held("work", path, 4, -errno.EINVAL)
-        self.send_held("work", path, 1, -errno.EBUSY)
-        self.send_held("work", path, 3, -errno.EBUSY)
+        self.send_held("work", path, 3)
+        node = os.open(fbrig.fb_node("work"), os.O_RDWR)
+        self.addCleanup(os.close, node)
+        sock, memfd = fbrig.redeem(fbrig.socket_path("work"),
+                                   fbrig.REQUEST.pack(fbrig.REQUEST_MAGIC, fbrig.INTENT_MAP, fbrig.get_ticket(node)),
+                                   timeout=3.0)
+        self.addCleanup(sock.close)
+        self.assertIsNone(memfd, "work's socket took a connection with its closer's share full")
 
-        # The closer closes one at a time: one waits in its flush, the others in devnsd's file table.
-        ok = wait_for(lambda: self.held_by_devnsd(path) == 2, timeout=30)
+        # The closer closes one at a time: one waits in its flush, the others in devnsd's file table (the
+        # three references of each count, and the three taken).
+        ok = wait_for(lambda: self.held_by_devnsd(path) == 8, timeout=30)
         held = self.held_by_devnsd(path)
-        self.assertTrue(ok, "devnsd took %d descriptors from one message (%d in its file table, one in its flush), "
-                        "not 3" % (held + 1, held))
+        self.assertTrue(ok, "devnsd holds %d of the descriptors sent (and one in its flush), not 8" % held)
         c = rig.Container(private_dev=True)
         self.addCleanup(c.stop)
         p = subprocess.run([rig.DEVNSCTL, "attach", "personal", "--pid", str(c.pid)],
