@@ -458,11 +458,12 @@ class BusAttacks(rig.PersonaTestCase):
         self.assertEqual(self.active(), "work")
         self.answers_within_a_second()
 
-    def test_descriptors_sent_to_an_endpoint_are_not_let_go_by_devnsd(self):
+    def test_zz_descriptors_sent_to_an_endpoint_are_not_let_go_by_devnsd(self):
         """A request on work's endpoint carrying the last reference to a userfaultfd of a program that holds
         its own memory-map lock (a read of a FUSE file that never answers it): the file's release waits for
         that lock, and devnsd's loop must not be the one waiting. devnsd refuses the connection unread and
-        goes on answering while the lock is held."""
+        goes on answering while the lock is held. Last of the class: the FUSE mount it makes is visible to
+        the container that shares the host's mounts."""
         sockets = glob.glob("/run/devnsd/endpoints/work.*/endpoint")
         self.assertEqual(len(sockets), 1, sockets)
         mnt = tempfile.mkdtemp(prefix="stallfs-")
