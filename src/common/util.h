@@ -51,6 +51,8 @@ static inline void closep(int *fd) {
 		close(*fd);
 		errno = saved;
 	}
+	/* The number may name another file soon: nothing closes it again through *fd. */
+	*fd = -1;
 }
 
 /* Returns fd's value and sets *fd to -1: hands an fd over to a new owner. */
