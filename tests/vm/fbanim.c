@@ -14,8 +14,9 @@
  *                     descriptors, the userfaultfd last (the others: a pipe's end), for SOCKET: a
  *                     unix socket's path (stream, else seqpacket) or fd:NUM, a socket inherited
  *   fdsend            sends that message and closes the userfaultfd: the message holds the last
- *                     reference (prepared beforehand, the program's memory locked in, so that
- *                     no fault waits for a lock held)
+ *                     reference once the reader has not let go of it first (the tests hold devnsd
+ *                     still meanwhile). Prepared beforehand, the program's memory locked in, so
+ *                     that no fault waits for a lock held
  *   sleep MS          sleep MS milliseconds
  *   wait              wait for a line on stdin
  * No pan, no vsync wait: the frame changes only through the mapping.

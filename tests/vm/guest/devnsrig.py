@@ -1,6 +1,7 @@
 """Helpers for tests that run inside the VM: uinput devices, a private
 system bus, the built devnsd, and raw evdev ioctls on persona nodes."""
 
+import contextlib
 import ctypes
 import fcntl
 import glob
@@ -356,6 +357,27 @@ class Daemon:
 
     def alive(self):
         return self.proc.poll() is None
+
+    @contextlib.contextmanager
+    def held_still(self):
+        """devnsd stopped (SIGSTOP) for the block, every thread of it: what is sent to it meanwhile waits
+        unread in its sockets, and is still there when it goes on."""
+        def stopped():
+            for task in os.listdir("/proc/%d/task" % self.proc.pid):
+                try:
+                    with open("/proc/%d/task/%s/stat" % (self.proc.pid, task)) as f:
+                        if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                            return False
+                except FileNotFoundError:
+                    pass
+            return True
+        self.proc.send_signal(signal.SIGSTOP)
+        try:
+            if not eventually(stopped, timeout=10, step=0.02):
+                raise AssertionError("devnsd did not stop on SIGSTOP")
+            yield
+        finally:
+            self.proc.send_signal(signal.SIGCONT)
 
     def stop(self):
         if self.alive():

@@ -560,9 +560,11 @@ class DescriptorsSentAlong(OwnDaemon):
             # A D-Bus connection made beforehand: what its call waits for is devnsd alone.
             bus = busping.Connection()
             self.addCleanup(bus.close)
-            p.go()
-            p.wait_for("holdlock ok")
-            p.wait_for("fdsend ok")
+            # devnsd held still until the program has let go of its own reference: the message's is the last.
+            with self.daemon.held_still():
+                p.go()
+                p.wait_for("holdlock ok")
+                p.wait_for("fdsend ok")
             took = bus.ping(timeout=60)
             print("ListPersonas after the message: %.0f ms" % (took * 1000), flush=True)
             self.assertIsNone(p.proc.poll(), "the program holding its lock stopped")
