@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fd-closer.h"
+#include "util.h"
 
 /* Whether fd gets closed within a second. */
 static bool closed_soon(int fd) {
@@ -87,11 +88,32 @@ static void test_quota(void **state) {
 	assert_true(fd_closer_has_room(NULL, 1));
 }
 
+/* closep() closes and forgets: closing through the same variable again leaves alone the file that took the number. */
+static void test_closep_forgets(void **state) {
+	int first = open("/dev/null", O_RDONLY | O_CLOEXEC), other = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	int second, number = first;
+
+	(void)state;
+	assert_true(first >= 0 && other >= 0);
+	closep(&first);
+	assert_int_equal(first, -1);
+	/* Another file at the number, as the next open() would have it. */
+	second = dup3(other, number, O_CLOEXEC);
+	assert_int_equal(second, number);
+	closep(&first);
+	assert_int_not_equal(fcntl(second, F_GETFD), -1);
+	closep(&second);
+	closep(&other);
+	assert_int_equal(fcntl(number, F_GETFD), -1);
+	assert_int_equal(errno, EBADF);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_closes),
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_quota),
+		cmocka_unit_test(test_closep_forgets),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
