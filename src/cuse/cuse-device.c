@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cuse-device.h"
+#include "loop.h"
 #include "util.h"
 
 /* How often a node that is not in /dev yet is looked for. */
@@ -66,8 +67,16 @@ struct journal {
 struct cuse_device {
 	struct fuse_session *se;
 	int fd;
+	/* The session's fd: on sd-event, or on a loop (cuse_device_new_on_loop()). */
 	sd_event_source *source;
+	struct loop_io *io;
 	sd_event *event;
+	/* On a loop: requests with these opcodes are answered straight from it; the rest are handed over. */
+	uint64_t quiet;
+	/* A request read on the loop, waiting for sd-event's turn (the session's fd is off meanwhile). */
+	void *held;
+	size_t held_size;
+	sd_event_source *handover;
 	char devname[256];
 	unsigned int major, minor;
 	/* The node's owner and mode, while waiting for it to appear. */
@@ -466,6 +475,14 @@ static ssize_t session_writev(int fd, struct iovec *iov, int count, void *userda
 	return n;
 }
 
+/* Cannot fail for a device set up: turning a source on or off makes no system call that can. */
+static void listen_set(struct cuse_device *d, bool on) {
+	if (d->io)
+		(void)loop_io_set_enabled(d->io, on);
+	else
+		(void)sd_event_source_set_enabled(d->source, on ? SD_EVENT_ON : SD_EVENT_OFF);
+}
+
 static ssize_t session_read(int fd, void *buf, size_t len, void *userdata) {
 	(void)userdata;
 	return read(fd, buf, len);
@@ -476,6 +493,14 @@ static const struct fuse_custom_io session_io = {
 	.read = session_read,
 };
 
+/* The kernel ended the connection: stop listening, and keep nothing of it. */
+static void connection_ended(struct cuse_device *d) {
+	listen_set(d, false);
+	forget_kept(d);
+	if (d->retired)
+		retired_end_soon(d);
+}
+
 /*
  * One request per wakeup: the kernel queues one per read(), and a read
  * past the last would only fail with EAGAIN. The fd is watched
@@ -485,23 +510,86 @@ static int on_request(sd_event_source *s, int fd, uint32_t revents, void *userda
 	struct cuse_device *d = userdata;
 	int r;
 
+	(void)s;
 	(void)fd;
 	(void)revents;
 	r = fuse_session_receive_buf(d->se, &shared_buf);
 	if (r == -EAGAIN || r == -EINTR)
 		return 0;
 	if (r <= 0 || fuse_session_exited(d->se)) {
-		/* The kernel ended the connection: stop listening, and keep nothing of it. */
-		/* Cannot fail: sd-event reports no failure turning a source off. */
-		(void)sd_event_source_set_enabled(s, SD_EVENT_OFF);
-		forget_kept(d);
-		if (d->retired)
-			retired_end_soon(d);
+		connection_ended(d);
 		return 0;
 	}
 	if (request_filter(d, &shared_buf))
 		return 0;
 	fuse_session_process_buf(d->se, &shared_buf);
+	return 0;
+}
+
+static bool request_quiet(const struct cuse_device *d, const struct fuse_buf *buf) {
+	const struct fuse_in_header *in = buf->mem;
+
+	return buf->size >= sizeof(*in) && in->opcode < 64 && (d->quiet & (UINT64_C(1) << in->opcode));
+}
+
+/*
+ * A request the loop read that is not quiet, from sd-event's loop, as
+ * on_request() would have handled it: its time is sd-event's, and what
+ * it changes there is seen.
+ */
+static int on_handover(sd_event_source *s, void *userdata) {
+	struct cuse_device *d = userdata;
+	_cleanup_(freep) void *mem = TAKE_PTR(d->held);
+	struct fuse_buf buf = { .size = d->held_size, .mem = mem };
+
+	(void)s;
+	if (!mem)
+		return 0;
+	/* First: the request may end the device's use (never its memory: see retired_end_soon()). */
+	listen_set(d, true);
+	fuse_session_process_buf(d->se, &buf);
+	return 0;
+}
+
+/*
+ * On a loop: quiet requests (an input node's reads and polls) are
+ * answered here; every other is recorded here, as every request is
+ * before the device sees it, and handed to sd-event's loop, the session
+ * not read meanwhile, so that requests keep their order.
+ */
+static int on_loop_request(struct loop_io *io, uint32_t revents, void *userdata) {
+	struct cuse_device *d = userdata;
+	int r;
+
+	(void)io;
+	(void)revents;
+	r = fuse_session_receive_buf(d->se, &shared_buf);
+	if (r == -EAGAIN || r == -EINTR)
+		return LOOP_QUIET;
+	if (r <= 0 || fuse_session_exited(d->se)) {
+		connection_ended(d);
+		return 0;
+	}
+	if (request_quiet(d, &shared_buf)) {
+		if (!request_filter(d, &shared_buf))
+			fuse_session_process_buf(d->se, &shared_buf);
+		return LOOP_QUIET;
+	}
+	if (request_filter(d, &shared_buf))
+		return 0;
+	if (!d->handover && sd_event_add_defer(d->event, &d->handover, on_handover, d) < 0)
+		d->handover = NULL;
+	d->held = d->handover ? malloc(shared_buf.size) : NULL;
+	if (!d->held) {
+		/* Out of memory: answered here, where sd-event's time is that of its last wakeup. */
+		fuse_session_process_buf(d->se, &shared_buf);
+		return 0;
+	}
+	memcpy(d->held, shared_buf.mem, shared_buf.size);
+	d->held_size = shared_buf.size;
+	listen_set(d, false);
+	/* Cannot fail while the loop runs: turning a defer source on makes no system call. */
+	(void)sd_event_source_set_enabled(d->handover, SD_EVENT_ONESHOT);
 	return 0;
 }
 
@@ -535,7 +623,8 @@ static int on_resume(sd_event_source *s, void *userdata) {
 	fuse_session_process_buf(d->se, &buf);
 	d->swallow = false;
 	d->resume = sd_event_source_disable_unref(d->resume);
-	return sd_event_source_set_enabled(d->source, SD_EVENT_ON);
+	listen_set(d, true);
+	return 0;
 }
 
 /*
@@ -614,9 +703,9 @@ static void end_retired_holding(const char *devname, unsigned int major, unsigne
  * connection kept under keep serves; keep "" keeps nothing, and with
  * only_kept nothing new is made.
  */
-static int device_new(struct cuse_device **ret, sd_event *event, const char *devname, const char *keep,
-		      bool only_kept, unsigned int major, unsigned int minor, const struct cuse_lowlevel_ops *ops,
-		      void *userdata) {
+static int device_new(struct cuse_device **ret, sd_event *event, struct loop *loop, uint64_t quiet,
+		      const char *devname, const char *keep, bool only_kept, unsigned int major, unsigned int minor,
+		      const struct cuse_lowlevel_ops *ops, void *userdata) {
 	_cleanup_(cuse_device_freep) struct cuse_device *d = NULL;
 	_cleanup_(closep) int fd = -1;
 	char *argv[] = { (char *)"devnsd", NULL };
@@ -642,6 +731,7 @@ static int device_new(struct cuse_device **ret, sd_event *event, const char *dev
 	shared_users++;
 	d->fd = -1;
 	d->event = event;
+	d->quiet = quiet;
 	d->major = major;
 	d->minor = minor;
 	snprintf(d->devname, sizeof(d->devname), "%s", devname);
@@ -676,13 +766,15 @@ static int device_new(struct cuse_device **ret, sd_event *event, const char *dev
 	r = by_fd_set(d->fd, d);
 	if (r < 0)
 		return r;
-	r = sd_event_add_io(event, &d->source, d->fd, EPOLLIN, on_request, d);
+	if (loop)
+		r = loop_add_io(loop, &d->io, d->fd, EPOLLIN, on_loop_request, d);
+	else
+		r = sd_event_add_io(event, &d->source, d->fd, EPOLLIN, on_request, d);
 	if (r < 0)
 		return r;
 	if (resumed) {
-		r = sd_event_source_set_enabled(d->source, SD_EVENT_OFF);
-		if (r >= 0)
-			r = sd_event_add_defer(event, &d->resume, on_resume, d);
+		listen_set(d, false);
+		r = sd_event_add_defer(event, &d->resume, on_resume, d);
 		if (r < 0)
 			return r;
 	}
@@ -697,7 +789,17 @@ int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devna
 
 	if (major)
 		snprintf(keep, sizeof(keep), CUSE_KEEP_PREFIX "%u.%u", major, minor);
-	return device_new(ret, event, devname, keep, false, major, minor, ops, userdata);
+	return device_new(ret, event, NULL, 0, devname, keep, false, major, minor, ops, userdata);
+}
+
+int cuse_device_new_on_loop(struct cuse_device **ret, struct loop *loop, uint64_t quiet, const char *devname,
+			    unsigned int major, unsigned int minor, const struct cuse_lowlevel_ops *ops,
+			    void *userdata) {
+	char keep[32] = "";
+
+	if (major)
+		snprintf(keep, sizeof(keep), CUSE_KEEP_PREFIX "%u.%u", major, minor);
+	return device_new(ret, loop_event(loop), loop, quiet, devname, keep, false, major, minor, ops, userdata);
 }
 
 int cuse_device_set_shares(struct cuse_device *d, unsigned int n) {
@@ -759,7 +861,7 @@ int cuse_device_end_kept(sd_event *event, const char *keep, struct cuse_kept_nod
 	if (!have_keeper || strncmp(keep, CUSE_KEEP_PREFIX, strlen(CUSE_KEEP_PREFIX)) != 0 ||
 	    (len > 2 && streq(keep + len - 2, ".j")))
 		return -EINVAL;
-	r = device_new(&d, event, "", keep, true, 0, 0, &gone_ops, NULL);
+	r = device_new(&d, event, NULL, 0, "", keep, true, 0, 0, &gone_ops, NULL);
 	if (r < 0)
 		return r;
 	/* The record is the last run's: bounded here, whatever it holds. */
@@ -843,7 +945,10 @@ struct cuse_device *cuse_device_free(struct cuse_device *d) {
 	sd_event_source_disable_unref(d->owner_retry);
 	sd_event_source_disable_unref(d->resume);
 	sd_event_source_disable_unref(d->end);
+	sd_event_source_disable_unref(d->handover);
+	free(d->held);
 	sd_event_source_disable_unref(d->source);
+	loop_io_free(d->io);
 	/* The node goes: the kept duplicate must not hold it. */
 	forget_kept(d);
 	if (d->fd >= 0)
@@ -922,7 +1027,7 @@ void cuse_device_retire(struct cuse_device *d, const char *group) {
 		return;
 	j = d->journal;
 	/* A node that never came, or one taken over and not resumed yet, has nobody to answer. */
-	if (d->retired || !j || !j->ready || d->resume || d->swallow || !d->source) {
+	if (d->retired || !j || !j->ready || d->resume || d->swallow || (!d->source && !d->io)) {
 		cuse_device_free(d);
 		return;
 	}
@@ -948,7 +1053,11 @@ void cuse_device_retire(struct cuse_device *d, const char *group) {
 	unlink_node(d);
 	d->retired = true;
 	snprintf(d->group, sizeof(d->group), "%s", group ?: "");
-	(void)sd_event_source_set_enabled(d->source, SD_EVENT_ON);
+	/* A request handed over was in the journal: answered above. */
+	d->held = mfree(d->held);
+	if (d->handover)
+		(void)sd_event_source_set_enabled(d->handover, SD_EVENT_OFF);
+	listen_set(d, true);
 	if (j->n_files == 0) {
 		LIST_INSERT_HEAD(&retired_devices, d, retired_link);
 		n_retired++;

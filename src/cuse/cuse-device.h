@@ -8,9 +8,9 @@
 #include <systemd/sd-event.h>
 
 /*
- * One CUSE character device served from the sd-event loop: its /dev/cuse
- * session fd is an event source, requests are processed as they arrive,
- * and freeing it removes the node.
+ * One CUSE character device served from the sd-event loop (or from a
+ * loop of loop.h): its /dev/cuse session fd is an event source, requests
+ * are processed as they arrive, and freeing it removes the node.
  */
 struct cuse_device;
 
@@ -28,6 +28,20 @@ struct cuse_device;
 int cuse_device_new(struct cuse_device **ret, sd_event *event, const char *devname, unsigned int major,
 		    unsigned int minor, const struct cuse_lowlevel_ops *ops, void *userdata);
 struct cuse_device *cuse_device_free(struct cuse_device *d);
+
+/*
+ * As cuse_device_new(), with the session polled by loop (loop.h) instead:
+ * requests whose FUSE opcode is in quiet (CUSE_QUIET(FUSE_READ) | ...)
+ * are answered straight from it, so the device's operations for them
+ * must be quiet in loop.h's sense. Every other request is handed to
+ * sd-event's loop, and the session is not read until it has been
+ * answered there.
+ */
+struct loop;
+#define CUSE_QUIET(opcode) (UINT64_C(1) << (opcode))
+int cuse_device_new_on_loop(struct cuse_device **ret, struct loop *loop, uint64_t quiet, const char *devname,
+			    unsigned int major, unsigned int minor, const struct cuse_lowlevel_ops *ops,
+			    void *userdata);
 
 /* Tries to give the node in /dev its owner this long after the first attempt found no node. */
 #define CUSE_OWNER_RETRY_USEC (10 * 1000000ULL)

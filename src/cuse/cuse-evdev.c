@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include <fcntl.h>
+#include <linux/fuse.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,7 +316,7 @@ static const struct cuse_lowlevel_ops cuse_evdev_ops = {
 	.poll = ce_poll,
 };
 
-int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, unsigned int major,
+int cuse_evdev_new(struct cuse_evdev **ret, struct loop *loop, const char *devname, unsigned int major,
 		   unsigned int minor, struct evdev_node *node, const struct cuse_evdev_hooks *hooks, void *userdata) {
 	struct cuse_evdev *ce;
 	int r;
@@ -327,7 +328,9 @@ int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname
 	ce->hooks = hooks;
 	ce->userdata = userdata;
 	LIST_INIT(&ce->files);
-	r = cuse_device_new(&ce->dev, event, devname, major, minor, &cuse_evdev_ops, ce);
+	/* Reads, polls and their interrupts touch the evdev clients' queues and the session only. */
+	r = cuse_device_new_on_loop(&ce->dev, loop, CUSE_QUIET(FUSE_READ) | CUSE_QUIET(FUSE_POLL) | CUSE_QUIET(FUSE_INTERRUPT),
+				    devname, major, minor, &cuse_evdev_ops, ce);
 	if (r < 0) {
 		free(ce);
 		return r;

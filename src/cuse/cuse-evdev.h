@@ -3,9 +3,9 @@
 
 #include <stdint.h>
 #include <sys/types.h>
-#include <systemd/sd-event.h>
 
 #include "evdev-node.h"
+#include "loop.h"
 
 /* An evdev node served as a CUSE character device. */
 struct cuse_evdev;
@@ -28,11 +28,12 @@ struct cuse_evdev_hooks {
 };
 
 /*
- * Creates /dev/DEVNAME with the given numbers (0, 0: any). node NULL makes a
+ * Creates /dev/DEVNAME with the given numbers (0, 0: any), polled by loop:
+ * reads and polls are answered straight from it. node NULL makes a
  * routed node. Each open is a client of the evdev node opened as the
  * request's uid, so EVDEV_NODE_MAX_CLIENTS_PER_UID holds per user.
  */
-int cuse_evdev_new(struct cuse_evdev **ret, sd_event *event, const char *devname, unsigned int major,
+int cuse_evdev_new(struct cuse_evdev **ret, struct loop *loop, const char *devname, unsigned int major,
 		   unsigned int minor, struct evdev_node *node, const struct cuse_evdev_hooks *hooks, void *userdata);
 /*
  * Answers every blocked reader with ENODEV and removes the node. The evdev

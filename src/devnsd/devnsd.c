@@ -20,6 +20,7 @@
 #include "populate/populate.h"
 #include "restart/state.h"
 #include "log.h"
+#include "loop.h"
 #include "util.h"
 
 #define EXIT_CONFIG 2
@@ -240,7 +241,7 @@ static int run(const struct conf *conf) {
 		end_left_over(m);
 	}
 
-	r = sd_event_loop(event);
+	r = loop_run(m->loop);
 	/* Logged by the watch; not a stop: the state stays for the restart (devns-restart(7)). */
 	if (r == -ECHILD)
 		return r;

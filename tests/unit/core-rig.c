@@ -11,6 +11,7 @@
 
 #include "core-rig.h"
 #include "conf/conf.h"
+#include "loop.h"
 
 struct core_rig *core_rig_new(const char *conf_text) {
 	struct core_rig *r = calloc(1, sizeof(*r));
@@ -57,7 +58,7 @@ struct persona *core_rig_persona(struct core_rig *r, const char *name) {
 
 void core_rig_run(struct core_rig *r) {
 	for (int i = 0; i < 1000; i++)
-		if (sd_event_run(r->event, 0) == 0)
+		if (loop_iterate(r->manager->loop, 0) == 0)
 			return;
 	fail_msg("the event loop never went idle");
 }

@@ -9,6 +9,7 @@
 #include "core/manager.h"
 #include "cuse-device.h"
 #include "log.h"
+#include "loop.h"
 
 static void persona_free(struct persona *p) {
 	LIST_REMOVE(p, link);
@@ -86,6 +87,9 @@ int manager_new(struct manager **ret, sd_event *event, const struct conf *conf) 
 	if (!m)
 		return log_error_errno(ENOMEM, "out of memory");
 	m->event = sd_event_ref(event);
+	r = loop_new(&m->loop, event);
+	if (r < 0)
+		return log_error_errno(r, "Cannot create the event loop: %m");
 	m->conf = conf;
 	m->self_ns = PIDNS_NULL;
 	LIST_INIT(&m->personas);
@@ -148,6 +152,7 @@ struct manager *manager_free(struct manager *m) {
 	pidns_close(&m->self_ns);
 	devnum_free(m->devnum);
 	signal_emit(&m->events.classes_freed, m);
+	loop_free(m->loop);
 	sd_event_unref(m->event);
 	free(m);
 	return NULL;

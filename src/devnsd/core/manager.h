@@ -138,8 +138,12 @@ struct device_class {
 #define REQUEST_ACTIVE_BURST 3
 #define REQUEST_ACTIVE_INTERVAL_USEC (10 * 1000000ull)
 
+struct loop;
+
 struct manager {
 	sd_event *event;
+	/* event, with the input path's descriptors polled beside it (loop.h): what devnsd runs. */
+	struct loop *loop;
 	LIST_HEAD(, persona) personas;
 	unsigned int n_personas;
 	uint32_t last_serial;

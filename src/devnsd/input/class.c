@@ -17,6 +17,7 @@
 #include "hotkey.h"
 #include "input-backend.h"
 #include "log.h"
+#include "loop.h"
 
 /* Events handled per wakeup, so one busy device cannot starve the loop. */
 #define DRAIN_MAX 4096
@@ -74,14 +75,15 @@ static void node_wakeup(void *userdata, struct evdev_client *c) {
 static void node_feedback_changed(void *userdata) {
 	struct input_node *in = userdata;
 
+	in->device->class->loop_touched = true;
 	state_changed(in->device->class->base.manager);
 }
 
-/* The loop's time of this wakeup: event times are converted without reading a clock. */
+/* The loop's time of this wakeup: event times are converted with a clock read once a wakeup. */
 static int node_batch_time(void *userdata, clockid_t clock, uint64_t *ret_usec) {
 	struct input_node *in = userdata;
 
-	return sd_event_now(in->device->class->base.manager->event, clock, ret_usec);
+	return loop_now(in->device->class->base.manager->loop, clock, ret_usec);
 }
 
 static const struct evdev_node_ops node_ops = {
@@ -125,8 +127,9 @@ static void device_gone(struct input_device *d) {
 		return;
 	log_info("%s: device is gone; its persona nodes now answer ENODEV", d->backend->path);
 	d->gone = true;
-	/* Cannot fail: sd-event reports no failure turning a source off. */
-	(void)sd_event_source_set_enabled(d->source, SD_EVENT_OFF);
+	d->class->loop_touched = true;
+	if (d->io)
+		(void)loop_io_set_enabled(d->io, false);
 	/* As the kernel does when a device goes: what the active persona held is released first. */
 	if (d->active)
 		evdev_node_deactivate(d->active->evdev);
@@ -156,6 +159,7 @@ static void gate_try(struct input_class *ic) {
 		if (!d->gone && keys_down(&d->hw))
 			return;
 	ic->input_held = false;
+	ic->loop_touched = true;
 	LIST_FOREACH(d, &ic->devices, link) {
 		if (!d->held_for)
 			continue;
@@ -186,6 +190,7 @@ static void pass_on(struct input_device *d, struct input_event *batch, size_t *n
 /* A chord asked for the persona of SwitchKeys= entry i: switched once the handler returns, the last chord winning. */
 static void queue_hotkey(struct input_class *ic, size_t i) {
 	ic->hotkey_target = i;
+	ic->loop_touched = true;
 	/* Cannot fail while the loop runs: turning a defer source on makes no system call. */
 	(void)sd_event_source_set_enabled(ic->hotkey_defer, SD_EVENT_ONESHOT);
 }
@@ -236,12 +241,15 @@ void input_device_dispatch(struct input_device *d) {
 	drain(d);
 }
 
-static int on_input(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
-	(void)s;
-	(void)fd;
+/* Quiet (loop.h) unless a packet did more than reach the active persona's readers. */
+static int on_input(struct loop_io *io, uint32_t revents, void *userdata) {
+	struct input_device *d = userdata;
+
+	(void)io;
 	(void)revents;
-	drain(userdata);
-	return 0;
+	d->class->loop_touched = false;
+	drain(d);
+	return d->class->loop_touched ? 0 : LOOP_QUIET;
 }
 
 static int on_hotkey(sd_event_source *s, void *userdata) {
@@ -334,7 +342,7 @@ static struct input_device *input_device_free(struct input_device *d) {
 		t->device_removed(d);
 	free(d->hotkey);
 	sd_event_source_disable_unref(d->reap);
-	sd_event_source_disable_unref(d->source);
+	loop_io_free(d->io);
 	input_backend_free(d->backend);
 	free(d);
 	return NULL;
@@ -404,7 +412,7 @@ int input_class_add_device(struct input_class *ic, struct input_backend *backend
 		kdev = realpath(link, NULL);
 		if (kdev && strlen(kdev) < sizeof(d->kdev))
 			strcpy(d->kdev, kdev);
-		r = sd_event_add_io(m->event, &d->source, backend->fd, EPOLLIN, on_input, d);
+		r = loop_add_io(m->loop, &d->io, backend->fd, EPOLLIN, on_input, d);
 		if (r < 0)
 			goto fail;
 	}

@@ -13,12 +13,14 @@ struct cuse_evdev;
 struct input_node;
 struct input_class;
 struct hotkey;
+struct loop_io;
 
 /* One hardware input device and the nodes every persona has for it. */
 struct input_device {
 	struct input_class *class;
 	struct input_backend *backend;
-	sd_event_source *source;
+	/* The device's fd, on the manager's loop: a packet passed on does not wake sd-event. */
+	struct loop_io *io;
 	/* What the hardware reports, folded up: the state a persona resyncs to. */
 	struct evdev_state hw;
 	struct input_node *active;
@@ -112,6 +114,8 @@ struct input_class {
 	 */
 	bool input_held, switch_shown;
 	struct listener switch_done;
+	/* A device's handler did more than pass packets on: sd-event has to look at itself (loop.h). */
+	bool loop_touched;
 };
 
 /* input/state.c: keeps each persona's LEDs across a restart (restart/state.h). */

@@ -62,7 +62,7 @@ static int cuse_node_added(struct input_node *in) {
 	int r;
 
 	manager_node_numbers(m, in->path + strlen("/dev/"), &major, &minor);
-	r = cuse_evdev_new(&in->cuse, m->event, in->path + strlen("/dev/"), major, minor, in->evdev, &node_hooks, in);
+	r = cuse_evdev_new(&in->cuse, m->loop, in->path + strlen("/dev/"), major, minor, in->evdev, &node_hooks, in);
 	if (r < 0)
 		return r;
 	/* A restart that finds the device gone tells the container with these. */
@@ -144,7 +144,7 @@ static int cuse_device_added(struct input_device *d) {
 	snprintf(d->routed_path, sizeof(d->routed_path), "/dev/%s/%s", DEVNS_DEV_DIR, d->backend->name);
 	manager_node_numbers(m, d->routed_path + strlen("/dev/"), &major, &minor);
 	/* Not logged here: the device is not added, and whoever added it says so. */
-	r = cuse_evdev_new(&d->routed, m->event, d->routed_path + strlen("/dev/"), major, minor, NULL,
+	r = cuse_evdev_new(&d->routed, m->loop, d->routed_path + strlen("/dev/"), major, minor, NULL,
 			   &routed_hooks, d);
 	if (r < 0)
 		return r;
