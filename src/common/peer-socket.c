@@ -176,6 +176,27 @@ int peer_accept(int listen_fd, struct fd_closer_quota *q, int *ret_fd) {
 	return 0;
 }
 
+int peer_accept_next(sd_event_source *listener, sd_event_source **resume, struct fd_closer_quota *q, int *ret_fd,
+		     struct ucred *ret_cred) {
+	socklen_t len = sizeof(*ret_cred);
+	int fd, r;
+
+	r = peer_accept(sd_event_source_get_io_fd(listener), q, &fd);
+	if (r == -EAGAIN || r == -EINTR || r == -ECONNABORTED)
+		return r;
+	if (r < 0) {
+		peer_listen_pause(listener, resume);
+		return r;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, ret_cred, &len) < 0) {
+		r = -errno;
+		peer_close(fd, q);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
 static int on_listen_resume(sd_event_source *s, uint64_t usec, void *userdata) {
 	(void)s;
 	(void)usec;

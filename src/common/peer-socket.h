@@ -70,3 +70,14 @@ int peer_accept(int listen_fd, struct fd_closer_quota *q, int *ret_fd);
  * with the listener.
  */
 void peer_listen_pause(sd_event_source *listener, sd_event_source **resume);
+
+/*
+ * From the handler of listener (the io source of a listening socket): the
+ * next connection, as peer_accept() takes it, and its peer's credentials
+ * as the kernel recorded them at connect() (SO_PEERCRED). A negative errno
+ * when there is none to handle: nothing waited, or a failure for which
+ * the listener is paused (peer_listen_pause()).
+ */
+struct ucred;
+int peer_accept_next(sd_event_source *listener, sd_event_source **resume, struct fd_closer_quota *q, int *ret_fd,
+		     struct ucred *ret_cred);

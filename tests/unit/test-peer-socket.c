@@ -17,10 +17,12 @@
 #include <signal.h>
 #include <string.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "fd-closer.h"
 #include "peer-socket.h"
 
 struct pair {
@@ -222,12 +224,72 @@ static void test_out_of_band(void **state) {
 	close(listener);
 }
 
+static int on_nothing(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+	(void)s;
+	(void)fd;
+	(void)revents;
+	(void)userdata;
+	return 0;
+}
+
+/* The next connection with its peer's credentials; none waiting; and a closer with no room pauses the listener. */
+static void test_accept_next(void **state) {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	sd_event_source *source = NULL, *resume = NULL;
+	struct fd_closer_quota *full = fd_closer_quota_new(0);
+	sd_event *event = NULL;
+	int listener, client, conn = -1, enabled = -1;
+	struct ucred cred = { 0 };
+
+	(void)state;
+	assert_non_null(full);
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "devns-test-accept-%d", (int)getpid());
+	listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	assert_true(listener >= 0);
+	assert_int_equal(bind(listener, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(listener, 4), 0);
+	assert_int_equal(sd_event_new(&event), 0);
+	assert_int_equal(sd_event_add_io(event, &source, listener, EPOLLIN, on_nothing, NULL), 0);
+
+	assert_int_equal(peer_accept_next(source, &resume, NULL, &conn, &cred), -EAGAIN);
+	assert_int_equal(conn, -1);
+	client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(client, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(peer_accept_next(source, &resume, NULL, &conn, &cred), 0);
+	assert_true(conn >= 0);
+	assert_int_equal(cred.pid, getpid());
+	assert_int_equal(cred.uid, getuid());
+	assert_null(resume);
+	peer_close(conn, NULL);
+	close(client);
+
+	/* Waiting, but the closer could not take the socket back: left waiting, and the listener rests. */
+	client = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(client, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	conn = -1;
+	assert_int_equal(peer_accept_next(source, &resume, full, &conn, &cred), -EBUSY);
+	assert_int_equal(conn, -1);
+	assert_int_equal(sd_event_source_get_enabled(source, &enabled), 0);
+	assert_int_equal(enabled, SD_EVENT_OFF);
+	assert_non_null(resume);
+	assert_int_equal(peer_accept_next(source, &resume, NULL, &conn, &cred), 0);
+	peer_close(conn, NULL);
+	close(client);
+
+	sd_event_source_disable_unref(resume);
+	sd_event_source_disable_unref(source);
+	sd_event_unref(event);
+	fd_closer_quota_unref(full);
+	close(listener);
+}
+
 int main(void) {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_recv_without_descriptors),
 		cmocka_unit_test(test_recv_fds),
 		cmocka_unit_test(test_packets),
 		cmocka_unit_test(test_out_of_band),
+		cmocka_unit_test(test_accept_next),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

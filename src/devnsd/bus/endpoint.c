@@ -236,25 +236,15 @@ static int conn_new(struct endpoint *ep, int fd, uid_t uid) {
 static int on_connect(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
 	struct endpoint *ep = userdata;
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
 	int conn, off = 0, r;
 
-	(void)s;
+	(void)fd;
 	(void)revents;
 	if (!ep->closer)
 		ep->closer = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
-	r = peer_accept(fd, ep->closer, &conn);
-	if (r == -EAGAIN || r == -EINTR || r == -ECONNABORTED)
+	/* cred.uid, recorded at connect(): which of the persona's users speaks. */
+	if (peer_accept_next(s, &ep->resume, ep->closer, &conn, &cred) < 0)
 		return 0;
-	if (r < 0) {
-		peer_listen_pause(ep->source, &ep->resume);
-		return 0;
-	}
-	/* The uid the kernel recorded at connect(): which of the persona's users speaks. */
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		peer_close(conn, ep->closer);
-		return 0;
-	}
 	if (ep->n_conns >= DEVNS_ENDPOINT_MAX_CONNECTIONS ||
 	    conns_of_uid(ep, cred.uid) >= DEVNS_ENDPOINT_MAX_CONNECTIONS / 4) {
 		log_refused(ep, cred.uid, "too many connections");

@@ -479,25 +479,15 @@ static int on_connect(sd_event_source *s, int fd, uint32_t revents, void *userda
 	struct display_socket *ds = userdata;
 	struct display_node *dn = ds->node;
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
 	int conn, r;
 
-	(void)s;
+	(void)fd;
 	(void)revents;
 	if (!dn->closer_quota)
 		dn->closer_quota = fd_closer_quota_new(FD_CLOSER_PER_OWNER);
-	r = peer_accept(fd, dn->closer_quota, &conn);
-	if (r == -EAGAIN || r == -EINTR || r == -ECONNABORTED)
+	/* cred.uid only counts the peer's waiting requests; it grants nothing. */
+	if (peer_accept_next(s, &ds->resume, dn->closer_quota, &conn, &cred) < 0)
 		return 0;
-	if (r < 0) {
-		peer_listen_pause(ds->source, &ds->resume);
-		return 0;
-	}
-	/* The uid only counts the peer's waiting requests; it grants nothing. */
-	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-		peer_close(conn, dn->closer_quota);
-		return 0;
-	}
 	if (ds->n_pending >= DISPLAY_SOCKET_MAX_PENDING ||
 	    conns_of_uid(ds, false, cred.uid) >= DISPLAY_SOCKET_MAX_PENDING_PER_UID) {
 		log_refused(ds, cred.uid, "too many requests waiting");
