@@ -51,6 +51,16 @@ uint64_t cuse_rig_send(sd_event *e, int fd, uint32_t opcode, uint32_t uid, uint3
 	return h.unique;
 }
 
+void cuse_rig_write(int fd, uint32_t opcode, uint64_t unique, const void *arg, size_t len) {
+	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + len), .opcode = opcode, .unique = unique };
+
+	assert_true(h.len <= sizeof(cuse_rig_msg));
+	memcpy(cuse_rig_msg, &h, sizeof(h));
+	if (len)
+		memcpy(cuse_rig_msg + sizeof(h), arg, len);
+	assert_int_equal(write(fd, cuse_rig_msg, h.len), (ssize_t)h.len);
+}
+
 bool cuse_rig_next(int fd, struct fuse_out_header *ret, void *body, size_t size, size_t *ret_len) {
 	ssize_t n = read(fd, cuse_rig_msg, sizeof(cuse_rig_msg));
 

@@ -26,6 +26,9 @@ void cuse_rig_pump(sd_event *e);
 uint64_t cuse_rig_send(sd_event *e, int fd, uint32_t opcode, uint32_t uid, uint32_t pid, const void *a,
 		       size_t a_len, const void *b, size_t b_len);
 
+/* Writes a request with the given unique and argument on the kernel's side fd, and nothing else. */
+void cuse_rig_write(int fd, uint32_t opcode, uint64_t unique, const void *arg, size_t len);
+
 /*
  * The next message devnsd wrote on fd: its header, and its payload (up to
  * size bytes) in body; its payload's length in *ret_len. False if none came.

@@ -88,12 +88,7 @@ static const struct cuse_keeper keeper = {
 /* --- the kernel's side ------------------------------------------------------- */
 
 static void send_request(uint32_t opcode, uint64_t unique, const void *arg, size_t len) {
-	char buf[256];
-	struct fuse_in_header h = { .len = (uint32_t)(sizeof(h) + len), .opcode = opcode, .unique = unique };
-
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), arg, len);
-	assert_int_equal(write(cuse_rig_last_fd, buf, sizeof(h) + len), (ssize_t)(sizeof(h) + len));
+	cuse_rig_write(cuse_rig_last_fd, opcode, unique, arg, len);
 }
 
 /* The next message devnsd wrote: its header, and its payload in body (if any). */
